@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * zn_abi.h — the map layouts shared by the BPF programs and the C++ userspace.
+ *
+ * C-compatible, fixed-width, no implicit padding. Every address and port stored
+ * in these structs is in network byte order, exactly as it appears on the wire,
+ * so BPF compares packet fields without swapping and userspace converts once.
+ */
+#ifndef ZN_ABI_H
+#define ZN_ABI_H
+
+#include <linux/types.h>
+
+/* Session index 0 means "no session": packets on an interface the datapath is
+ * attached to but that has no session entry are counted there and dropped. */
+#define ZN_MAX_SESSIONS 2048
+#define ZN_MAX_STEERED_PORTS 8
+#define ZN_MAX_L4_RULES 65536
+#define ZN_EVENTS_RINGBUF_BYTES (256 * 1024)
+
+/* skb->mark bits. Ingress sets ZN_MARK_STEER on packets it assigns to a host
+ * socket so the policy rule "fwmark 0x200/0xf00 lookup 100" routes them locally.
+ * Host sockets allowed to answer a guest (proxy, DNS) set SO_MARK to
+ * ZN_MARK_HOST_REPLY; egress passes IP packets only when they carry it. */
+#define ZN_MARK_MASK 0xf00
+#define ZN_MARK_STEER 0x200
+#define ZN_MARK_HOST_REPLY 0x400
+#define ZN_STEER_ROUTE_TABLE 100
+
+/* Every verdict: the passes first, then the drop reasons. X(ident, "name"). */
+#define ZN_VERDICTS(X)                                                        \
+	X(PASS_ARP, "pass:arp")                                               \
+	X(PASS_ND, "pass:nd")                                                 \
+	X(PASS_DNS, "pass:dns")                                               \
+	X(PASS_STEER, "pass:steer")                                           \
+	X(PASS_L4, "pass:l4")                                                 \
+	X(PASS_HOST_REPLY, "pass:host_reply")                                 \
+	X(DROP_NO_SESSION, "drop:no_session")                                 \
+	X(DROP_TRUNCATED_ETH, "drop:truncated_eth")                           \
+	X(DROP_TRUNCATED_ARP, "drop:truncated_arp")                           \
+	X(DROP_TRUNCATED_IP4, "drop:truncated_ip4")                           \
+	X(DROP_TRUNCATED_IP6, "drop:truncated_ip6")                           \
+	X(DROP_TRUNCATED_L4, "drop:truncated_l4")                             \
+	X(DROP_VLAN, "drop:vlan")                                             \
+	X(DROP_ETHERTYPE, "drop:ethertype")                                   \
+	X(DROP_MAC_SPOOF, "drop:mac_spoof")                                   \
+	X(DROP_ARP_MALFORMED, "drop:arp_malformed")                           \
+	X(DROP_ARP_SPOOF, "drop:arp_spoof")                                   \
+	X(DROP_IP_MALFORMED, "drop:ip_malformed")                             \
+	X(DROP_IP4_SPOOF, "drop:ip4_spoof")                                   \
+	X(DROP_IP6_SPOOF, "drop:ip6_spoof")                                   \
+	X(DROP_IP4_OPTIONS, "drop:ip4_options")                               \
+	X(DROP_FRAGMENT, "drop:fragment")                                     \
+	X(DROP_IP6_EXTHDR, "drop:ip6_exthdr")                                 \
+	X(DROP_ND_SPOOF, "drop:nd_spoof")                                     \
+	X(DROP_ICMP, "drop:icmp")                                             \
+	X(DROP_UDP, "drop:udp")                                               \
+	X(DROP_PROTO, "drop:proto")                                           \
+	X(DROP_TCP_PORT, "drop:tcp_port")                                     \
+	X(DROP_HOST_SERVICE, "drop:host_service")                             \
+	X(DROP_NO_LISTENER, "drop:no_listener")                               \
+	X(DROP_ASSIGN_FAILED, "drop:assign_failed")                           \
+	X(DROP_UNSOLICITED, "drop:unsolicited")
+
+#define ZN_VERDICT_ENUM_(ident, name) ZN_##ident,
+enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT };
+#undef ZN_VERDICT_ENUM_
+
+#define ZN_FIRST_DROP ZN_DROP_NO_SESSION
+/* Extra per-session counters after the verdicts. */
+#define ZN_STAT_EVENTS_SUPPRESSED ZN_VERDICT_COUNT
+#define ZN_STATS_PER_SESSION 40
+#define ZN_COUNTER_ENTRIES (ZN_MAX_SESSIONS * ZN_STATS_PER_SESSION)
+
+/* zn_sessions: TAP ifindex -> what the guest on it is. */
+struct zn_session {
+	__u32 session_idx;          /* 1..ZN_MAX_SESSIONS-1 */
+	__u32 flags;                /* reserved, 0 */
+	__u8 guest_mac[6];
+	__u8 pad0[2];
+	__u32 guest_ip4;            /* 0 = the guest has no IPv4 */
+	__u32 gateway_ip4;          /* the host's address on the TAP */
+	__u8 guest_ip6[16];         /* all zero = the guest has no IPv6 */
+	__u8 guest_ip6_ll[16];      /* the guest's link-local, for neighbour discovery */
+	__u8 gateway_ip6[16];
+	__u16 steered_ports[ZN_MAX_STEERED_PORTS]; /* TCP, network order, 0 = unused */
+	__u32 event_rate;           /* drop events per second to userspace */
+	__u32 event_burst;
+};
+
+/* zn_listeners (one entry): where the host sockets live that guests reach. */
+struct zn_listeners {
+	__u32 proxy_ip4;
+	__u32 dns_ip4;
+	__u8 proxy_ip6[16];
+	__u8 dns_ip6[16];
+	__u16 proxy_port;
+	__u16 dns_port;             /* UDP and TCP */
+};
+
+/* zn_l4_allow (LPM trie): destinations a session may reach with raw TCP.
+ * Matching: session, family, proto and port always match exactly (they are the
+ * first ZN_L4_KEY_FIXED_BITS bits); the address matches by longest prefix.
+ * Precedence: a rule for the exact port is looked up first, then a rule with
+ * port 0 (any port). */
+struct zn_l4_key {
+	__u32 prefixlen;            /* ZN_L4_KEY_FIXED_BITS + address prefix length */
+	__u32 session_idx;
+	__u8 family;                /* 4 or 6 */
+	__u8 proto;                 /* IPPROTO_TCP */
+	__u16 port;                 /* network order, 0 = any */
+	__u8 addr[16];              /* IPv4 in the first four bytes */
+};
+#define ZN_L4_KEY_FIXED_BITS 64
+
+struct zn_l4_value {
+	__u32 rule_id;
+	__u32 flags;                /* reserved, 0 */
+};
+
+/* zn_ev_bucket: per-session token bucket limiting drop events. */
+struct zn_event_bucket {
+	__u64 last_ns;
+	__u64 credit_ns;            /* one event costs 1e9 */
+};
+
+/* zn_events (ring buffer): one record per (rate-limited) dropped packet. */
+struct zn_drop_event {
+	__u64 ts_ns;                /* CLOCK_MONOTONIC */
+	__u32 session_idx;
+	__u32 ifindex;
+	__u16 reason;               /* enum zn_verdict */
+	__u8 family;                /* 4, 6, or 0 for non-IP frames */
+	__u8 proto;
+	__u16 sport;                /* network order */
+	__u16 dport;                /* network order */
+	__u16 ethertype;            /* network order */
+	__u8 direction;             /* 0 ingress (from guest), 1 egress (to guest) */
+	__u8 pad0;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+#endif /* ZN_ABI_H */

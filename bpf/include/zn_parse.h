@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Packet parsing helpers shared by the TAP programs. */
+#ifndef ZN_PARSE_H
+#define ZN_PARSE_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define ZN_ETH_P_8021AD 0x88A8
+/* ICMPv6 neighbour discovery types (RFC 4861); the UAPI headers lack them. */
+#define NDISC_ROUTER_SOLICITATION 133
+#define NDISC_ROUTER_ADVERTISEMENT 134
+#define NDISC_NEIGHBOUR_SOLICITATION 135
+#define NDISC_NEIGHBOUR_ADVERTISEMENT 136
+#define NDISC_REDIRECT 137
+/* Enough linear bytes for Ethernet + IPv6 + ICMPv6 NA or a TCP header. */
+#define ZN_PULL_LEN 128
+
+/* ARP for Ethernet/IPv4, addresses included. */
+struct zn_arp {
+	__be16 hrd;
+	__be16 pro;
+	__u8 hln;
+	__u8 pln;
+	__be16 op;
+	__u8 sha[6];
+	__u8 sip[4];
+	__u8 tha[6];
+	__u8 tip[4];
+} __attribute__((packed));
+
+/* What is known of the packet being judged, for counters and events. */
+struct zn_pkt {
+	__u32 sidx;
+	__u32 ifindex;
+	__u32 event_rate;
+	__u32 event_burst;
+	__u16 ethertype;
+	__u16 sport;
+	__u16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+static __always_inline int zn_mac_eq(const __u8 *a, const __u8 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] &&
+	       a[4] == b[4] && a[5] == b[5];
+}
+
+static __always_inline int zn_ip6_eq(const struct in6_addr *a, const __u8 *b)
+{
+	const __u32 *bw = (const __u32 *)b;
+
+	return a->in6_u.u6_addr32[0] == bw[0] && a->in6_u.u6_addr32[1] == bw[1] &&
+	       a->in6_u.u6_addr32[2] == bw[2] && a->in6_u.u6_addr32[3] == bw[3];
+}
+
+static __always_inline int zn_ip6_is_zero(const __u8 *a)
+{
+	const __u32 *w = (const __u32 *)a;
+
+	return (w[0] | w[1] | w[2] | w[3]) == 0;
+}
+
+static __always_inline int zn_ip6_is_unspecified(const struct in6_addr *a)
+{
+	return (a->in6_u.u6_addr32[0] | a->in6_u.u6_addr32[1] |
+		a->in6_u.u6_addr32[2] | a->in6_u.u6_addr32[3]) == 0;
+}
+
+/* Makes the first ZN_PULL_LEN bytes (or the whole packet) directly readable. */
+static __always_inline void zn_pull_headers(struct __sk_buff *skb)
+{
+	__u32 len = skb->len;
+	__u32 linear = skb->data_end - skb->data;
+
+	if (len > ZN_PULL_LEN)
+		len = ZN_PULL_LEN;
+	if (linear < len)
+		bpf_skb_pull_data(skb, len);
+}
+
+#endif /* ZN_PARSE_H */

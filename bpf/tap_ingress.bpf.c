@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * TC ingress on a microVM's TAP: everything the guest sends. Default deny.
+ *
+ * Pass: ARP and IPv6 neighbour discovery from the guest's own addresses;
+ * DNS (UDP/TCP 53, any destination) assigned to the host DNS socket; TCP to
+ * the session's steered ports or to L4-allowed prefixes assigned to the proxy's
+ * transparent listener. Every other exit is a named drop reason.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/icmpv6.h>
+#include <linux/in.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "zn_abi.h"
+#include "zn_maps.h"
+#include "zn_parse.h"
+#include "zn_verdict.h"
+
+#define ZN_DNS_PORT 53
+#define ZN_IP_MF 0x2000
+#define ZN_IP_OFFSET 0x1FFF
+
+#define DROP(reason) zn_drop(skb, p, (reason), ZN_DIR_INGRESS)
+
+static __always_inline void zn_mark_steered(struct __sk_buff *skb)
+{
+	skb->mark = (skb->mark & ~ZN_MARK_MASK) | ZN_MARK_STEER;
+}
+
+/* Assigns a TCP packet to its existing host socket (later packets of a steered
+ * flow) or else to the listener. Returns 0 or a drop reason. The pattern is the
+ * kernel selftest test_sk_assign. */
+static __always_inline __u32 zn_assign_tcp(struct __sk_buff *skb, struct bpf_sock_tuple *flow,
+					   struct bpf_sock_tuple *listener, __u32 tuple_len)
+{
+	struct bpf_sock *sk;
+	long err;
+
+	sk = bpf_skc_lookup_tcp(skb, flow, tuple_len, BPF_F_CURRENT_NETNS, 0);
+	if (sk) {
+		if (sk->state != BPF_TCP_LISTEN)
+			goto assign;
+		bpf_sk_release(sk);
+	}
+	sk = bpf_skc_lookup_tcp(skb, listener, tuple_len, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return ZN_DROP_NO_LISTENER;
+	if (sk->state != BPF_TCP_LISTEN) {
+		bpf_sk_release(sk);
+		return ZN_DROP_NO_LISTENER;
+	}
+assign:
+	err = bpf_sk_assign(skb, sk, 0);
+	bpf_sk_release(sk);
+	return err ? ZN_DROP_ASSIGN_FAILED : 0;
+}
+
+static __always_inline __u32 zn_assign_udp(struct __sk_buff *skb, struct bpf_sock_tuple *listener,
+					   __u32 tuple_len)
+{
+	struct bpf_sock *sk;
+	long err;
+
+	sk = bpf_sk_lookup_udp(skb, listener, tuple_len, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return ZN_DROP_NO_LISTENER;
+	err = bpf_sk_assign(skb, sk, 0);
+	bpf_sk_release(sk);
+	return err ? ZN_DROP_ASSIGN_FAILED : 0;
+}
+
+static __always_inline int zn_port_steered(const struct zn_session *s, __u16 dport)
+{
+#pragma unroll
+	for (int i = 0; i < ZN_MAX_STEERED_PORTS; i++) {
+		if (s->steered_ports[i] && s->steered_ports[i] == dport)
+			return 1;
+	}
+	return 0;
+}
+
+static __always_inline int zn_l4_allowed(const struct zn_pkt *p)
+{
+	struct zn_l4_key key = {};
+
+	key.prefixlen = ZN_L4_KEY_FIXED_BITS + (p->family == 4 ? 32 : 128);
+	key.session_idx = p->sidx;
+	key.family = p->family;
+	key.proto = IPPROTO_TCP;
+	key.port = p->dport;
+	__builtin_memcpy(key.addr, p->daddr, sizeof(key.addr));
+	if (bpf_map_lookup_elem(&zn_l4_allow, &key))
+		return 1;
+	key.port = 0;
+	return bpf_map_lookup_elem(&zn_l4_allow, &key) != NULL;
+}
+
+static __always_inline const struct zn_listeners *zn_get_listeners(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&zn_listeners, &zero);
+}
+
+/* ---- IPv4 ---- */
+
+static __always_inline int zn_ingress_tcp4(struct __sk_buff *skb, const struct zn_session *s,
+					   struct zn_pkt *p, struct iphdr *iph)
+{
+	const struct zn_listeners *ln = zn_get_listeners();
+	struct bpf_sock_tuple flow = {}, listener = {};
+	__u32 verdict, reason;
+
+	if (!ln)
+		return DROP(ZN_DROP_NO_LISTENER);
+	flow.ipv4.saddr = iph->saddr;
+	flow.ipv4.daddr = iph->daddr;
+	flow.ipv4.sport = p->sport;
+	flow.ipv4.dport = p->dport;
+
+	if (p->dport == bpf_htons(ZN_DNS_PORT)) {
+		listener.ipv4.daddr = ln->dns_ip4;
+		listener.ipv4.dport = ln->dns_port;
+		verdict = ZN_PASS_DNS;
+	} else if (iph->daddr == s->gateway_ip4) {
+		return DROP(ZN_DROP_HOST_SERVICE);
+	} else if (zn_port_steered(s, p->dport)) {
+		listener.ipv4.daddr = ln->proxy_ip4;
+		listener.ipv4.dport = ln->proxy_port;
+		verdict = ZN_PASS_STEER;
+	} else if (zn_l4_allowed(p)) {
+		listener.ipv4.daddr = ln->proxy_ip4;
+		listener.ipv4.dport = ln->proxy_port;
+		verdict = ZN_PASS_L4;
+	} else {
+		return DROP(ZN_DROP_TCP_PORT);
+	}
+	reason = zn_assign_tcp(skb, &flow, &listener, sizeof(flow.ipv4));
+	if (reason)
+		return DROP(reason);
+	zn_mark_steered(skb);
+	return zn_pass(p, verdict);
+}
+
+static __always_inline int zn_ingress_udp_dns4(struct __sk_buff *skb, struct zn_pkt *p)
+{
+	const struct zn_listeners *ln = zn_get_listeners();
+	struct bpf_sock_tuple listener = {};
+	__u32 reason;
+
+	if (!ln)
+		return DROP(ZN_DROP_NO_LISTENER);
+	listener.ipv4.daddr = ln->dns_ip4;
+	listener.ipv4.dport = ln->dns_port;
+	reason = zn_assign_udp(skb, &listener, sizeof(listener.ipv4));
+	if (reason)
+		return DROP(reason);
+	zn_mark_steered(skb);
+	return zn_pass(p, ZN_PASS_DNS);
+}
+
+static __always_inline int zn_ingress_ip4(struct __sk_buff *skb, const struct zn_session *s,
+					  struct zn_pkt *p, void *data, void *data_end)
+{
+	struct iphdr *iph = data + sizeof(struct ethhdr);
+	void *l4;
+	__u16 tot_len;
+
+	if ((void *)(iph + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_IP4);
+	if (iph->version != 4 || iph->ihl < 5)
+		return DROP(ZN_DROP_IP_MALFORMED);
+	p->family = 4;
+	p->proto = iph->protocol;
+	__builtin_memcpy(p->saddr, &iph->saddr, 4);
+	__builtin_memcpy(p->daddr, &iph->daddr, 4);
+	if (iph->ihl != 5)
+		return DROP(ZN_DROP_IP4_OPTIONS);
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (tot_len < sizeof(*iph))
+		return DROP(ZN_DROP_IP_MALFORMED);
+	if (tot_len > skb->len - sizeof(struct ethhdr))
+		return DROP(ZN_DROP_TRUNCATED_IP4);
+	if (s->guest_ip4 == 0 || iph->saddr != s->guest_ip4)
+		return DROP(ZN_DROP_IP4_SPOOF);
+	if (iph->frag_off & bpf_htons(ZN_IP_MF | ZN_IP_OFFSET))
+		return DROP(ZN_DROP_FRAGMENT);
+
+	l4 = (void *)(iph + 1);
+	switch (iph->protocol) {
+	case IPPROTO_TCP: {
+		struct tcphdr *th = l4;
+
+		if ((void *)(th + 1) > data_end || tot_len < sizeof(*iph) + sizeof(*th))
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		p->sport = th->source;
+		p->dport = th->dest;
+		if (th->doff < 5)
+			return DROP(ZN_DROP_IP_MALFORMED);
+		return zn_ingress_tcp4(skb, s, p, iph);
+	}
+	case IPPROTO_UDP: {
+		struct udphdr *uh = l4;
+
+		if ((void *)(uh + 1) > data_end || tot_len < sizeof(*iph) + sizeof(*uh))
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		p->sport = uh->source;
+		p->dport = uh->dest;
+		if (uh->dest != bpf_htons(ZN_DNS_PORT))
+			return DROP(ZN_DROP_UDP);
+		return zn_ingress_udp_dns4(skb, p);
+	}
+	case IPPROTO_ICMP:
+		return DROP(ZN_DROP_ICMP);
+	default:
+		return DROP(ZN_DROP_PROTO);
+	}
+}
+
+/* ---- IPv6 ---- */
+
+static __always_inline int zn_ingress_tcp6(struct __sk_buff *skb, const struct zn_session *s,
+					   struct zn_pkt *p, struct ipv6hdr *ip6h)
+{
+	const struct zn_listeners *ln = zn_get_listeners();
+	struct bpf_sock_tuple flow = {}, listener = {};
+	__u32 verdict, reason;
+
+	if (!ln)
+		return DROP(ZN_DROP_NO_LISTENER);
+	__builtin_memcpy(flow.ipv6.saddr, &ip6h->saddr, 16);
+	__builtin_memcpy(flow.ipv6.daddr, &ip6h->daddr, 16);
+	flow.ipv6.sport = p->sport;
+	flow.ipv6.dport = p->dport;
+
+	if (p->dport == bpf_htons(ZN_DNS_PORT)) {
+		__builtin_memcpy(listener.ipv6.daddr, ln->dns_ip6, 16);
+		listener.ipv6.dport = ln->dns_port;
+		verdict = ZN_PASS_DNS;
+	} else if (zn_ip6_eq(&ip6h->daddr, s->gateway_ip6)) {
+		return DROP(ZN_DROP_HOST_SERVICE);
+	} else if (zn_port_steered(s, p->dport)) {
+		__builtin_memcpy(listener.ipv6.daddr, ln->proxy_ip6, 16);
+		listener.ipv6.dport = ln->proxy_port;
+		verdict = ZN_PASS_STEER;
+	} else if (zn_l4_allowed(p)) {
+		__builtin_memcpy(listener.ipv6.daddr, ln->proxy_ip6, 16);
+		listener.ipv6.dport = ln->proxy_port;
+		verdict = ZN_PASS_L4;
+	} else {
+		return DROP(ZN_DROP_TCP_PORT);
+	}
+	reason = zn_assign_tcp(skb, &flow, &listener, sizeof(flow.ipv6));
+	if (reason)
+		return DROP(reason);
+	zn_mark_steered(skb);
+	return zn_pass(p, verdict);
+}
+
+static __always_inline int zn_ingress_udp_dns6(struct __sk_buff *skb, struct zn_pkt *p)
+{
+	const struct zn_listeners *ln = zn_get_listeners();
+	struct bpf_sock_tuple listener = {};
+	__u32 reason;
+
+	if (!ln)
+		return DROP(ZN_DROP_NO_LISTENER);
+	__builtin_memcpy(listener.ipv6.daddr, ln->dns_ip6, 16);
+	listener.ipv6.dport = ln->dns_port;
+	reason = zn_assign_udp(skb, &listener, sizeof(listener.ipv6));
+	if (reason)
+		return DROP(reason);
+	zn_mark_steered(skb);
+	return zn_pass(p, ZN_PASS_DNS);
+}
+
+/* Router/neighbour solicitations and neighbour advertisements from the guest's
+ * own addresses (or :: during DAD); an advertisement may only claim the guest's
+ * addresses, so the guest cannot take over the gateway's. */
+static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_session *s,
+					 struct zn_pkt *p, struct ipv6hdr *ip6h,
+					 struct icmp6hdr *icmp6, void *data_end)
+{
+	__u8 type = icmp6->icmp6_type;
+	int src_ok;
+
+	if (ip6h->hop_limit != 255)
+		return DROP(ZN_DROP_ND_SPOOF);
+	if (type != NDISC_ROUTER_SOLICITATION && type != NDISC_NEIGHBOUR_SOLICITATION &&
+	    type != NDISC_NEIGHBOUR_ADVERTISEMENT)
+		return DROP(ZN_DROP_ND_SPOOF);
+	src_ok = (!zn_ip6_is_zero(s->guest_ip6) && zn_ip6_eq(&ip6h->saddr, s->guest_ip6)) ||
+		 (!zn_ip6_is_zero(s->guest_ip6_ll) && zn_ip6_eq(&ip6h->saddr, s->guest_ip6_ll));
+	if (type == NDISC_NEIGHBOUR_ADVERTISEMENT) {
+		struct in6_addr *target = (void *)(icmp6 + 1);
+
+		if (!src_ok)
+			return DROP(ZN_DROP_ND_SPOOF);
+		if ((void *)(target + 1) > data_end)
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		if (!(zn_ip6_eq(target, s->guest_ip6) || zn_ip6_eq(target, s->guest_ip6_ll)))
+			return DROP(ZN_DROP_ND_SPOOF);
+		return zn_pass(p, ZN_PASS_ND);
+	}
+	if (!src_ok && !zn_ip6_is_unspecified(&ip6h->saddr))
+		return DROP(ZN_DROP_ND_SPOOF);
+	return zn_pass(p, ZN_PASS_ND);
+}
+
+static __always_inline int zn_is_ip6_exthdr(__u8 nexthdr)
+{
+	switch (nexthdr) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_AH:
+	case IPPROTO_ESP:
+	case IPPROTO_MH:
+	case 139: /* HIP */
+	case 140: /* shim6 */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn_session *s,
+					  struct zn_pkt *p, void *data, void *data_end)
+{
+	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
+	void *l4;
+	__u32 payload_len;
+
+	if ((void *)(ip6h + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_IP6);
+	if (ip6h->version != 6)
+		return DROP(ZN_DROP_IP_MALFORMED);
+	p->family = 6;
+	p->proto = ip6h->nexthdr;
+	__builtin_memcpy(p->saddr, &ip6h->saddr, 16);
+	__builtin_memcpy(p->daddr, &ip6h->daddr, 16);
+	payload_len = bpf_ntohs(ip6h->payload_len);
+	if (payload_len + sizeof(*ip6h) > skb->len - sizeof(struct ethhdr))
+		return DROP(ZN_DROP_TRUNCATED_IP6);
+
+	l4 = (void *)(ip6h + 1);
+	if (ip6h->nexthdr == IPPROTO_ICMPV6) {
+		struct icmp6hdr *icmp6 = l4;
+
+		if ((void *)(icmp6 + 1) > data_end || payload_len < sizeof(*icmp6))
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		if (icmp6->icmp6_type >= NDISC_ROUTER_SOLICITATION &&
+		    icmp6->icmp6_type <= NDISC_REDIRECT)
+			return zn_ingress_nd(skb, s, p, ip6h, icmp6, data_end);
+	}
+	if (zn_ip6_is_zero(s->guest_ip6) || !zn_ip6_eq(&ip6h->saddr, s->guest_ip6))
+		return DROP(ZN_DROP_IP6_SPOOF);
+
+	switch (ip6h->nexthdr) {
+	case IPPROTO_TCP: {
+		struct tcphdr *th = l4;
+
+		if ((void *)(th + 1) > data_end || payload_len < sizeof(*th))
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		p->sport = th->source;
+		p->dport = th->dest;
+		if (th->doff < 5)
+			return DROP(ZN_DROP_IP_MALFORMED);
+		return zn_ingress_tcp6(skb, s, p, ip6h);
+	}
+	case IPPROTO_UDP: {
+		struct udphdr *uh = l4;
+
+		if ((void *)(uh + 1) > data_end || payload_len < sizeof(*uh))
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		p->sport = uh->source;
+		p->dport = uh->dest;
+		if (uh->dest != bpf_htons(ZN_DNS_PORT))
+			return DROP(ZN_DROP_UDP);
+		return zn_ingress_udp_dns6(skb, p);
+	}
+	case IPPROTO_ICMPV6:
+		return DROP(ZN_DROP_ICMP);
+	case IPPROTO_FRAGMENT:
+		return DROP(ZN_DROP_FRAGMENT);
+	default:
+		if (zn_is_ip6_exthdr(ip6h->nexthdr))
+			return DROP(ZN_DROP_IP6_EXTHDR);
+		return DROP(ZN_DROP_PROTO);
+	}
+}
+
+/* ---- ARP ---- */
+
+static __always_inline int zn_ingress_arp(struct __sk_buff *skb, const struct zn_session *s,
+					  struct zn_pkt *p, void *data, void *data_end)
+{
+	struct zn_arp *arp = data + sizeof(struct ethhdr);
+	__u32 sip;
+
+	if ((void *)(arp + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_ARP);
+	if (arp->hrd != bpf_htons(1) || arp->pro != bpf_htons(ETH_P_IP) || arp->hln != 6 ||
+	    arp->pln != 4)
+		return DROP(ZN_DROP_ARP_MALFORMED);
+	if (arp->op != bpf_htons(1) && arp->op != bpf_htons(2))
+		return DROP(ZN_DROP_ARP_MALFORMED);
+	__builtin_memcpy(&sip, arp->sip, 4);
+	__builtin_memcpy(p->saddr, arp->sip, 4);
+	__builtin_memcpy(p->daddr, arp->tip, 4);
+	if (!zn_mac_eq(arp->sha, s->guest_mac))
+		return DROP(ZN_DROP_ARP_SPOOF);
+	/* An ARP probe (sender 0.0.0.0) is how a guest checks its address is free. */
+	if (!(sip != 0 && sip == s->guest_ip4) && !(sip == 0 && arp->op == bpf_htons(1)))
+		return DROP(ZN_DROP_ARP_SPOOF);
+	return zn_pass(p, ZN_PASS_ARP);
+}
+
+SEC("tc")
+int zn_tap_ingress(struct __sk_buff *skb)
+{
+	struct zn_pkt pkt = {};
+	struct zn_pkt *p = &pkt;
+	__u32 ifindex = skb->ifindex;
+	const struct zn_session *s;
+	struct ethhdr *eth;
+	void *data, *data_end;
+
+	pkt.ifindex = ifindex;
+	s = bpf_map_lookup_elem(&zn_sessions, &ifindex);
+	if (!s)
+		return DROP(ZN_DROP_NO_SESSION);
+	pkt.sidx = s->session_idx;
+	pkt.event_rate = s->event_rate;
+	pkt.event_burst = s->event_burst;
+
+	/* The stack strips a VLAN tag into skb metadata before TC ingress. */
+	if (skb->vlan_present)
+		return DROP(ZN_DROP_VLAN);
+	zn_pull_headers(skb);
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_ETH);
+	pkt.ethertype = eth->h_proto;
+	if (eth->h_proto == bpf_htons(ETH_P_8021Q) || eth->h_proto == bpf_htons(ZN_ETH_P_8021AD))
+		return DROP(ZN_DROP_VLAN);
+	if (!zn_mac_eq(eth->h_source, s->guest_mac))
+		return DROP(ZN_DROP_MAC_SPOOF);
+
+	switch (eth->h_proto) {
+	case bpf_htons(ETH_P_ARP):
+		return zn_ingress_arp(skb, s, p, data, data_end);
+	case bpf_htons(ETH_P_IP):
+		return zn_ingress_ip4(skb, s, p, data, data_end);
+	case bpf_htons(ETH_P_IPV6):
+		return zn_ingress_ip6(skb, s, p, data, data_end);
+	default:
+		return DROP(ZN_DROP_ETHERTYPE);
+	}
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

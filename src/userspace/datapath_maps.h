@@ -1,0 +1,81 @@
+// Writing sessions, listeners and L4 rules into the datapath maps, and
+// reading its counters. Callers validate policy; this layer validates only
+// what would corrupt the maps.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "zn_abi.h"
+
+namespace zn::dp {
+
+using MacAddress = std::array<uint8_t, 6>;
+
+// Where the host sockets that guests are steered to listen.
+struct Listeners {
+  in_addr proxy_ip4{htonl(INADDR_LOOPBACK)};
+  in6_addr proxy_ip6 = in6addr_loopback;
+  uint16_t proxy_port = 15001;  // host order
+  in_addr dns_ip4{htonl(INADDR_LOOPBACK)};
+  in6_addr dns_ip6 = in6addr_loopback;
+  uint16_t dns_port = 15053;  // host order, UDP and TCP
+};
+
+struct SessionEntry {
+  uint32_t session_idx = 0;  // 1 .. ZN_MAX_SESSIONS-1
+  MacAddress guest_mac{};
+  std::optional<in_addr> guest_ip4;
+  in_addr gateway_ip4{};
+  std::optional<in6_addr> guest_ip6;
+  in6_addr guest_ip6_ll{};
+  in6_addr gateway_ip6{};
+  std::vector<uint16_t> steered_ports{80, 443};  // host order
+  uint32_t event_rate = 20;                      // drop events per second
+  uint32_t event_burst = 40;
+};
+
+struct L4Rule {
+  uint8_t family = 4;  // 4 or 6
+  std::array<uint8_t, 16> addr{};
+  uint8_t prefix_len = 32;
+  uint16_t port = 0;  // host order, 0 = any port
+  uint32_t rule_id = 0;
+};
+
+// Packets per verdict (enum zn_verdict) plus the extra stats, summed over CPUs.
+using SessionCounters = std::array<uint64_t, ZN_STATS_PER_SESSION>;
+
+zn_session to_abi(const SessionEntry& entry);  // throws std::invalid_argument
+zn_l4_key to_abi_key(uint32_t session_idx, const L4Rule& rule);
+
+class DatapathMaps {
+ public:
+  struct Fds {
+    int sessions, listeners, l4_allow, counters, event_buckets;
+  };
+  explicit DatapathMaps(Fds fds) : fds_(fds) {}
+
+  void set_listeners(const Listeners& listeners);
+  // Replaces the session on ifindex atomically (one map update).
+  void put_session(int ifindex, const SessionEntry& entry);
+  std::optional<zn_session> get_session(int ifindex) const;
+  // Removes the session entry, its L4 rules, counters and event bucket.
+  void delete_session(int ifindex);
+
+  void put_l4_rule(uint32_t session_idx, const L4Rule& rule);
+  void delete_l4_rule(uint32_t session_idx, const L4Rule& rule);
+  size_t delete_l4_rules(uint32_t session_idx);
+
+  SessionCounters counters(uint32_t session_idx) const;
+  void clear_counters(uint32_t session_idx);
+
+ private:
+  Fds fds_;
+};
+
+}  // namespace zn::dp

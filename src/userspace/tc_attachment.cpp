@@ -1,0 +1,107 @@
+#include "userspace/tc_attachment.h"
+
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace zn::dp {
+namespace {
+
+bpf_tc_hook make_hook(int ifindex, bpf_tc_attach_point point) {
+  bpf_tc_hook hook{};
+  hook.sz = sizeof(hook);
+  hook.ifindex = ifindex;
+  hook.attach_point = point;
+  return hook;
+}
+
+bpf_tc_opts make_opts(int prog_fd) {
+  bpf_tc_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.prog_fd = prog_fd;
+  opts.handle = kTcHandle;
+  opts.priority = kTcPriority;
+  opts.flags = prog_fd ? BPF_TC_F_REPLACE : 0;
+  return opts;
+}
+
+std::string describe(int err) {
+  char buf[128];
+  libbpf_strerror(err, buf, sizeof(buf));
+  return buf;
+}
+
+void detach_one(int ifindex, bpf_tc_attach_point point) {
+  bpf_tc_hook hook = make_hook(ifindex, point);
+  bpf_tc_opts opts = make_opts(0);
+  bpf_tc_detach(&hook, &opts);  // best effort: absent filter or device is fine
+}
+
+}  // namespace
+
+TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_prog_fd) {
+  bpf_tc_hook hook = make_hook(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+  int err = bpf_tc_hook_create(&hook);
+  if (err && err != -EEXIST)
+    throw std::runtime_error("create clsact on ifindex " + std::to_string(ifindex) + ": " +
+                             describe(err));
+  TcAttachment attachment(ifindex, err == 0);
+
+  // Egress first: by the time ingress steers anything, replies can flow.
+  bpf_tc_hook egress = make_hook(ifindex, BPF_TC_EGRESS);
+  bpf_tc_opts egress_opts = make_opts(egress_prog_fd);
+  err = bpf_tc_attach(&egress, &egress_opts);
+  if (err)
+    throw std::runtime_error("attach egress on ifindex " + std::to_string(ifindex) + ": " +
+                             describe(err));
+  bpf_tc_hook ingress = make_hook(ifindex, BPF_TC_INGRESS);
+  bpf_tc_opts ingress_opts = make_opts(ingress_prog_fd);
+  err = bpf_tc_attach(&ingress, &ingress_opts);
+  if (err)
+    throw std::runtime_error("attach ingress on ifindex " + std::to_string(ifindex) + ": " +
+                             describe(err));
+  return attachment;
+}
+
+TcAttachment::TcAttachment(TcAttachment&& other) noexcept
+    : ifindex_(other.ifindex_),
+      created_qdisc_(other.created_qdisc_),
+      attached_(std::exchange(other.attached_, false)) {}
+
+TcAttachment& TcAttachment::operator=(TcAttachment&& other) noexcept {
+  if (this != &other) {
+    detach();
+    ifindex_ = other.ifindex_;
+    created_qdisc_ = other.created_qdisc_;
+    attached_ = std::exchange(other.attached_, false);
+  }
+  return *this;
+}
+
+TcAttachment::~TcAttachment() { detach(); }
+
+void TcAttachment::detach() {
+  if (!attached_) return;
+  attached_ = false;
+  detach_one(ifindex_, BPF_TC_INGRESS);
+  detach_one(ifindex_, BPF_TC_EGRESS);
+  if (created_qdisc_) {
+    bpf_tc_hook hook =
+        make_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+    bpf_tc_hook_destroy(&hook);
+  }
+}
+
+bool TcAttachment::is_attached(int ifindex) {
+  bpf_tc_hook hook = make_hook(ifindex, BPF_TC_INGRESS);
+  bpf_tc_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.handle = kTcHandle;
+  opts.priority = kTcPriority;
+  return bpf_tc_query(&hook, &opts) == 0;
+}
+
+}  // namespace zn::dp

@@ -1,0 +1,15 @@
+// Printable names of the datapath verdicts ("pass:dns", "drop:ip4_spoof").
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "zn_abi.h"
+
+namespace zn::dp {
+
+std::string_view verdict_name(unsigned verdict);  // "unknown" when out of range
+std::optional<unsigned> verdict_from_name(std::string_view name);
+inline bool is_drop(unsigned verdict) { return verdict >= ZN_FIRST_DROP && verdict < ZN_VERDICT_COUNT; }
+
+}  // namespace zn::dp

@@ -1,0 +1,264 @@
+#include "support/verdict_fixtures.h"
+
+#include <bpf/bpf.h>
+#include <linux/pkt_cls.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace zn::test {
+namespace {
+
+constexpr uint16_t kArp = 0x0806, kIp4 = 0x0800, kIp6 = 0x86dd;
+constexpr uint8_t kNs = 135, kNa = 136, kRs = 133, kRa = 134;
+
+dp::DatapathMaps::Fds fds_of(const dp::Datapath& d) {
+  return {d.sessions_fd(), d.listeners_fd(), d.l4_allow_fd(), d.counters_fd(),
+          d.event_buckets_fd()};
+}
+
+}  // namespace
+
+void PrintTo(const VerdictFixture& f, std::ostream* os) { *os << f.name << " (" << f.why << ")"; }
+
+dp::SessionEntry FixtureGuest::session() const {
+  dp::SessionEntry s;
+  s.session_idx = kSessionIdx;
+  s.guest_mac = guest_mac;
+  s.guest_ip4 = guest_ip4;
+  s.gateway_ip4 = gateway_ip4;
+  s.guest_ip6 = guest_ip6;
+  s.guest_ip6_ll = guest_ip6_ll;
+  s.gateway_ip6 = gateway_ip6;
+  s.steered_ports = {80, 443};
+  s.event_rate = 1000;
+  s.event_burst = 100000;
+  return s;
+}
+
+std::vector<VerdictFixture> verdict_fixtures() {
+  const FixtureGuest g;
+  const auto in = Direction::kIngress;
+  const auto out = Direction::kEgress;
+  const in_addr upstream = ip4("198.18.0.10");
+  const in_addr google = ip4("8.8.8.8");
+  const in6_addr upstream6 = ip6("2001:db8:18::10");
+  const in6_addr google6 = ip6("2001:4860:4860::8888");
+  const in6_addr all_nodes = ip6("ff02::1");
+  const in6_addr unspecified = ip6("::");
+  const Mac bcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  const Mac zero{};
+  const Mac attacker{0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+  auto from_guest4 = [&](uint8_t proto, const Bytes& l4, Ip4Options o = {}) {
+    return eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, upstream, proto, l4, o));
+  };
+  auto to_guest4 = [&](const Bytes& l4) {
+    return eth(g.host_mac, g.guest_mac, kIp4, ipv4(upstream, g.guest_ip4, IPPROTO_TCP, l4));
+  };
+  auto from_guest6 = [&](const in6_addr& dst, uint8_t nh, const Bytes& payload,
+                         uint8_t hop = 64, const in6_addr* src = nullptr) {
+    return eth(g.guest_mac, g.host_mac, kIp6, ipv6(src ? *src : g.guest_ip6, dst, nh, payload, hop));
+  };
+  const Bytes arp_req = arp(1, g.guest_mac, g.guest_ip4, zero, g.gateway_ip4);
+  const Bytes tcp443 = ipv4(g.guest_ip4, upstream, IPPROTO_TCP, tcp(40000, 443));
+
+  return {
+      // ARP
+      {"arp_request", in, eth(g.guest_mac, bcast, kArp, arp_req), ZN_PASS_ARP, 0,
+       "the guest asks for its gateway"},
+      {"arp_probe", in, eth(g.guest_mac, bcast, kArp, arp(1, g.guest_mac, ip4("0.0.0.0"), zero, g.guest_ip4)),
+       ZN_PASS_ARP, 0, "address-conflict probe from 0.0.0.0"},
+      {"arp_claims_gateway", in,
+       eth(g.guest_mac, bcast, kArp, arp(2, g.guest_mac, g.gateway_ip4, zero, g.gateway_ip4)),
+       ZN_DROP_ARP_SPOOF, 0, "gratuitous ARP taking over the gateway address"},
+      {"arp_foreign_sender_mac", in,
+       eth(g.guest_mac, bcast, kArp, arp(1, attacker, g.guest_ip4, zero, g.gateway_ip4)),
+       ZN_DROP_ARP_SPOOF, 0, "ARP sender MAC that is not the guest's"},
+      {"arp_bad_hlen", in,
+       eth(g.guest_mac, bcast, kArp, [&] { Bytes b = arp_req; b[4] = 8; return b; }()),
+       ZN_DROP_ARP_MALFORMED, 0, "hardware length 8"},
+      {"arp_truncated", in, eth(g.guest_mac, bcast, kArp, truncate(arp_req, 20)),
+       ZN_DROP_TRUNCATED_ARP, 0, "ARP cut after 20 bytes"},
+      // Ethernet
+      {"eth_foreign_source_mac", in, eth(attacker, g.host_mac, kIp4, tcp443), ZN_DROP_MAC_SPOOF, 0,
+       "frame from a MAC that is not the guest's"},
+      {"vlan_8021q", in, eth(g.guest_mac, g.host_mac, 0x8100, Bytes{0, 5, 0x08, 0x00}),
+       ZN_DROP_VLAN, 0, "802.1Q tag"},
+      {"vlan_8021ad", in, eth(g.guest_mac, g.host_mac, 0x88a8, Bytes{0, 5, 0x81, 0x00}),
+       ZN_DROP_VLAN, 0, "802.1ad (QinQ) tag"},
+      {"ethertype_lldp", in, eth(g.guest_mac, g.host_mac, 0x88cc, Bytes(40, 0)), ZN_DROP_ETHERTYPE, 0,
+       "neither ARP nor IP"},
+      // IPv4
+      {"ip4_spoofed_source", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(ip4("198.19.0.99"), upstream, IPPROTO_TCP, tcp(40000, 443))),
+       ZN_DROP_IP4_SPOOF, 0, "source is another address"},
+      {"ip4_more_fragments", in, from_guest4(IPPROTO_TCP, tcp(40000, 443), {.frag_off = 0x2000}),
+       ZN_DROP_FRAGMENT, 0, "first fragment (MF set)"},
+      {"ip4_fragment_offset", in, from_guest4(IPPROTO_TCP, tcp(40000, 443), {.frag_off = 0x0010}),
+       ZN_DROP_FRAGMENT, 0, "later fragment (offset 16)"},
+      {"ip4_options", in, from_guest4(IPPROTO_TCP, tcp(40000, 443), {.ihl = 6}), ZN_DROP_IP4_OPTIONS, 0,
+       "IHL 6: options"},
+      {"ip4_bad_version", in, from_guest4(IPPROTO_TCP, tcp(40000, 443), {.version = 5}),
+       ZN_DROP_IP_MALFORMED, 0, "version 5 under the IPv4 ethertype"},
+      {"ip4_ihl_too_small", in, from_guest4(IPPROTO_TCP, tcp(40000, 443), {.ihl = 4}),
+       ZN_DROP_IP_MALFORMED, 0, "IHL 4"},
+      {"ip4_truncated_header", in, truncate(from_guest4(IPPROTO_TCP, tcp(40000, 443)), 14 + 12),
+       ZN_DROP_TRUNCATED_IP4, 0, "IPv4 header cut at 12 bytes", true},
+      {"ip4_total_length_past_frame", in,
+       from_guest4(IPPROTO_TCP, tcp(40000, 443), {.tot_len_delta = 100}), ZN_DROP_TRUNCATED_IP4, 0,
+       "total length claims 100 bytes more than were sent"},
+      {"tcp_truncated", in, from_guest4(IPPROTO_TCP, truncate(tcp(40000, 443), 12)),
+       ZN_DROP_TRUNCATED_L4, 0, "TCP header cut at 12 bytes"},
+      {"udp_truncated", in, from_guest4(IPPROTO_UDP, truncate(udp(40000, 53), 4)),
+       ZN_DROP_TRUNCATED_L4, 0, "UDP header cut at 4 bytes"},
+      {"udp53_to_8888", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, google, IPPROTO_UDP, udp(40000, 53, Bytes(30, 0)))),
+       ZN_DROP_ASSIGN_FAILED, 0, "DNS to a hard-coded resolver reaches the DNS socket lookup"},
+      {"tcp53_to_8888", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, google, IPPROTO_TCP, tcp(40000, 53))),
+       ZN_DROP_ASSIGN_FAILED, 0, "DNS over TCP reaches the DNS listener lookup"},
+      {"udp443_quic", in, from_guest4(IPPROTO_UDP, udp(40000, 443, Bytes(30, 0))), ZN_DROP_UDP, 0,
+       "QUIC is not steered"},
+      {"icmp_echo", in, from_guest4(IPPROTO_ICMP, icmp_echo()), ZN_DROP_ICMP, 0, "ping"},
+      {"gre", in, from_guest4(47, Bytes(8, 0)), ZN_DROP_PROTO, 0, "GRE tunnel"},
+      {"tcp22", in, from_guest4(IPPROTO_TCP, tcp(40000, 22)), ZN_DROP_TCP_PORT, 0, "ssh out"},
+      {"tcp443_to_gateway", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, g.gateway_ip4, IPPROTO_TCP, tcp(40000, 443))),
+       ZN_DROP_HOST_SERVICE, 0, "the host's own services on the TAP address"},
+      {"tcp443_steered", in, eth(g.guest_mac, g.host_mac, kIp4, tcp443), ZN_DROP_ASSIGN_FAILED, 0,
+       "HTTPS reaches the proxy listener lookup"},
+      {"tcp5432_l4_allowed", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, ip4("198.18.0.20"), IPPROTO_TCP, tcp(40000, 5432))),
+       ZN_DROP_ASSIGN_FAILED, 0, "L4 rule 198.18.0.20/32 tcp/5432 reaches the proxy lookup"},
+      {"tcp5433_not_l4_allowed", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, ip4("198.18.0.20"), IPPROTO_TCP, tcp(40000, 5433))),
+       ZN_DROP_TCP_PORT, 0, "the L4 rule names port 5432 only"},
+      {"tcp_any_port_prefix", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, ip4("198.18.1.77"), IPPROTO_TCP, tcp(40000, 9999))),
+       ZN_DROP_ASSIGN_FAILED, 0, "L4 rule 198.18.1.0/24 any port"},
+      // IPv6
+      {"ip6_spoofed_source", in,
+       [&] { in6_addr other = ip6("2001:db8:19::99"); return from_guest6(upstream6, IPPROTO_TCP, tcp(40000, 443), 64, &other); }(),
+       ZN_DROP_IP6_SPOOF, 0, "source is another address"},
+      {"ip6_fragment_header", in, from_guest6(upstream6, IPPROTO_FRAGMENT, Bytes(8 + 20, 0)),
+       ZN_DROP_FRAGMENT, 0, "IPv6 fragment header"},
+      {"ip6_hop_by_hop", in, from_guest6(upstream6, IPPROTO_HOPOPTS, Bytes(8 + 20, 0)),
+       ZN_DROP_IP6_EXTHDR, 0, "extension headers are not parsed, so refused"},
+      {"ip6_truncated_header", in, truncate(from_guest6(upstream6, IPPROTO_TCP, tcp(40000, 443)), 14 + 30),
+       ZN_DROP_TRUNCATED_IP6, 0, "IPv6 header cut at 30 bytes", true},
+      {"ip6_payload_past_frame", in,
+       [&] { Bytes b = from_guest6(upstream6, IPPROTO_TCP, tcp(40000, 443)); b.resize(b.size() - 8); return b; }(),
+       ZN_DROP_TRUNCATED_IP6, 0, "payload length larger than the frame"},
+      {"ip6_tcp22_outside", in, from_guest6(upstream6, IPPROTO_TCP, tcp(40000, 22)), ZN_DROP_TCP_PORT, 0,
+       "ssh to an outside IPv6 address"},
+      {"ip6_tcp443_steered", in, from_guest6(upstream6, IPPROTO_TCP, tcp(40000, 443)), ZN_DROP_ASSIGN_FAILED, 0,
+       "HTTPS over IPv6 reaches the proxy lookup"},
+      {"ip6_tcp443_to_gateway", in, from_guest6(g.gateway_ip6, IPPROTO_TCP, tcp(40000, 443)),
+       ZN_DROP_HOST_SERVICE, 0, "the host's TAP address over IPv6"},
+      {"ip6_udp53", in, from_guest6(google6, IPPROTO_UDP, udp(40000, 53, Bytes(30, 0))), ZN_DROP_ASSIGN_FAILED, 0,
+       "DNS over IPv6 reaches the DNS socket lookup"},
+      {"ip6_udp443", in, from_guest6(upstream6, IPPROTO_UDP, udp(40000, 443, Bytes(30, 0))), ZN_DROP_UDP, 0,
+       "QUIC over IPv6"},
+      {"ip6_echo", in, from_guest6(upstream6, IPPROTO_ICMPV6, icmp6(128, Bytes(4, 0))), ZN_DROP_ICMP, 0,
+       "ping6"},
+      {"nd_solicit_link_local", in,
+       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 255, &g.guest_ip6_ll),
+       ZN_PASS_ND, 0, "who has the gateway"},
+      {"nd_solicit_dad", in,
+       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.guest_ip6)), 255, &unspecified),
+       ZN_PASS_ND, 0, "duplicate address detection from ::"},
+      {"nd_router_solicit", in, from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kRs), 255, &g.guest_ip6_ll),
+       ZN_PASS_ND, 0, "router solicitation"},
+      {"nd_advert_own", in,
+       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.guest_ip6)), 255, &g.guest_ip6),
+       ZN_PASS_ND, 0, "the guest advertises its own address"},
+      {"nd_advert_gateway", in,
+       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.gateway_ip6)), 255, &g.guest_ip6),
+       ZN_DROP_ND_SPOOF, 0, "the guest claims the gateway's address"},
+      {"nd_router_advert", in, from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kRa, Bytes(12, 0)), 255, &g.guest_ip6_ll),
+       ZN_DROP_ND_SPOOF, 0, "a guest is no router"},
+      {"nd_hop_limit_64", in,
+       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 64, &g.guest_ip6_ll),
+       ZN_DROP_ND_SPOOF, 0, "routed (off-link) neighbour discovery"},
+      {"nd_foreign_source", in,
+       [&] { in6_addr other = ip6("fe80::1"); return from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 255, &other); }(),
+       ZN_DROP_ND_SPOOF, 0, "solicitation from a link-local that is not the guest's"},
+      // Egress (towards the guest)
+      {"egress_arp", out, eth(g.host_mac, g.guest_mac, kArp, arp(2, g.host_mac, g.gateway_ip4, g.guest_mac, g.guest_ip4)),
+       ZN_PASS_ARP, 0, "the host answers ARP"},
+      {"egress_host_reply", out, to_guest4(tcp(443, 40000, 0x12)), ZN_PASS_HOST_REPLY, ZN_MARK_HOST_REPLY,
+       "SYN-ACK from the proxy's marked socket"},
+      {"egress_unmarked", out, to_guest4(tcp(443, 40000, 0x12)), ZN_DROP_UNSOLICITED, 0,
+       "forwarded or unmarked traffic"},
+      {"egress_steer_mark_only", out, to_guest4(tcp(22, 40000, 0x02)), ZN_DROP_UNSOLICITED, ZN_MARK_STEER,
+       "the steering mark is no licence to reach the guest"},
+      {"egress_nd_advert", out,
+       eth(g.host_mac, g.guest_mac, kIp6, ipv6(g.gateway_ip6, g.guest_ip6, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.gateway_ip6)), 255)),
+       ZN_PASS_ND, 0, "the host answers neighbour discovery"},
+      {"egress_ip6_unmarked", out,
+       eth(g.host_mac, g.guest_mac, kIp6, ipv6(upstream6, g.guest_ip6, IPPROTO_UDP, udp(53, 40000))),
+       ZN_DROP_UNSOLICITED, 0, "unsolicited IPv6"},
+      {"egress_lldp", out, eth(g.host_mac, g.guest_mac, 0x88cc, Bytes(40, 0)), ZN_DROP_ETHERTYPE, 0,
+       "neither ARP nor IP towards the guest"},
+  };
+}
+
+FixtureDatapath::FixtureDatapath()
+    : datapath_(dp::Datapath::load({})),
+      maps_(fds_of(*datapath_)),
+      proxy4_("127.0.0.1", 0),
+      proxy6_("::1", proxy4_.port()),
+      dns_tcp4_("127.0.0.1", 0),
+      dns_tcp6_("::1", dns_tcp4_.port()),
+      dns_udp4_("127.0.0.1", dns_tcp4_.port()),
+      dns_udp6_("::1", dns_tcp4_.port()) {
+  dp::Listeners l;
+  l.proxy_port = proxy4_.port();
+  l.dns_port = dns_tcp4_.port();
+  maps_.set_listeners(l);
+  const FixtureGuest g;
+  maps_.put_session(1, g.session());  // BPF_PROG_TEST_RUN runs on loopback
+  dp::L4Rule db;
+  db.family = 4;
+  in_addr host = ip4("198.18.0.20");
+  std::memcpy(db.addr.data(), &host, 4);
+  db.prefix_len = 32;
+  db.port = 5432;
+  db.rule_id = 1;
+  maps_.put_l4_rule(FixtureGuest::kSessionIdx, db);
+  dp::L4Rule net;
+  net.family = 4;
+  in_addr n = ip4("198.18.1.0");
+  std::memcpy(net.addr.data(), &n, 4);
+  net.prefix_len = 24;
+  net.port = 0;
+  net.rule_id = 2;
+  maps_.put_l4_rule(FixtureGuest::kSessionIdx, net);
+}
+
+int FixtureDatapath::run_prog(int prog_fd, const Bytes& frame, uint32_t mark, uint32_t repeat,
+                              uint32_t* duration_ns) {
+  __sk_buff ctx{};
+  ctx.mark = mark;
+  bpf_test_run_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.data_in = frame.data();
+  opts.data_size_in = static_cast<uint32_t>(frame.size());
+  opts.ctx_in = &ctx;
+  opts.ctx_size_in = sizeof(ctx);
+  opts.repeat = repeat;
+  int err = bpf_prog_test_run_opts(prog_fd, &opts);
+  if (err) throw std::runtime_error("BPF_PROG_TEST_RUN: " + std::to_string(err) + " errno " + std::to_string(errno));
+  if (duration_ns) *duration_ns = opts.duration;
+  return static_cast<int>(opts.retval);
+}
+
+int FixtureDatapath::run(const VerdictFixture& f, uint32_t repeat, uint32_t* duration_ns) {
+  int fd = f.direction == Direction::kIngress ? datapath_->ingress_prog_fd() : datapath_->egress_prog_fd();
+  return run_prog(fd, f.frame, f.mark, repeat, duration_ns);
+}
+
+}  // namespace zn::test
