@@ -126,7 +126,7 @@ struct zn_event_bucket {
 
 /* zn_events (ring buffer): one record per (rate-limited) dropped packet. */
 struct zn_drop_event {
-	__u64 ts_ns;                /* CLOCK_MONOTONIC */
+	__u64 ts_ns;                /* CLOCK_MONOTONIC_COARSE */
 	__u32 session_idx;
 	__u32 ifindex;
 	__u16 reason;               /* enum zn_verdict */

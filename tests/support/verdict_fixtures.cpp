@@ -64,6 +64,12 @@ std::vector<VerdictFixture> verdict_fixtures() {
   };
   const Bytes arp_req = arp(1, g.guest_mac, g.guest_ip4, zero, g.gateway_ip4);
   const Bytes tcp443 = ipv4(g.guest_ip4, upstream, IPPROTO_TCP, tcp(40000, 443));
+  // Tags followed by a whole packet: the stack strips well-formed tags before
+  // TC ingress, and the program must still see that there was one.
+  auto vlan_tagged = [&](Bytes tags) {
+    tags.insert(tags.end(), tcp443.begin(), tcp443.end());
+    return tags;
+  };
 
   return {
       // ARP
@@ -85,9 +91,10 @@ std::vector<VerdictFixture> verdict_fixtures() {
       // Ethernet
       {"eth_foreign_source_mac", in, eth(attacker, g.host_mac, kIp4, tcp443), ZN_DROP_MAC_SPOOF, 0,
        "frame from a MAC that is not the guest's"},
-      {"vlan_8021q", in, eth(g.guest_mac, g.host_mac, 0x8100, Bytes{0, 5, 0x08, 0x00}),
+      {"vlan_8021q", in, eth(g.guest_mac, g.host_mac, 0x8100, vlan_tagged(Bytes{0, 5, 0x08, 0x00})),
        ZN_DROP_VLAN, 0, "802.1Q tag"},
-      {"vlan_8021ad", in, eth(g.guest_mac, g.host_mac, 0x88a8, Bytes{0, 5, 0x81, 0x00}),
+      {"vlan_8021ad", in,
+       eth(g.guest_mac, g.host_mac, 0x88a8, vlan_tagged(Bytes{0, 5, 0x81, 0x00, 0, 6, 0x08, 0x00})),
        ZN_DROP_VLAN, 0, "802.1ad (QinQ) tag"},
       {"ethertype_lldp", in, eth(g.guest_mac, g.host_mac, 0x88cc, Bytes(40, 0)), ZN_DROP_ETHERTYPE, 0,
        "neither ARP nor IP"},

@@ -1,0 +1,76 @@
+#include "integration/lab_datapath.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "common/netns.h"
+#include "userspace/bpffs.h"
+
+namespace zn::test {
+
+std::string unique_lab_prefix(const std::string& head) {
+  static std::mt19937 rng{std::random_device{}()};
+  char tail[8];
+  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(rng() & 0xffff));
+  return head + std::to_string(::getpid()) + tail;
+}
+
+LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_session_idx)
+    : first_session_idx_(first_session_idx) {
+  lab_ = std::make_unique<vmm::Lab>(vmm::Lab::up(unique_lab_prefix("zi")));
+  for (const auto& name : guests) lab_->add_guest(name);
+  pin_root_ = "/sys/fs/bpf/zeroness-" + lab_->prefix();
+
+  // Everything below lives in the lab's host namespace: sockets and netlink
+  // (TC attach) bind to the namespace of the thread that creates them.
+  NetnsScope in_host(lab_->host_netns());
+  datapath_ = dp::Datapath::load({pin_root_});
+  maps_ = std::make_unique<dp::DatapathMaps>(dp::DatapathMaps::Fds{
+      datapath_->sessions_fd(), datapath_->listeners_fd(), datapath_->l4_allow_fd(),
+      datapath_->counters_fd(), datapath_->event_buckets_fd()});
+  proxy4_ = std::make_unique<TransparentTcpListener>("127.0.0.1", kProxyPort);
+  proxy6_ = std::make_unique<TransparentTcpListener>("::1", kProxyPort);
+  dns_tcp4_ = std::make_unique<TransparentTcpListener>("127.0.0.1", kDnsPort);
+  dns_udp4_ = std::make_unique<TransparentUdpSocket>("127.0.0.1", kDnsPort);
+  dns_udp6_ = std::make_unique<TransparentUdpSocket>("::1", kDnsPort);
+  dp::Listeners listeners;
+  listeners.proxy_port = kProxyPort;
+  listeners.dns_port = kDnsPort;
+  maps_->set_listeners(listeners);
+
+  for (size_t i = 0; i < lab_->guests().size(); ++i) {
+    const vmm::LabGuest& g = lab_->guests()[i];
+    dp::SessionEntry s;
+    s.session_idx = session_idx(i);
+    s.guest_mac = g.guest_mac;
+    s.guest_ip4 = g.guest_ip4;
+    s.gateway_ip4 = g.gateway_ip4;
+    s.guest_ip6 = g.guest_ip6;
+    s.guest_ip6_ll = g.guest_ip6_ll;
+    s.gateway_ip6 = g.gateway_ip6;
+    s.event_rate = 100;
+    s.event_burst = 1000;
+    maps_->put_session(g.tap_ifindex, s);
+    attachments_.push_back(dp::TcAttachment::attach(g.tap_ifindex, datapath_->ingress_prog_fd(),
+                                                    datapath_->egress_prog_fd()));
+  }
+}
+
+LabDatapath::~LabDatapath() {
+  try {
+    NetnsScope in_host(lab_->host_netns());
+    attachments_.clear();
+  } catch (...) {
+    // The namespace is gone already; its TAPs and filters with it.
+  }
+  datapath_.reset();
+  try {
+    dp::remove_pin_root(pin_root_);
+  } catch (...) {
+  }
+  lab_.reset();  // deletes namespaces, TAPs and pumps
+}
+
+}  // namespace zn::test

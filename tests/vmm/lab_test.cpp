@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <optional>
+
+#include "common/netns.h"
+#include "test_names.h"
+#include "udp_probe.h"
+#include "vmm/lab.h"
+#include "vmm/lab_state.h"
+#include "vmm/named_netns.h"
+#include "vmm/route_netlink.h"
+#include "vmm/steering_routes.h"
+
+namespace zn::vmm {
+namespace {
+
+std::vector<std::string> namespaces_of(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& n : list_netns())
+    if (n.rfind(prefix + "-", 0) == 0) out.push_back(n);
+  return out;
+}
+
+bool run_dir_exists(const std::string& prefix) {
+  return std::filesystem::exists(std::filesystem::path(LabState::kRoot) / prefix);
+}
+
+using testing::udp_round_trip;
+
+// Removes the lab even if a test released it or failed half-way.
+struct LabCleanup {
+  std::string prefix;
+  ~LabCleanup() {
+    try {
+      Lab::destroy(prefix);
+    } catch (...) {
+    }
+  }
+};
+
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::root()) GTEST_SKIP() << "needs root";
+  }
+  std::string prefix_ = testing::unique_prefix();
+  LabCleanup cleanup_{prefix_};
+};
+
+TEST_F(LabTest, TwoGuestsReachGatewayAndUpstreamThenTeardownLeavesNothing) {
+  {
+    Lab lab = Lab::up(prefix_);
+    const LabGuest g0 = lab.add_guest("g0");
+    const LabGuest g1 = lab.add_guest("g1");
+    EXPECT_EQ(lab.guests().size(), 2u);
+    EXPECT_EQ(g1.netns, prefix_ + "-g1");
+    EXPECT_GT(lab.guest("g0").tap_ifindex, 1);
+    EXPECT_NE(lab.guest("g0").tap_ifindex, g1.tap_ifindex);
+    EXPECT_TRUE(netns_exists(lab.host_netns()));
+    EXPECT_TRUE(netns_exists(lab.inet_netns()));
+    EXPECT_TRUE(lab.pump_pid("g0"));
+    EXPECT_TRUE(lab.pump_pid("g1"));
+
+    {
+      NetnsScope in_host(lab.host_netns());
+      EXPECT_TRUE(steering_routes_installed());
+      RouteNetlink nl;
+      auto tap = nl.find_link("zn-tap1");
+      ASSERT_TRUE(tap);
+      EXPECT_EQ(tap->ifindex, g1.tap_ifindex);
+      EXPECT_EQ(tap->mac, g1.host_mac);
+    }
+    {
+      NetnsScope in_guest(g0.netns);
+      auto eth0 = RouteNetlink().find_link("eth0");
+      ASSERT_TRUE(eth0);
+      EXPECT_EQ(eth0->mac, g0.guest_mac);
+      EXPECT_EQ(eth0->mtu, 1500u);
+    }
+
+    for (const auto& g : lab.guests()) {
+      SCOPED_TRACE(g.name);
+      // Gateway: ARP/ND and frames through the pump both ways.
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip4)));
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip6)));
+      // Upstream: forwarded by the host namespace to the stand-in internet.
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "198.18.0.10"));
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "2001:db8:18::13"));
+      // And the other way: the internet reaches the guest (routes back to 198.19/16).
+      EXPECT_TRUE(udp_round_trip(lab.inet_netns(), g.netns, to_string(g.guest_ip4)));
+    }
+    // The host reaches the guest's computed link-local address over its TAP.
+    EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, to_string(g0.guest_ip6_ll) + "%zn-tap0"));
+  }
+  EXPECT_TRUE(namespaces_of(prefix_).empty());
+  EXPECT_FALSE(run_dir_exists(prefix_));
+}
+
+TEST_F(LabTest, AttachFindsLabOfEarlierProcessAndDoesNotOwnIt) {
+  Lab made = Lab::up(prefix_);
+  made.add_guest("g0");
+  made.add_guest("g1");
+  made.release();
+  {
+    Lab seen = Lab::attach(prefix_);
+    ASSERT_EQ(seen.guests().size(), 2u);
+    EXPECT_EQ(seen.guest("g1").tap_ifindex, made.guest("g1").tap_ifindex);
+    EXPECT_EQ(seen.guest("g1").guest_ip4.s_addr, made.guest("g1").guest_ip4.s_addr);
+  }
+  EXPECT_TRUE(netns_exists(prefix_ + "-g0"));  // attach did not tear down
+  EXPECT_TRUE(udp_round_trip(prefix_ + "-g1", prefix_ + "-inet", "198.18.0.11"));
+  Lab::destroy(prefix_);
+  EXPECT_TRUE(namespaces_of(prefix_).empty());
+  EXPECT_THROW(Lab::attach(prefix_), std::runtime_error);
+}
+
+TEST_F(LabTest, DestroyCleansUpAfterSimulatedCrash) {
+  pid_t pump = 0;
+  {
+    Lab lab = Lab::up(prefix_);
+    lab.add_guest("g0");
+    lab.add_guest("g1");
+    pump = *lab.pump_pid("g0");
+    lab.release();  // the "crashed" process never tore down
+  }
+  ::kill(pump, SIGKILL);  // one pump died with it, the other lives on
+  ::waitpid(pump, nullptr, 0);
+  ASSERT_EQ(namespaces_of(prefix_).size(), 4u);
+
+  Lab::destroy(prefix_);
+  EXPECT_TRUE(namespaces_of(prefix_).empty());
+  EXPECT_FALSE(run_dir_exists(prefix_));
+  Lab::destroy(prefix_);  // nothing left: still fine
+}
+
+TEST_F(LabTest, UpReplacesLeftoversOfSamePrefix) {
+  {
+    Lab old = Lab::up(prefix_);
+    old.add_guest("g0");
+    old.release();
+  }
+  Lab lab = Lab::up(prefix_);
+  EXPECT_TRUE(lab.guests().empty());
+  EXPECT_FALSE(netns_exists(prefix_ + "-g0"));
+  const LabGuest g = lab.add_guest("g0");
+  EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip4)));
+}
+
+TEST_F(LabTest, RejectsBadNames) {
+  EXPECT_THROW(Lab::up("has-dash"), std::invalid_argument);
+  EXPECT_THROW(Lab::up(""), std::invalid_argument);
+  Lab lab = Lab::up(prefix_);
+  EXPECT_THROW(lab.add_guest("host"), std::invalid_argument);
+  EXPECT_THROW(lab.add_guest("bad name"), std::invalid_argument);
+  lab.add_guest("g0");
+  EXPECT_THROW(lab.add_guest("g0"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace zn::vmm
