@@ -14,6 +14,7 @@
 #include <linux/ipv6.h>
 #include <linux/icmpv6.h>
 #include <linux/in.h>
+#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -24,6 +25,17 @@
 
 #define DROP(reason) zn_drop(skb, p, (reason), ZN_DIR_EGRESS)
 
+/* Ports for events; TCP and UDP both start with source and destination. */
+static __always_inline void zn_note_ports(struct zn_pkt *p, void *l4, void *data_end)
+{
+	struct udphdr *ports = l4;
+
+	if ((p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) && (void *)(ports + 1) <= data_end) {
+		p->sport = ports->source;
+		p->dport = ports->dest;
+	}
+}
+
 static __always_inline void zn_note_ip4(struct zn_pkt *p, struct iphdr *iph, void *data_end)
 {
 	if ((void *)(iph + 1) > data_end)
@@ -32,6 +44,8 @@ static __always_inline void zn_note_ip4(struct zn_pkt *p, struct iphdr *iph, voi
 	p->proto = iph->protocol;
 	__builtin_memcpy(p->saddr, &iph->saddr, 4);
 	__builtin_memcpy(p->daddr, &iph->daddr, 4);
+	if (iph->ihl == 5)
+		zn_note_ports(p, iph + 1, data_end);
 }
 
 SEC("tc")
@@ -76,6 +90,7 @@ int zn_tap_egress(struct __sk_buff *skb)
 		p->proto = ip6h->nexthdr;
 		__builtin_memcpy(p->saddr, &ip6h->saddr, 16);
 		__builtin_memcpy(p->daddr, &ip6h->daddr, 16);
+		zn_note_ports(p, ip6h + 1, data_end);
 		if (ip6h->nexthdr == IPPROTO_ICMPV6 && (void *)(icmp6 + 1) <= data_end &&
 		    ip6h->hop_limit == 255 && icmp6->icmp6_type >= NDISC_ROUTER_SOLICITATION &&
 		    icmp6->icmp6_type <= NDISC_NEIGHBOUR_ADVERTISEMENT)

@@ -361,6 +361,10 @@ static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn
 		    icmp6->icmp6_type <= NDISC_REDIRECT)
 			return zn_ingress_nd(skb, s, p, ip6h, icmp6, data_end);
 	}
+	/* Multicast (MLD reports, mDNS) has no business leaving the link; named
+	 * apart so a guest's routine MLD does not read as spoofing. */
+	if (ip6h->daddr.in6_u.u6_addr8[0] == 0xff)
+		return DROP(ZN_DROP_IP6_MULTICAST);
 	if (zn_ip6_is_zero(s->guest_ip6) || !zn_ip6_eq(&ip6h->saddr, s->guest_ip6))
 		return DROP(ZN_DROP_IP6_SPOOF);
 

@@ -53,6 +53,7 @@
 	X(DROP_FRAGMENT, "drop:fragment")                                     \
 	X(DROP_IP6_EXTHDR, "drop:ip6_exthdr")                                 \
 	X(DROP_ND_SPOOF, "drop:nd_spoof")                                     \
+	X(DROP_IP6_MULTICAST, "drop:ip6_multicast")                           \
 	X(DROP_ICMP, "drop:icmp")                                             \
 	X(DROP_UDP, "drop:udp")                                               \
 	X(DROP_PROTO, "drop:proto")                                           \

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "userspace/datapath_maps.h"
+
 struct tap_ingress;
 struct tap_egress;
 
@@ -33,6 +35,7 @@ class Datapath {
   int counters_fd() const;
   int events_fd() const;
   int event_buckets_fd() const;
+  DatapathMaps::Fds map_fds() const;
   const std::string& pin_root() const { return pin_root_; }
 
  private:

@@ -2,12 +2,16 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "zn_abi.h"
 
 struct ring_buffer;
 
 namespace zn::dp {
+
+// One line: "drop:tcp_port in tcp 198.19.0.2:40000 -> 198.18.0.10:22 session 1 ifindex 4".
+std::string format_drop_event(const zn_drop_event& event);
 
 class DropEventReader {
  public:

@@ -54,6 +54,10 @@ TEST_P(VerdictFixtureTest, VerdictReasonCounterAndEvent) {
     EXPECT_EQ(e.reason, f.expected_verdict) << dp::verdict_name(e.reason);
     EXPECT_EQ(e.direction, f.direction == Direction::kIngress ? 0 : 1);
     EXPECT_EQ(e.ifindex, 1u);
+    if (f.name == "egress_unmarked") {
+      EXPECT_EQ(ntohs(e.sport), 443);  // egress events carry ports too
+      EXPECT_EQ(ntohs(e.dport), 40000);
+    }
   } else {
     EXPECT_TRUE(events.empty()) << f.why;
   }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "broker/governed_lab.h"
 #include "common/netns.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
@@ -27,23 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-dp::SessionEntry session_for(const vmm::LabGuest& g, uint32_t idx) {
-  dp::SessionEntry s;
-  s.session_idx = idx;
-  s.guest_mac = g.guest_mac;
-  s.guest_ip4 = g.guest_ip4;
-  s.gateway_ip4 = g.gateway_ip4;
-  s.guest_ip6 = g.guest_ip6;
-  s.guest_ip6_ll = g.guest_ip6_ll;
-  s.gateway_ip6 = g.gateway_ip6;
-  return s;
-}
-
-dp::DatapathMaps::Fds fds_of(const dp::Datapath& d) {
-  return {d.sessions_fd(), d.listeners_fd(), d.l4_allow_fd(), d.counters_fd(),
-          d.event_buckets_fd()};
-}
-
 struct PinRootCleanup {
   std::string path;
   ~PinRootCleanup() {
@@ -57,7 +41,7 @@ struct PinRootCleanup {
 TEST(FailClosed, DatapathKeepsDenyingAfterItsLoaderExits) {
   vmm::Lab lab = vmm::Lab::up(unique_lab_prefix("zf"));
   const vmm::LabGuest& g = lab.add_guest("g0");
-  PinRootCleanup pins{"/sys/fs/bpf/zeroness-" + lab.prefix()};
+  PinRootCleanup pins{broker::lab_pin_root(lab.prefix())};
   constexpr uint32_t kIdx = 3;
 
   pid_t child = ::fork();
@@ -67,9 +51,9 @@ TEST(FailClosed, DatapathKeepsDenyingAfterItsLoaderExits) {
     try {
       NetnsScope in_host(lab.host_netns());
       auto datapath = dp::Datapath::load({pins.path});
-      dp::DatapathMaps maps(fds_of(*datapath));
+      dp::DatapathMaps maps(datapath->map_fds());
       maps.set_listeners({});
-      maps.put_session(g.tap_ifindex, session_for(g, kIdx));
+      maps.put_session(g.tap_ifindex, broker::session_entry_for(g, kIdx));
       dp::TcAttachment::attach(g.tap_ifindex, datapath->ingress_prog_fd(),
                                datapath->egress_prog_fd())
           .release();
@@ -95,7 +79,7 @@ TEST(FailClosed, DatapathKeepsDenyingAfterItsLoaderExits) {
   // A new loader re-adopts the pinned maps: session and counters survived.
   NetnsScope in_host(lab.host_netns());
   auto again = dp::Datapath::load({pins.path});
-  dp::DatapathMaps maps(fds_of(*again));
+  dp::DatapathMaps maps(again->map_fds());
   auto s = maps.get_session(g.tap_ifindex);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->session_idx, kIdx);

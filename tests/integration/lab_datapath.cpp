@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "broker/governed_lab.h"
 #include "common/netns.h"
 #include "userspace/bpffs.h"
 
@@ -21,15 +22,13 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
     : first_session_idx_(first_session_idx) {
   lab_ = std::make_unique<vmm::Lab>(vmm::Lab::up(unique_lab_prefix("zi")));
   for (const auto& name : guests) lab_->add_guest(name);
-  pin_root_ = "/sys/fs/bpf/zeroness-" + lab_->prefix();
+  pin_root_ = broker::lab_pin_root(lab_->prefix());
 
   // Everything below lives in the lab's host namespace: sockets and netlink
   // (TC attach) bind to the namespace of the thread that creates them.
   NetnsScope in_host(lab_->host_netns());
   datapath_ = dp::Datapath::load({pin_root_});
-  maps_ = std::make_unique<dp::DatapathMaps>(dp::DatapathMaps::Fds{
-      datapath_->sessions_fd(), datapath_->listeners_fd(), datapath_->l4_allow_fd(),
-      datapath_->counters_fd(), datapath_->event_buckets_fd()});
+  maps_ = std::make_unique<dp::DatapathMaps>(datapath_->map_fds());
   proxy4_ = std::make_unique<TransparentTcpListener>("127.0.0.1", kProxyPort);
   proxy6_ = std::make_unique<TransparentTcpListener>("::1", kProxyPort);
   dns_tcp4_ = std::make_unique<TransparentTcpListener>("127.0.0.1", kDnsPort);
@@ -42,14 +41,7 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
 
   for (size_t i = 0; i < lab_->guests().size(); ++i) {
     const vmm::LabGuest& g = lab_->guests()[i];
-    dp::SessionEntry s;
-    s.session_idx = session_idx(i);
-    s.guest_mac = g.guest_mac;
-    s.guest_ip4 = g.guest_ip4;
-    s.gateway_ip4 = g.gateway_ip4;
-    s.guest_ip6 = g.guest_ip6;
-    s.guest_ip6_ll = g.guest_ip6_ll;
-    s.gateway_ip6 = g.gateway_ip6;
+    dp::SessionEntry s = broker::session_entry_for(g, session_idx(i));
     s.event_rate = 100;
     s.event_burst = 1000;
     maps_->put_session(g.tap_ifindex, s);

@@ -194,7 +194,9 @@ TEST_F(TapDatapathTest, EventsCarryTheRightSessionPerGuest) {
   EXPECT_NE(in_guest("nc -z -w 2 198.18.0.10 2222", 1).exit_code, 0);
   EXPECT_TRUE(saw_event(ZN_DROP_TCP_PORT, 2222, env_->session_idx(1)));
   for (const auto& e : events_)
-    if (ntohs(e.dport) == 2222) EXPECT_EQ(e.session_idx, env_->session_idx(1));
+    if (ntohs(e.dport) == 2222) {
+      EXPECT_EQ(e.session_idx, env_->session_idx(1));
+    }
 }
 
 // Unsolicited traffic towards a guest, from the host itself and forwarded

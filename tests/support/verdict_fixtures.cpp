@@ -15,11 +15,6 @@ namespace {
 constexpr uint16_t kArp = 0x0806, kIp4 = 0x0800, kIp6 = 0x86dd;
 constexpr uint8_t kNs = 135, kNa = 136, kRs = 133, kRa = 134;
 
-dp::DatapathMaps::Fds fds_of(const dp::Datapath& d) {
-  return {d.sessions_fd(), d.listeners_fd(), d.l4_allow_fd(), d.counters_fd(),
-          d.event_buckets_fd()};
-}
-
 }  // namespace
 
 void PrintTo(const VerdictFixture& f, std::ostream* os) { *os << f.name << " (" << f.why << ")"; }
@@ -169,6 +164,12 @@ std::vector<VerdictFixture> verdict_fixtures() {
        "DNS over IPv6 reaches the DNS socket lookup"},
       {"ip6_udp443", in, from_guest6(upstream6, IPPROTO_UDP, udp(40000, 443, Bytes(30, 0))), ZN_DROP_UDP, 0,
        "QUIC over IPv6"},
+      {"ip6_mld_report", in,
+       from_guest6(ip6("ff02::16"), IPPROTO_HOPOPTS, Bytes{58, 0, 5, 2, 0, 0, 1, 0, 143, 0, 0, 0, 0, 0, 0, 0},
+                   1, &g.guest_ip6_ll),
+       ZN_DROP_IP6_MULTICAST, 0, "MLD report (hop-by-hop + ICMPv6 143) to ff02::16"},
+      {"ip6_mdns", in, from_guest6(ip6("ff02::fb"), IPPROTO_UDP, udp(5353, 5353, Bytes(20, 0))),
+       ZN_DROP_IP6_MULTICAST, 0, "mDNS query"},
       {"ip6_echo", in, from_guest6(upstream6, IPPROTO_ICMPV6, icmp6(128, Bytes(4, 0))), ZN_DROP_ICMP, 0,
        "ping6"},
       {"nd_solicit_link_local", in,
@@ -215,7 +216,7 @@ std::vector<VerdictFixture> verdict_fixtures() {
 
 FixtureDatapath::FixtureDatapath()
     : datapath_(dp::Datapath::load({})),
-      maps_(fds_of(*datapath_)),
+      maps_(datapath_->map_fds()),
       proxy4_("127.0.0.1", 0),
       proxy6_("::1", proxy4_.port()),
       dns_tcp4_("127.0.0.1", 0),

@@ -2,6 +2,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <iomanip>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -9,7 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "broker/governed_lab.h"
 #include "common/netns.h"
+#include "userspace/drop_events.h"
+#include "userspace/pinned_maps.h"
+#include "userspace/verdict_names.h"
 #include "vmm/ip_address.h"
 #include "vmm/lab.h"
 
@@ -19,10 +26,14 @@ using zn::vmm::Lab;
 using zn::vmm::to_string;
 
 constexpr char kUsage[] =
-    "usage: zn-lab [--prefix P] up [--guests N]    build a lab with guests g0..g<N-1> (default 1)\n"
-    "       zn-lab [--prefix P] down                tear it down\n"
+    "usage: zn-lab [--prefix P] up [--guests N] [--ungoverned]\n"
+    "                               build a lab with guests g0..g<N-1> (default 1), each TAP\n"
+    "                               under the default-deny datapath unless --ungoverned\n"
+    "       zn-lab [--prefix P] down                tear it down (namespaces, pumps, pins)\n"
     "       zn-lab [--prefix P] status              show namespaces, guests, addresses\n"
     "       zn-lab [--prefix P] exec GUEST -- CMD...  run CMD in a guest's namespace\n"
+    "       zn-lab [--prefix P] stats [GUEST]       per-verdict packet counters of the guests\n"
+    "       zn-lab [--prefix P] events [--seconds S]  print drop events for S seconds (default 5)\n"
     "P defaults to \"zn\".\n";
 
 constexpr int kUsageError = 2;
@@ -46,22 +57,29 @@ unsigned parse_count(const std::string& text) {
 
 int cmd_up(const std::string& prefix, const std::vector<std::string>& args) {
   unsigned guests = 1;
+  bool governed = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--guests" && i + 1 < args.size())
       guests = parse_count(args[++i]);
+    else if (args[i] == "--ungoverned")
+      governed = false;
     else
       throw UsageError("up: unexpected argument '" + args[i] + "'");
   }
   Lab lab = Lab::up(prefix);
   for (unsigned n = 0; n < guests; ++n) lab.add_guest("g" + std::to_string(n));
+  if (governed) zn::broker::govern_lab(lab);
   lab.release();
-  std::cout << "lab '" << prefix << "' up with " << guests << " guest(s)\n";
+  std::cout << "lab '" << prefix << "' up with " << guests << " guest(s)"
+            << (governed ? ", datapath pinned at " + zn::broker::lab_pin_root(prefix) : ", ungoverned")
+            << "\n";
   return 0;
 }
 
 int cmd_down(const std::string& prefix, const std::vector<std::string>& args) {
   if (!args.empty()) throw UsageError("down takes no arguments");
   Lab::destroy(prefix);
+  zn::broker::ungovern_lab(prefix);
   std::cout << "lab '" << prefix << "' down\n";
   return 0;
 }
@@ -108,6 +126,44 @@ int cmd_exec(const std::string& prefix, const std::vector<std::string>& args) {
   return 127;
 }
 
+int cmd_stats(const std::string& prefix, const std::vector<std::string>& args) {
+  if (args.size() > 1) throw UsageError("stats takes at most one GUEST");
+  Lab lab = Lab::attach(prefix);
+  auto pinned = zn::dp::PinnedMaps::open(zn::broker::lab_pin_root(prefix));
+  zn::dp::DatapathMaps maps(pinned.fds());
+  for (const auto& g : lab.guests()) {
+    if (!args.empty() && args[0] != g.name) continue;
+    const uint32_t idx = g.index + 1;
+    std::cout << g.name << " (session " << idx << ", " << g.tap_name << ")\n";
+    const auto counters = maps.counters(idx);
+    for (unsigned v = 0; v < counters.size(); ++v)
+      if (counters[v])
+        std::cout << "  " << std::left << std::setw(24) << zn::dp::verdict_name(v) << counters[v]
+                  << "\n";
+  }
+  return 0;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+
+int cmd_events(const std::string& prefix, const std::vector<std::string>& args) {
+  unsigned seconds = 5;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--seconds" && i + 1 < args.size())
+      seconds = parse_count(args[++i]);
+    else
+      throw UsageError("events: unexpected argument '" + args[i] + "'");
+  }
+  auto pinned = zn::dp::PinnedMaps::open(zn::broker::lab_pin_root(prefix));
+  zn::dp::DropEventReader reader(pinned.events_fd(), [](const zn_drop_event& e) {
+    std::cout << zn::dp::format_drop_event(e) << std::endl;
+  });
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!g_stop && std::chrono::steady_clock::now() < end) reader.poll(100);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,6 +186,8 @@ int main(int argc, char** argv) {
     if (command == "down") return cmd_down(prefix, args);
     if (command == "status") return cmd_status(prefix, args);
     if (command == "exec") return cmd_exec(prefix, args);
+    if (command == "stats") return cmd_stats(prefix, args);
+    if (command == "events") return cmd_events(prefix, args);
     throw UsageError("unknown command '" + command + "'");
   } catch (const UsageError& e) {
     std::cerr << "zn-lab: " << e.what() << "\n" << kUsage;

@@ -1,0 +1,40 @@
+#include "broker/governed_lab.h"
+
+#include "common/netns.h"
+#include "userspace/bpffs.h"
+#include "userspace/datapath.h"
+#include "userspace/tc_attachment.h"
+
+namespace zn::broker {
+
+dp::SessionEntry session_entry_for(const vmm::LabGuest& g, uint32_t session_idx) {
+  dp::SessionEntry s;
+  s.session_idx = session_idx;
+  s.guest_mac = g.guest_mac;
+  s.guest_ip4 = g.guest_ip4;
+  s.gateway_ip4 = g.gateway_ip4;
+  s.guest_ip6 = g.guest_ip6;
+  s.guest_ip6_ll = g.guest_ip6_ll;
+  s.gateway_ip6 = g.gateway_ip6;
+  return s;
+}
+
+std::string lab_pin_root(const std::string& lab_prefix) {
+  return std::string(dp::kDefaultPinRoot) + "-" + lab_prefix;
+}
+
+void govern_lab(const vmm::Lab& lab) {
+  NetnsScope in_host(lab.host_netns());
+  auto datapath = dp::Datapath::load({lab_pin_root(lab.prefix())});
+  dp::DatapathMaps maps(datapath->map_fds());
+  maps.set_listeners({});
+  for (const auto& g : lab.guests()) {
+    maps.put_session(g.tap_ifindex, session_entry_for(g, g.index + 1));
+    dp::TcAttachment::attach(g.tap_ifindex, datapath->ingress_prog_fd(), datapath->egress_prog_fd())
+        .release();
+  }
+}
+
+void ungovern_lab(const std::string& lab_prefix) { dp::remove_pin_root(lab_pin_root(lab_prefix)); }
+
+}  // namespace zn::broker
