@@ -433,18 +433,13 @@ int zn_tap_ingress(struct __sk_buff *skb)
 {
 	struct zn_pkt pkt = {};
 	struct zn_pkt *p = &pkt;
-	__u32 ifindex = skb->ifindex;
 	const struct zn_session *s;
 	struct ethhdr *eth;
 	void *data, *data_end;
 
-	pkt.ifindex = ifindex;
-	s = bpf_map_lookup_elem(&zn_sessions, &ifindex);
+	s = zn_lookup_session(skb, p);
 	if (!s)
 		return DROP(ZN_DROP_NO_SESSION);
-	pkt.sidx = s->session_idx;
-	pkt.event_rate = s->event_rate;
-	pkt.event_burst = s->event_burst;
 
 	/* The stack strips a VLAN tag into skb metadata before TC ingress. */
 	if (skb->vlan_present)

@@ -18,6 +18,24 @@
 
 enum zn_direction { ZN_DIR_INGRESS = 0, ZN_DIR_EGRESS = 1 };
 
+/* The session on the packet's interface, noted in p for counters and events;
+ * NULL (and session index 0) when the interface has none. */
+static __always_inline const struct zn_session *zn_lookup_session(struct __sk_buff *skb,
+								  struct zn_pkt *p)
+{
+	__u32 ifindex = skb->ifindex;
+	const struct zn_session *s;
+
+	p->ifindex = ifindex;
+	s = bpf_map_lookup_elem(&zn_sessions, &ifindex);
+	if (s) {
+		p->sidx = s->session_idx;
+		p->event_rate = s->event_rate;
+		p->event_burst = s->event_burst;
+	}
+	return s;
+}
+
 static __always_inline void zn_count(__u32 sidx, __u32 stat)
 {
 	__u32 key;

@@ -34,6 +34,16 @@ std::string describe(int err) {
   return buf;
 }
 
+void attach_one(int ifindex, bpf_tc_attach_point point, int prog_fd) {
+  bpf_tc_hook hook = make_hook(ifindex, point);
+  bpf_tc_opts opts = make_opts(prog_fd);
+  int err = bpf_tc_attach(&hook, &opts);
+  if (err)
+    throw std::runtime_error(std::string("attach ") +
+                             (point == BPF_TC_INGRESS ? "ingress" : "egress") + " on ifindex " +
+                             std::to_string(ifindex) + ": " + describe(err));
+}
+
 void detach_one(int ifindex, bpf_tc_attach_point point) {
   bpf_tc_hook hook = make_hook(ifindex, point);
   bpf_tc_opts opts = make_opts(0);
@@ -51,18 +61,8 @@ TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_p
   TcAttachment attachment(ifindex, err == 0);
 
   // Egress first: by the time ingress steers anything, replies can flow.
-  bpf_tc_hook egress = make_hook(ifindex, BPF_TC_EGRESS);
-  bpf_tc_opts egress_opts = make_opts(egress_prog_fd);
-  err = bpf_tc_attach(&egress, &egress_opts);
-  if (err)
-    throw std::runtime_error("attach egress on ifindex " + std::to_string(ifindex) + ": " +
-                             describe(err));
-  bpf_tc_hook ingress = make_hook(ifindex, BPF_TC_INGRESS);
-  bpf_tc_opts ingress_opts = make_opts(ingress_prog_fd);
-  err = bpf_tc_attach(&ingress, &ingress_opts);
-  if (err)
-    throw std::runtime_error("attach ingress on ifindex " + std::to_string(ifindex) + ": " +
-                             describe(err));
+  attach_one(ifindex, BPF_TC_EGRESS, egress_prog_fd);
+  attach_one(ifindex, BPF_TC_INGRESS, ingress_prog_fd);
   return attachment;
 }
 

@@ -229,22 +229,18 @@ FixtureDatapath::FixtureDatapath()
   maps_.set_listeners(l);
   const FixtureGuest g;
   maps_.put_session(1, g.session());  // BPF_PROG_TEST_RUN runs on loopback
-  dp::L4Rule db;
-  db.family = 4;
-  in_addr host = ip4("198.18.0.20");
-  std::memcpy(db.addr.data(), &host, 4);
-  db.prefix_len = 32;
-  db.port = 5432;
-  db.rule_id = 1;
-  maps_.put_l4_rule(FixtureGuest::kSessionIdx, db);
-  dp::L4Rule net;
-  net.family = 4;
-  in_addr n = ip4("198.18.1.0");
-  std::memcpy(net.addr.data(), &n, 4);
-  net.prefix_len = 24;
-  net.port = 0;
-  net.rule_id = 2;
-  maps_.put_l4_rule(FixtureGuest::kSessionIdx, net);
+  auto allow = [&](const char* addr, uint8_t prefix_len, uint16_t port, uint32_t rule_id) {
+    dp::L4Rule r;
+    r.family = 4;
+    in_addr a = ip4(addr);
+    std::memcpy(r.addr.data(), &a, 4);
+    r.prefix_len = prefix_len;
+    r.port = port;
+    r.rule_id = rule_id;
+    maps_.put_l4_rule(FixtureGuest::kSessionIdx, r);
+  };
+  allow("198.18.0.20", 32, 5432, 1);  // one host, one port
+  allow("198.18.1.0", 24, 0, 2);      // a prefix, any port
 }
 
 int FixtureDatapath::run_prog(int prog_fd, const Bytes& frame, uint32_t mark, uint32_t repeat,
