@@ -17,7 +17,8 @@ namespace {
 struct Path {
   const char* label;
   const char* fixture;
-  double target;  // max ratio to pass-through, 0 = no target
+  double target;            // max ratio to pass-through, 0 = no target
+  bool no_l4_rules = false;  // measured after the session's L4 rules are gone
 };
 
 double median(std::vector<double> v) {
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
       {"l4 allow tcp/5432 (trie + lookups)", "tcp5432_l4_allowed", 0},
       {"egress host reply", "egress_host_reply", 0},
       {"egress unsolicited drop", "egress_unmarked", 1.5},
+      {"drop tcp/22, session without L4 rules", "tcp22", 1.5, true},
   };
 
   zn::test::FixtureDatapath datapath;
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   std::printf("%-38s %10s %10s %7s  %s\n", "path", "ns/pkt", "base ns", "ratio", "target");
   int missed = 0;
   for (const Path& path : paths) {
+    if (path.no_l4_rules) datapath.maps().delete_l4_rules(zn::test::FixtureGuest::kSessionIdx);
     auto it = std::find_if(fixtures.begin(), fixtures.end(),
                            [&](const auto& f) { return f.name == path.fixture; });
     if (it == fixtures.end()) {

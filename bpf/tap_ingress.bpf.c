@@ -90,6 +90,11 @@ static __always_inline int zn_port_steered(const struct zn_session *s, __u16 dpo
 static __always_inline int zn_l4_allowed(const struct zn_pkt *p)
 {
 	struct zn_l4_key key = {};
+	__u32 sidx = p->sidx;
+	__u32 *rules = bpf_map_lookup_elem(&zn_l4_count, &sidx);
+
+	if (!rules || *rules == 0)
+		return 0;
 
 	key.prefixlen = ZN_L4_KEY_FIXED_BITS + (p->family == 4 ? 32 : 128);
 	key.session_idx = p->sidx;

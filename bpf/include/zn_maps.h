@@ -34,6 +34,15 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } zn_l4_allow SEC(".maps");
 
+/* [session] -> how many zn_l4_allow entries it has; lets sessions without L4
+ * rules skip the trie lookups on every denied TCP packet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, ZN_MAX_SESSIONS);
+} zn_l4_count SEC(".maps");
+
 /* [session * ZN_STATS_PER_SESSION + verdict] -> packets, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -87,11 +87,13 @@ int Datapath::egress_prog_fd() const { return bpf_program__fd(egress_->progs.zn_
 int Datapath::sessions_fd() const { return bpf_map__fd(ingress_->maps.zn_sessions); }
 int Datapath::listeners_fd() const { return bpf_map__fd(ingress_->maps.zn_listeners); }
 int Datapath::l4_allow_fd() const { return bpf_map__fd(ingress_->maps.zn_l4_allow); }
+int Datapath::l4_count_fd() const { return bpf_map__fd(ingress_->maps.zn_l4_count); }
 int Datapath::counters_fd() const { return bpf_map__fd(ingress_->maps.zn_counters); }
 int Datapath::events_fd() const { return bpf_map__fd(ingress_->maps.zn_events); }
 int Datapath::event_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_ev_bucket); }
 DatapathMaps::Fds Datapath::map_fds() const {
-  return {sessions_fd(), listeners_fd(), l4_allow_fd(), counters_fd(), event_buckets_fd()};
+  return {sessions_fd(), listeners_fd(), l4_allow_fd(), l4_count_fd(), counters_fd(),
+          event_buckets_fd()};
 }
 
 }  // namespace zn::dp

@@ -32,6 +32,7 @@ class Datapath {
   int sessions_fd() const;
   int listeners_fd() const;
   int l4_allow_fd() const;
+  int l4_count_fd() const;
   int counters_fd() const;
   int events_fd() const;
   int event_buckets_fd() const;

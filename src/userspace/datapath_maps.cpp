@@ -119,13 +119,21 @@ void DatapathMaps::delete_session(int ifindex) {
 void DatapathMaps::put_l4_rule(uint32_t session_idx, const L4Rule& rule) {
   zn_l4_key key = to_abi_key(session_idx, rule);
   zn_l4_value value{rule.rule_id, 0};
+  zn_l4_value old{};
+  const bool existed = bpf_map_lookup_elem(fds_.l4_allow, &key, &old) == 0;
+  // Count first: a rule in the trie must never be hidden by a zero count.
+  if (!existed) set_l4_rule_count(session_idx, l4_rule_count(session_idx) + 1);
   check(bpf_map_update_elem(fds_.l4_allow, &key, &value, BPF_ANY), "update zn_l4_allow");
 }
 
 void DatapathMaps::delete_l4_rule(uint32_t session_idx, const L4Rule& rule) {
   zn_l4_key key = to_abi_key(session_idx, rule);
-  if (bpf_map_delete_elem(fds_.l4_allow, &key) != 0 && errno != ENOENT)
+  if (bpf_map_delete_elem(fds_.l4_allow, &key) != 0) {
+    if (errno == ENOENT) return;
     throw std::system_error(errno, std::generic_category(), "delete zn_l4_allow");
+  }
+  const uint32_t count = l4_rule_count(session_idx);
+  set_l4_rule_count(session_idx, count ? count - 1 : 0);
 }
 
 size_t DatapathMaps::delete_l4_rules(uint32_t session_idx) {
@@ -141,7 +149,19 @@ size_t DatapathMaps::delete_l4_rules(uint32_t session_idx) {
     if (bpf_map_delete_elem(fds_.l4_allow, &k) != 0 && errno != ENOENT)
       throw std::system_error(errno, std::generic_category(), "delete zn_l4_allow");
   }
+  set_l4_rule_count(session_idx, 0);
   return doomed.size();
+}
+
+uint32_t DatapathMaps::l4_rule_count(uint32_t session_idx) const {
+  check_session_idx(session_idx);
+  uint32_t count = 0;
+  check(bpf_map_lookup_elem(fds_.l4_count, &session_idx, &count), "lookup zn_l4_count");
+  return count;
+}
+
+void DatapathMaps::set_l4_rule_count(uint32_t session_idx, uint32_t count) {
+  check(bpf_map_update_elem(fds_.l4_count, &session_idx, &count, BPF_ANY), "update zn_l4_count");
 }
 
 SessionCounters DatapathMaps::counters(uint32_t session_idx) const {

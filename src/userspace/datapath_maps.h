@@ -56,7 +56,7 @@ zn_l4_key to_abi_key(uint32_t session_idx, const L4Rule& rule);
 class DatapathMaps {
  public:
   struct Fds {
-    int sessions, listeners, l4_allow, counters, event_buckets;
+    int sessions, listeners, l4_allow, l4_count, counters, event_buckets;
   };
   explicit DatapathMaps(Fds fds) : fds_(fds) {}
 
@@ -67,14 +67,18 @@ class DatapathMaps {
   // Removes the session entry, its L4 rules, counters and event bucket.
   void delete_session(int ifindex);
 
+  // Keep zn_l4_count in step with the trie: the datapath skips the trie for
+  // sessions whose count is zero. Single writer (the daemon) assumed.
   void put_l4_rule(uint32_t session_idx, const L4Rule& rule);
   void delete_l4_rule(uint32_t session_idx, const L4Rule& rule);
   size_t delete_l4_rules(uint32_t session_idx);
+  uint32_t l4_rule_count(uint32_t session_idx) const;
 
   SessionCounters counters(uint32_t session_idx) const;
   void clear_counters(uint32_t session_idx);
 
  private:
+  void set_l4_rule_count(uint32_t session_idx, uint32_t count);
   Fds fds_;
 };
 
