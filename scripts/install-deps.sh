@@ -9,8 +9,8 @@ PACKAGES=(
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
   libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libasio-dev libcli11-dev
-  iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat
+  libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
+  iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base
 )
 
 missing=()
