@@ -1,0 +1,7 @@
+find_package(nlohmann_json REQUIRED)
+target_sources(zn_broker PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/compiled_policy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/host_pattern.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/path_pattern.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/policy_parser.cpp)
+target_link_libraries(zn_broker PUBLIC nlohmann_json::nlohmann_json)

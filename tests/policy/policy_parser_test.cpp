@@ -1,0 +1,173 @@
+#include "broker/policy_parser.h"
+
+#include <gtest/gtest.h>
+
+namespace zn::broker {
+namespace {
+
+// The example policy of DESIGN.md.
+constexpr const char* kExample = R"({
+  "policy": {
+    "default": "deny",
+    "allow": [
+      { "host": "api.github.com", "methods": ["GET"], "paths": ["/repos/**"] },
+      { "host": "api.stripe.com", "identity": "cap:stripe" },
+      { "host": "*.npmjs.org" },
+      { "host": "db.internal", "port": 5432, "proto": "tcp" },
+      { "host": "api.internal", "methods": ["DELETE"], "action": "ask" }
+    ],
+    "deny": [ { "host": "evil.example" } ],
+    "rate": { "burst": 50, "per_second": 20 }
+  },
+  "resources": { "stripe": { "accessToken": "sk_live_abcdefgh" } }
+})";
+
+TEST(PolicyParser, ParsesTheDesignExample) {
+  Policy p = parse_policy(kExample);
+  ASSERT_EQ(p.allow.size(), 5u);
+  EXPECT_EQ(p.allow[0].host.name, "api.github.com");
+  EXPECT_EQ(p.allow[0].methods, std::vector<std::string>{"GET"});
+  EXPECT_EQ(p.allow[0].paths.size(), 1u);
+  EXPECT_EQ(p.allow[1].identity, "stripe");
+  EXPECT_TRUE(p.allow[1].needs_interception());
+  EXPECT_EQ(p.allow[2].host.kind, HostPattern::Kind::kWildcard);
+  EXPECT_FALSE(p.allow[2].needs_interception());
+  EXPECT_EQ(p.allow[3].port, 5432);
+  EXPECT_TRUE(p.allow[3].is_l4());
+  EXPECT_EQ(p.allow[4].action, RuleAction::kAsk);
+  ASSERT_EQ(p.deny.size(), 1u);
+  ASSERT_TRUE(p.rate);
+  EXPECT_EQ(p.rate->burst, 50u);
+  EXPECT_EQ(p.rate->per_second, 20u);
+  EXPECT_EQ(p.resources.at("stripe").fields.at("accessToken"), "sk_live_abcdefgh");
+}
+
+TEST(PolicyParser, MinimalPolicyIsDefaultDeny) {
+  Policy p = parse_policy(R"({"policy":{}})");
+  EXPECT_TRUE(p.allow.empty());
+  EXPECT_FALSE(p.rate);
+}
+
+struct Bad {
+  const char* name;
+  std::string json;
+  std::string path;
+  std::string message;
+};
+
+std::string with_allow(const std::string& rule) {
+  return R"({"policy":{"allow":[{"host":"ok.example"},)" + rule + "]}}";
+}
+
+class PolicyParserRejects : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(PolicyParserRejects, WithThePathOfTheFirstError) {
+  const Bad& b = GetParam();
+  try {
+    parse_policy(b.json);
+    FAIL() << b.name << ": accepted";
+  } catch (const PolicyError& e) {
+    EXPECT_EQ(e.path(), b.path) << b.name << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << b.name << ": " << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, PolicyParserRejects,
+    ::testing::Values(
+        Bad{"not_json", "{", "$", "invalid JSON"},
+        Bad{"not_object", "[]", "$", "must be an object"},
+        Bad{"no_policy", "{}", "$.policy", "required"},
+        Bad{"unknown_top", R"({"policy":{},"extra":1})", "$.extra", "unknown field"},
+        Bad{"unknown_policy_field", R"({"policy":{"allw":[]}})", "$.policy.allw", "unknown field"},
+        Bad{"duplicate_key", R"({"policy":{"allow":[{"host":"a.example","host":"b.example"}]}})", "$",
+            "duplicate key 'host'"},
+        Bad{"default_allow", R"({"policy":{"default":"allow"}})", "$.policy.default", "deny"},
+        Bad{"allow_not_array", R"({"policy":{"allow":{}}})", "$.policy.allow", "array"},
+        Bad{"rule_not_object", with_allow("3"), "$.policy.allow[1]", "object"},
+        Bad{"rule_unknown_field", with_allow(R"({"host":"a.example","method":["GET"]})"),
+            "$.policy.allow[1].method", "unknown field"},
+        Bad{"rule_no_host", with_allow(R"({"methods":["GET"]})"), "$.policy.allow[1].host", "required"},
+        Bad{"host_not_string", with_allow(R"({"host":5})"), "$.policy.allow[1].host", "string"},
+        Bad{"host_too_broad", with_allow(R"({"host":"*.com"})"), "$.policy.allow[1].host", "too broad"},
+        Bad{"host_bad_char", with_allow(R"({"host":"a b.example"})"), "$.policy.allow[1].host",
+            "character"},
+        Bad{"bad_method", with_allow(R"({"host":"a.example","methods":["FETCH"]})"),
+            "$.policy.allow[1].methods[0]", "method"},
+        Bad{"lowercase_method", with_allow(R"({"host":"a.example","methods":["get"]})"),
+            "$.policy.allow[1].methods[0]", "method"},
+        Bad{"connect_method", with_allow(R"({"host":"a.example","methods":["CONNECT"]})"),
+            "$.policy.allow[1].methods[0]", "method"},
+        Bad{"duplicate_method", with_allow(R"({"host":"a.example","methods":["GET","GET"]})"),
+            "$.policy.allow[1].methods[1]", "duplicate"},
+        Bad{"empty_methods", with_allow(R"({"host":"a.example","methods":[]})"),
+            "$.policy.allow[1].methods", "empty"},
+        Bad{"bad_path", with_allow(R"({"host":"a.example","paths":["repos/**"]})"),
+            "$.policy.allow[1].paths[0]", "start with '/'"},
+        Bad{"path_dotdot", with_allow(R"({"host":"a.example","paths":["/a/../b"]})"),
+            "$.policy.allow[1].paths[0]", "'..'"},
+        Bad{"bad_identity", with_allow(R"({"host":"a.example","identity":"stripe"})"),
+            "$.policy.allow[1].identity", "cap:"},
+        Bad{"missing_resource", with_allow(R"({"host":"a.example","identity":"cap:nope"})"),
+            "$.policy.allow[1].identity", "no resource 'nope'"},
+        Bad{"bad_action", with_allow(R"({"host":"a.example","action":"maybe"})"),
+            "$.policy.allow[1].action", "allow"},
+        Bad{"bad_proto", with_allow(R"({"host":"a.example","port":53,"proto":"udp"})"),
+            "$.policy.allow[1].proto", "tcp"},
+        Bad{"proto_without_port", with_allow(R"({"host":"a.example","proto":"tcp"})"),
+            "$.policy.allow[1].port", "required"},
+        Bad{"port_zero", with_allow(R"({"host":"a.example","port":0})"), "$.policy.allow[1].port",
+            "between"},
+        Bad{"port_too_big", with_allow(R"({"host":"a.example","port":70000})"),
+            "$.policy.allow[1].port", "between"},
+        Bad{"port_negative", with_allow(R"({"host":"a.example","port":-1})"),
+            "$.policy.allow[1].port", "between"},
+        Bad{"port_float", with_allow(R"({"host":"a.example","port":5432.5})"),
+            "$.policy.allow[1].port", "integer"},
+        Bad{"port_string", with_allow(R"({"host":"a.example","port":"5432"})"),
+            "$.policy.allow[1].port", "integer"},
+        Bad{"l4_with_methods", with_allow(R"({"host":"a.example","port":5432,"methods":["GET"]})"),
+            "$.policy.allow[1]", "L4 rule"},
+        Bad{"l4_wildcard", with_allow(R"({"host":"*.example.com","port":5432})"),
+            "$.policy.allow[1].host", "wildcard"},
+        Bad{"cidr_without_port", with_allow(R"({"host":"198.18.0.0/24"})"),
+            "$.policy.allow[1].host", "CIDR"},
+        Bad{"deny_unknown_field", R"({"policy":{"deny":[{"host":"a.example","why":1}]}})",
+            "$.policy.deny[0].why", "unknown field"},
+        Bad{"deny_bad_host", R"({"policy":{"deny":[{"host":"*"}]}})", "$.policy.deny[0].host", "'*'"},
+        Bad{"rate_missing_burst", R"({"policy":{"rate":{"per_second":1}}})", "$.policy.rate.burst",
+            "required"},
+        Bad{"rate_zero", R"({"policy":{"rate":{"burst":0,"per_second":1}}})", "$.policy.rate.burst",
+            "between"},
+        Bad{"rate_huge", R"({"policy":{"rate":{"burst":1,"per_second":1000001}}})",
+            "$.policy.rate.per_second", "between"},
+        Bad{"resource_bad_name", R"({"policy":{},"resources":{"Stripe":{}}})", "$.resources.Stripe",
+            "resource names"},
+        Bad{"resource_not_string", R"({"policy":{},"resources":{"s":{"accessToken":5}}})",
+            "$.resources.s.accessToken", "string"},
+        Bad{"identity_without_token",
+            R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s"}]},"resources":{"s":{"user":"x"}}})",
+            "$.policy.allow[0].identity", "accessToken"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PolicyParser, ErrorsNeverEchoSecrets) {
+  try {
+    parse_policy(R"({"policy":{},"resources":{"s":{"accessToken":"sk_live_secret_value", "n": 1}}})");
+    FAIL();
+  } catch (const PolicyError& e) {
+    EXPECT_EQ(std::string(e.what()).find("sk_live"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PolicyParser, LimitsAreEnforced) {
+  PolicyLimits limits;
+  limits.max_allow_rules = 2;
+  EXPECT_THROW(parse_policy(R"({"policy":{"allow":[{"host":"a.example"},{"host":"b.example"},{"host":"c.example"}]}})",
+                            limits),
+               PolicyError);
+  limits.max_document_bytes = 10;
+  EXPECT_THROW(parse_policy(R"({"policy":{}})", limits), PolicyError);
+}
+
+}  // namespace
+}  // namespace zn::broker
