@@ -1,6 +1,7 @@
 find_package(nlohmann_json REQUIRED)
 target_sources(zn_broker PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/compiled_policy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/datapath_plan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_pattern.cpp
   ${CMAKE_CURRENT_LIST_DIR}/path_pattern.cpp
   ${CMAKE_CURRENT_LIST_DIR}/policy_parser.cpp)
