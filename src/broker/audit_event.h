@@ -1,0 +1,61 @@
+// The audit trail's data model: what a caller records (AuditEvent), what the
+// trail stores and emits (AuditRecord), input validation, the timestamp format
+// and the two serialisations (canonical payload for hashing, JSON line for
+// stdout/journal). No I/O here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace zn::broker {
+
+// What a component asks the audit trail to record.
+struct AuditEvent {
+  std::string event;      // one of the names of DESIGN.md, e.g. "egress:deny"
+  std::string sid;        // session id; may be empty for daemon-wide events
+  nlohmann::json detail;  // must be a JSON object
+};
+
+// One stored record of the chain.
+struct AuditRecord {
+  uint64_t seq = 0;       // 1, 2, 3, ... without gaps
+  std::string ts;         // RFC 3339 UTC with milliseconds: 2026-11-29T12:00:00.123Z
+  std::string event;
+  std::string sid;
+  nlohmann::json detail;  // object (after secret redaction)
+  std::string prev;       // hex SHA-256 of the previous record (64 zeros for seq 1)
+  std::string hash;       // hex SHA-256(prev || canonical_payload())
+
+  // {"detail":..,"event":..,"seq":..,"sid":..,"ts":..} with keys sorted and no
+  // whitespace (nlohmann::json dump() of a std::map-backed object).
+  std::string canonical_payload() const;
+
+  // {"zn":"audit","seq":N,"ts":"..","event":"..","sid":"..","detail":{..},"prev":"..","hash":".."}
+  // in exactly this key order, no trailing newline.
+  std::string json_line() const;
+};
+
+inline constexpr size_t kAuditMaxSidLen = 128;
+inline constexpr size_t kAuditMaxDetailBytes = 64 * 1024;  // serialised
+inline constexpr int kAuditMaxDetailDepth = 32;
+
+// True for the fixed set of event names of DESIGN.md.
+bool is_audit_event_name(std::string_view name);
+// True for a category prefix of that set ("egress:", "dns:", ...).
+bool is_audit_event_prefix(std::string_view prefix);
+
+// Throws std::invalid_argument (with the reason) if the event may not be
+// recorded: unknown name, sid > 128 bytes / control characters / invalid
+// UTF-8, detail not an object, detail too large or too deep or not
+// serialisable (invalid UTF-8 strings).
+void validate_audit_event(const AuditEvent& ev);
+
+// RFC 3339 UTC, millisecond precision (truncated), 'Z' suffix. Fixed width for
+// years 0000-9999, so string order is time order.
+std::string format_audit_ts(std::chrono::system_clock::time_point tp);
+
+}  // namespace zn::broker

@@ -1,0 +1,36 @@
+// Secret redaction for audit details (defence in depth: callers should never
+// put secrets in an event, this catches the ones that slip through).
+// Not thread-safe: AuditLog serialises access.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zn::broker {
+
+class AuditRedactor {
+ public:
+  static constexpr size_t kMinSecretLen = 8;
+  static constexpr const char* kMarker = "[redacted]";
+
+  // Registers a secret. Returns false (and keeps nothing) if it is shorter
+  // than kMinSecretLen bytes or not valid UTF-8 (a valid UTF-8 needle only
+  // matches on character boundaries, so redacting keeps strings valid).
+  bool add(std::string secret);
+
+  // Every occurrence of any registered secret, in every string value and
+  // object key (recursively), replaced by "[redacted]". Overlapping or
+  // adjacent occurrences collapse into one marker, so no fragment of a secret
+  // survives. Keys that collide after redaction keep the last value.
+  nlohmann::json redact(const nlohmann::json& j) const;
+  std::string redact(const std::string& s) const;
+
+  bool empty() const { return secrets_.empty(); }
+
+ private:
+  std::vector<std::string> secrets_;
+};
+
+}  // namespace zn::broker
