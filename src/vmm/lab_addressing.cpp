@@ -1,20 +1,13 @@
 #include "vmm/lab_addressing.h"
 
+#include "vmm/guest_network.h"
+
 #include <stdexcept>
 
 namespace zn::vmm::lab_plan {
 namespace {
 constexpr unsigned kUpstreamFirst = 10, kUpstreamCount = 4;
 
-std::string hex(unsigned v) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  do {
-    out.insert(out.begin(), kDigits[v % 16]);
-    v /= 16;
-  } while (v);
-  return out;
-}
 }  // namespace
 
 std::vector<in_addr> upstream_ip4() {
@@ -33,21 +26,19 @@ std::vector<in6_addr> upstream_ip6() {
 
 LabGuest guest(const std::string& prefix, const std::string& name, unsigned index) {
   if (index >= kMaxGuests) throw std::out_of_range("lab supports at most 254 guests");
-  const auto n = std::to_string(index);
-  const auto tag = static_cast<std::uint8_t>(index + 1);
+  const GuestNetwork net = guest_network(AddressPlan::lab_default(), index);
   LabGuest g;
   g.name = name;
   g.netns = prefix + "-" + name;
   g.index = index;
-  g.tap_name = "zn-tap" + n;
-  g.guest_mac = {0x02, 0x7a, 0x6e, 0x00, 0x00, tag};
-  g.host_mac = {0x02, 0x7a, 0x6e, 0xff, 0x00, tag};
-  g.guest_ip4 = parse_ip4("198.19." + n + ".2");
-  g.gateway_ip4 = parse_ip4("198.19." + n + ".1");
-  // IPv6 text is hex: guest n=10 is 2001:db8:19:a::2.
-  g.guest_ip6 = parse_ip6("2001:db8:19:" + hex(index) + "::2");
-  g.gateway_ip6 = parse_ip6("2001:db8:19:" + hex(index) + "::1");
-  g.guest_ip6_ll = eui64_link_local(g.guest_mac);
+  g.tap_name = net.tap_name;
+  g.guest_mac = net.guest_mac;
+  g.host_mac = net.host_mac;
+  g.guest_ip4 = net.guest_ip4;
+  g.gateway_ip4 = net.gateway_ip4;
+  g.guest_ip6 = net.guest_ip6;
+  g.gateway_ip6 = net.gateway_ip6;
+  g.guest_ip6_ll = net.guest_ip6_ll;
   return g;
 }
 
