@@ -36,7 +36,13 @@ NetnsScope::NetnsScope(const std::string& name) {
   }
 }
 
+void NetnsScope::stay() {
+  ::close(saved_fd_);
+  saved_fd_ = -1;
+}
+
 NetnsScope::~NetnsScope() {
+  if (saved_fd_ < 0) return;
   // Failing to return would leave this thread in the wrong namespace with no
   // way to report it from a destructor; continuing would be worse.
   if (::setns(saved_fd_, CLONE_NEWNET) != 0) std::abort();

@@ -12,6 +12,9 @@ class NetnsScope {
  public:
   explicit NetnsScope(const std::string& name);  // throws std::system_error
   ~NetnsScope();
+  // Stay in the namespace for good (a daemon's start-up): the destructor
+  // no longer switches back.
+  void stay();
   NetnsScope(const NetnsScope&) = delete;
   NetnsScope& operator=(const NetnsScope&) = delete;
 

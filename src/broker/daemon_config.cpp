@@ -1,0 +1,102 @@
+#include "broker/daemon_config.h"
+
+#include <arpa/inet.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "broker/host_pattern.h"
+#include "broker/policy_parser.h"
+
+namespace zn::broker {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) { throw PolicyError(path, message); }
+
+std::string get_string(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.contains(key)) return fallback;
+  if (!obj[key].is_string()) fail(std::string("$.") + key, "must be a string");
+  return obj[key].get<std::string>();
+}
+
+uint32_t get_uint(const json& obj, const char* key, uint32_t fallback, uint32_t min, uint32_t max) {
+  if (!obj.contains(key)) return fallback;
+  const json& v = obj[key];
+  if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
+    fail(std::string("$.") + key, "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+  return v.get<uint32_t>();
+}
+
+bool is_address(const std::string& text) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+DaemonConfig parse_daemon_config(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail("$", "invalid JSON at byte " + std::to_string(e.byte));
+  }
+  if (!doc.is_object()) fail("$", "must be an object");
+  static const char* kKnown[] = {"netns",     "pin_root",   "state_dir",  "control_socket",
+                                 "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
+                                 "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst"};
+  for (const auto& [key, value] : doc.items()) {
+    (void)value;
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
+  }
+  DaemonConfig c;
+  c.netns = get_string(doc, "netns", c.netns);
+  c.pin_root = get_string(doc, "pin_root", c.pin_root);
+  c.state_dir = get_string(doc, "state_dir", c.state_dir);
+  c.control_socket = get_string(doc, "control_socket", c.control_socket);
+  c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
+  c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
+  c.proxy_port = static_cast<uint16_t>(get_uint(doc, "proxy_port", c.proxy_port, 1, 65535));
+  c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
+  c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
+  c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);
+  for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket})
+    if (path->empty() || path->front() != '/') fail("$", "paths must be absolute: '" + *path + "'");
+  if (doc.contains("dns_static")) {
+    const json& s = doc["dns_static"];
+    if (!s.is_object()) fail("$.dns_static", "must be an object of name -> [addresses]");
+    for (const auto& [name, addrs] : s.items()) {
+      const std::string path = "$.dns_static." + name;
+      auto normalized = normalize_dns_name(name);
+      if (!normalized) fail(path, "not a DNS name");
+      if (!addrs.is_array() || addrs.empty()) fail(path, "must be a non-empty array of addresses");
+      for (const auto& a : addrs) {
+        if (!a.is_string() || !is_address(a.get<std::string>())) fail(path, "must hold IP addresses");
+        c.dns_static[*normalized].push_back(a.get<std::string>());
+      }
+    }
+  }
+  if (doc.contains("dns_upstream")) {
+    const json& u = doc["dns_upstream"];
+    if (!u.is_array()) fail("$.dns_upstream", "must be an array of addresses");
+    for (const auto& a : u) {
+      if (!a.is_string()) fail("$.dns_upstream", "must hold strings");
+      c.dns_upstream.push_back(a.get<std::string>());
+    }
+  }
+  return c;
+}
+
+DaemonConfig load_daemon_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read config " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_daemon_config(text.str());
+}
+
+}  // namespace zn::broker

@@ -1,0 +1,34 @@
+// zerod's configuration file (JSON), strictly validated like a policy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zn::broker {
+
+struct DaemonConfig {
+  std::string netns;  // enter this named network namespace at start ("" = stay)
+  std::string pin_root = "/sys/fs/bpf/zeroness";
+  std::string state_dir = "/var/lib/zeroness";
+  std::string control_socket = "/run/zeroness/zerod.sock";
+  std::string address_pool_ipv4 = "198.19.0.0/16";
+  std::string address_pool_ipv6 = "2001:db8:19::/48";
+  uint16_t proxy_port = 15001;
+  uint16_t dns_port = 15053;
+  // Static name -> addresses answers (the lab's stand-in internet) ...
+  std::map<std::string, std::vector<std::string>> dns_static;
+  // ... and upstream resolvers for everything else ("198.18.0.53" or "[::1]:5353").
+  std::vector<std::string> dns_upstream;
+  uint32_t drop_event_rate = 20, drop_event_burst = 40;
+
+  std::string state_file() const { return state_dir + "/sessions.json"; }
+  std::string audit_db() const { return state_dir + "/audit.db"; }
+};
+
+// Throws PolicyError (with the JSON path) on a bad file.
+DaemonConfig parse_daemon_config(const std::string& json_text);
+DaemonConfig load_daemon_config(const std::string& path);  // also throws std::runtime_error
+
+}  // namespace zn::broker

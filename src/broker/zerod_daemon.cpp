@@ -1,0 +1,279 @@
+#include "broker/zerod_daemon.h"
+
+#include <arpa/inet.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+
+#include "broker/drop_event_audit.h"
+#include "broker/policy_parser.h"
+#include "common/netns.h"
+#include "userspace/drop_events.h"
+#include "userspace/verdict_names.h"
+#include "vmm/ip_address.h"
+#include "vmm/steering_routes.h"
+
+namespace zn::broker {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<ResolvedAddress> resolve_static(const DaemonConfig& config, const std::string& name) {
+  std::vector<ResolvedAddress> out;
+  auto it = config.dns_static.find(name);
+  if (it == config.dns_static.end()) return out;
+  for (const std::string& text : it->second) {
+    ResolvedAddress a;
+    if (inet_pton(AF_INET, text.c_str(), a.addr.data()) == 1) {
+      a.family = 4;
+    } else if (inet_pton(AF_INET6, text.c_str(), a.addr.data()) == 1) {
+      a.family = 6;
+    } else {
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+const json& require(const json& args, const char* key) {
+  if (!args.contains(key) || !args[key].is_string())
+    throw SessionError(std::string("missing \"") + key + "\" (string)");
+  return args[key];
+}
+
+}  // namespace
+
+struct ZerodDaemon::Subscriber {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<json> queue;
+  static constexpr size_t kMax = 1000;  // a slow reader loses the oldest
+};
+
+ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
+  if (!config_.netns.empty()) {
+    // For the whole process: every later socket and thread lives there.
+    NetnsScope enter(config_.netns);
+    enter.stay();
+  }
+  vmm::install_steering_routes();
+  datapath_ = dp::Datapath::load({config_.pin_root});
+  maps_ = std::make_unique<dp::DatapathMaps>(datapath_->map_fds());
+  dp::Listeners listeners;
+  listeners.proxy_port = config_.proxy_port;
+  listeners.dns_port = config_.dns_port;
+  maps_->set_listeners(listeners);
+
+  AuditLogOptions audit_options;
+  audit_options.db_path = config_.audit_db();
+  audit_ = std::make_unique<AuditLog>(audit_options);
+
+  SessionRegistry::Options o;
+  o.maps = maps_.get();
+  o.ingress_prog_fd = datapath_->ingress_prog_fd();
+  o.egress_prog_fd = datapath_->egress_prog_fd();
+  o.addresses = vmm::AddressPlan::parse(config_.address_pool_ipv4, config_.address_pool_ipv6);
+  o.resolve = [this](const std::string& name) { return resolve_static(config_, name); };
+  o.state_path = config_.state_file();
+  o.event_rate = config_.drop_event_rate;
+  o.event_burst = config_.drop_event_burst;
+  o.audit = [this](const std::string& event, const std::string& sid, const json& detail) {
+    audit_->append({event, sid, detail});
+  };
+  registry_ = std::make_unique<SessionRegistry>(o);
+  std::vector<std::string> failed;
+  auto restored = registry_->restore(&failed);
+  for (const auto& id : restored) {
+    if (auto s = registry_->get(id)) register_secrets(*s);
+    spdlog::info("re-adopted session {}", id);
+  }
+  for (const auto& f : failed) spdlog::error("could not restore session {}", f);
+
+  drop_events_ = std::thread([this] { drop_event_loop(); });
+  control_ = std::make_unique<ControlServer>(config_.control_socket);
+  register_verbs();
+  control_->start();
+  spdlog::info("zerod ready: control {}, pins {}, {} session(s)", config_.control_socket,
+               config_.pin_root, restored.size());
+}
+
+ZerodDaemon::~ZerodDaemon() { stop(); }
+
+void ZerodDaemon::stop() {
+  if (stopping_.exchange(true)) return;
+  if (control_) control_->stop();
+  if (drop_events_.joinable()) drop_events_.join();
+  spdlog::info("zerod stopped; the datapath stays attached and denying");
+}
+
+void ZerodDaemon::register_secrets(const Session& s) {
+  for (const auto& [name, resource] : s.policy->policy().resources)
+    for (const auto& [field, value] : resource.fields) audit_->add_secret(value);
+}
+
+json ZerodDaemon::describe(const Session& s, bool with_policy) const {
+  json out = {{"id", s.record.id},
+              {"session_idx", s.record.session_idx},
+              {"device", s.record.device},
+              {"ifindex", s.ifindex},
+              {"adopted", s.record.adopted},
+              {"policy_version", s.record.policy_version},
+              {"network",
+               {{"address", vmm::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
+                {"gateway", vmm::to_string(s.net.gateway_ip4)},
+                {"address6", vmm::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
+                {"gateway6", vmm::to_string(s.net.gateway_ip6)},
+                {"dns", vmm::to_string(s.net.gateway_ip4)},
+                {"mac", vmm::to_string(s.net.guest_mac)},
+                {"mtu", vmm::GuestNetwork::kMtu}}}};
+  if (with_policy) {
+    // The policy as compiled, never its resources' values.
+    json allow = json::array();
+    for (const AllowRule& r : s.policy->policy().allow) {
+      json rule = {{"host", r.host.kind == HostPattern::Kind::kWildcard ? "*." + r.host.name : r.host.name}};
+      if (!r.methods.empty()) rule["methods"] = r.methods;
+      if (!r.paths.empty()) {
+        json paths = json::array();
+        for (const auto& p : r.paths) paths.push_back(p.text());
+        rule["paths"] = paths;
+      }
+      if (r.identity) rule["identity"] = "cap:" + *r.identity;
+      if (r.action == RuleAction::kAsk) rule["action"] = "ask";
+      if (r.port) rule["port"] = *r.port;
+      allow.push_back(rule);
+    }
+    json deny = json::array();
+    for (const DenyRule& d : s.policy->policy().deny)
+      deny.push_back({{"host", d.host.kind == HostPattern::Kind::kWildcard ? "*." + d.host.name : d.host.name}});
+    json resources = json::array();
+    for (const auto& [name, r] : s.policy->policy().resources) resources.push_back(name);
+    out["policy"] = {{"default", "deny"}, {"allow", allow}, {"deny", deny}, {"resources", resources}};
+    if (auto rate = s.policy->policy().rate)
+      out["policy"]["rate"] = {{"burst", rate->burst}, {"per_second", rate->per_second}};
+  }
+  return out;
+}
+
+void ZerodDaemon::register_verbs() {
+  control_->handle("status", [this](const json&) {
+    return json{{"sessions", registry_->list().size()}, {"pin_root", config_.pin_root},
+                {"netns", config_.netns}};
+  });
+  control_->handle("session.list", [this](const json&) {
+    json out = json::array();
+    for (const Session& s : registry_->list()) out.push_back(describe(s, false));
+    return out;
+  });
+  control_->handle("session.show", [this](const json& args) {
+    auto s = registry_->get(require(args, "id"));
+    if (!s) throw SessionError("no session '" + args["id"].get<std::string>() + "'");
+    return describe(*s, true);
+  });
+  control_->handle("session.create", [this](const json& args) {
+    SessionSpec spec;
+    spec.id = require(args, "id");
+    spec.policy_json = require(args, "policy");
+    if (args.contains("device")) spec.adopt_device = require(args, "device").get<std::string>();
+    if (args.contains("slot")) {
+      if (!args["slot"].is_number_unsigned()) throw SessionError("\"slot\" must be a number");
+      spec.slot = args["slot"].get<unsigned>();
+    }
+    Session s = registry_->create(spec);
+    register_secrets(s);
+    spdlog::info("session {} created on {} (slot {})", s.record.id, s.record.device, s.record.slot);
+    return describe(s, false);
+  });
+  control_->handle("session.update", [this](const json& args) {
+    Session s = registry_->update(require(args, "id"), require(args, "policy"));
+    register_secrets(s);
+    spdlog::info("session {} policy v{}", s.record.id, s.record.policy_version);
+    return describe(s, false);
+  });
+  control_->handle("session.delete", [this](const json& args) {
+    const std::string id = require(args, "id");
+    registry_->remove(id);
+    spdlog::info("session {} deleted", id);
+    return json{{"deleted", id}};
+  });
+  control_->handle("stats", [this](const json& args) {
+    json out = json::object();
+    for (const Session& s : registry_->list()) {
+      if (args.contains("id") && args["id"] != s.record.id) continue;
+      json counters = json::object();
+      const auto c = maps_->counters(s.record.session_idx);
+      for (unsigned v = 0; v < c.size(); ++v)
+        if (c[v]) counters[std::string(dp::verdict_name(v))] = c[v];
+      out[s.record.id] = counters;
+    }
+    if (args.contains("id") && out.empty()) throw SessionError("no session '" + args["id"].get<std::string>() + "'");
+    return out;
+  });
+  control_->stream("events", [this](const json&, const std::function<bool(const json&)>& emit,
+                                    const std::atomic<bool>& stopping) {
+    auto sub = std::make_shared<Subscriber>();
+    {
+      std::lock_guard lock(subscribers_mu_);
+      subscribers_.push_back(sub);
+    }
+    while (!stopping && !stopping_) {
+      std::deque<json> batch;
+      {
+        std::unique_lock lock(sub->mu);
+        sub->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !sub->queue.empty(); });
+        batch.swap(sub->queue);
+      }
+      bool alive = true;
+      for (const json& e : batch) alive = alive && emit(e);
+      // A heartbeat finds a client that went away while nothing happened.
+      if (!alive || (batch.empty() && !emit(json{{"heartbeat", true}}))) break;
+    }
+    std::lock_guard lock(subscribers_mu_);
+    subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), sub), subscribers_.end());
+  });
+}
+
+void ZerodDaemon::drop_event_loop() {
+  auto name_of = [this](uint32_t idx) -> std::string {
+    for (const Session& s : registry_->list())
+      if (s.record.session_idx == idx) return s.record.id;
+    return "";
+  };
+  DropEventAggregator aggregator(name_of, [this](const std::string& sid, const json& detail) {
+    audit_->append({"packet:deny", sid, detail});
+  });
+  dp::DropEventReader reader(datapath_->events_fd(), [&](const zn_drop_event& e) {
+    aggregator.add(e);
+    std::vector<std::shared_ptr<Subscriber>> subs;
+    {
+      std::lock_guard lock(subscribers_mu_);
+      subs = subscribers_;
+    }
+    if (subs.empty()) return;
+    json line = {{"session", name_of(e.session_idx)}, {"event", dp::format_drop_event(e)},
+                 {"reason", std::string(dp::verdict_name(e.reason))}};
+    for (auto& sub : subs) {
+      std::lock_guard lock(sub->mu);
+      if (sub->queue.size() >= Subscriber::kMax) sub->queue.pop_front();
+      sub->queue.push_back(line);
+      sub->cv.notify_one();
+    }
+  });
+  auto next_flush = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!stopping_) {
+    try {
+      reader.poll(200);
+    } catch (const std::exception& e) {
+      spdlog::error("drop events: {}", e.what());
+    }
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      aggregator.flush();
+      next_flush += std::chrono::seconds(1);
+    }
+  }
+  reader.drain();
+  aggregator.flush();
+}
+
+}  // namespace zn::broker

@@ -1,0 +1,52 @@
+// zerod put together: datapath, sessions, audit, drop events, control API.
+// One object so the binary and the tests start the very same thing.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "broker/audit_log.h"
+#include "broker/control_server.h"
+#include "broker/daemon_config.h"
+#include "broker/session_registry.h"
+#include "userspace/datapath.h"
+#include "userspace/datapath_maps.h"
+
+namespace zn::broker {
+
+class ZerodDaemon {
+ public:
+  // Enters config.netns (the calling thread must be the only one), installs
+  // the steering routes, loads or re-adopts the pinned datapath, restores the
+  // sessions of the state file and opens the control socket.
+  explicit ZerodDaemon(DaemonConfig config);
+  ~ZerodDaemon();  // stops threads; the datapath stays attached and pinned
+
+  void stop();
+  SessionRegistry& sessions() { return *registry_; }
+  AuditLog& audit() { return *audit_; }
+
+ private:
+  void register_verbs();
+  void register_secrets(const Session& s);
+  nlohmann::json describe(const Session& s, bool with_policy) const;
+  void drop_event_loop();
+
+  DaemonConfig config_;
+  std::unique_ptr<dp::Datapath> datapath_;
+  std::unique_ptr<dp::DatapathMaps> maps_;
+  std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<SessionRegistry> registry_;
+  std::unique_ptr<ControlServer> control_;
+  std::atomic<bool> stopping_{false};
+  std::thread drop_events_;
+  // Live drop events for `znctl events` subscribers (bounded queues).
+  struct Subscriber;
+  std::mutex subscribers_mu_;
+  std::vector<std::shared_ptr<Subscriber>> subscribers_;
+};
+
+}  // namespace zn::broker
