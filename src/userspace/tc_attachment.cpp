@@ -3,12 +3,33 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 namespace zn::dp {
 namespace {
+
+// libbpf reports the kernel's extended ack for outcomes we expect and handle
+// (an existing clsact, an absent filter on best-effort detach); keep those
+// out of the logs and pass everything else through.
+int filter_expected_tc_noise(libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  char line[512];
+  std::vsnprintf(line, sizeof(line), format, args);
+  if (std::strstr(line, "Exclusivity flag on") || std::strstr(line, "Cannot find specified filter chain"))
+    return 0;
+  return std::fputs(line, stderr);
+}
+
+void quiet_expected_tc_noise() {
+  static std::once_flag once;
+  std::call_once(once, [] { libbpf_set_print(filter_expected_tc_noise); });
+}
 
 bpf_tc_hook make_hook(int ifindex, bpf_tc_attach_point point) {
   bpf_tc_hook hook{};
@@ -53,6 +74,7 @@ void detach_one(int ifindex, bpf_tc_attach_point point) {
 }  // namespace
 
 TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_prog_fd) {
+  quiet_expected_tc_noise();
   bpf_tc_hook hook = make_hook(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
   int err = bpf_tc_hook_create(&hook);
   if (err && err != -EEXIST)
@@ -96,6 +118,7 @@ void TcAttachment::detach() {
 }
 
 bool TcAttachment::is_attached(int ifindex) {
+  quiet_expected_tc_noise();
   bpf_tc_hook hook = make_hook(ifindex, BPF_TC_INGRESS);
   bpf_tc_opts opts{};
   opts.sz = sizeof(opts);
