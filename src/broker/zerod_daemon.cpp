@@ -101,6 +101,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
+  if (config_.metrics_port)
+    metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] { return render_metrics(); });
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
   control_->start();
@@ -113,6 +115,7 @@ ZerodDaemon::~ZerodDaemon() { stop(); }
 void ZerodDaemon::stop() {
   if (stopping_.exchange(true)) return;
   if (control_) control_->stop();
+  metrics_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
   spdlog::info("zerod stopped; the datapath stays attached and denying");
@@ -248,6 +251,31 @@ void ZerodDaemon::register_verbs() {
     std::lock_guard lock(subscribers_mu_);
     subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), sub), subscribers_.end());
   });
+}
+
+std::string ZerodDaemon::render_metrics() const {
+  std::string out;
+  const auto sessions = registry_->list();
+  out += "# HELP zn_sessions Sessions zerod governs.\n# TYPE zn_sessions gauge\n";
+  out += prometheus_line("zn_sessions", {}, sessions.size());
+  out += "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
+         "# TYPE zn_datapath_packets_total counter\n";
+  for (const Session& s : sessions) {
+    const auto c = maps_->counters(s.record.session_idx);
+    for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
+      if (c[v])
+        out += prometheus_line("zn_datapath_packets_total",
+                               {{"session", s.record.id}, {"verdict", std::string(dp::verdict_name(v))}}, c[v]);
+    out += prometheus_line("zn_datapath_events_suppressed_total", {{"session", s.record.id}},
+                           c[ZN_STAT_EVENTS_SUPPRESSED]);
+  }
+  const auto d = dns_->counters();
+  out += "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n# TYPE zn_dns_queries_total counter\n";
+  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
+           {"allowed", d.allowed}, {"denied", d.denied}, {"refused", d.refused},
+           {"malformed", d.malformed}, {"upstream_failure", d.upstream_failures}})
+    out += prometheus_line("zn_dns_queries_total", {{"result", result}}, n);
+  return out;
 }
 
 void ZerodDaemon::drop_event_loop() {

@@ -11,6 +11,7 @@
 #include "broker/audit_log.h"
 #include "broker/control_server.h"
 #include "broker/daemon_config.h"
+#include "broker/metrics_server.h"
 #include "broker/session_dns.h"
 #include "broker/session_registry.h"
 #include "userspace/dns_responder.h"
@@ -37,6 +38,7 @@ class ZerodDaemon {
   void register_secrets(const Session& s);
   nlohmann::json describe(const Session& s, bool with_policy) const;
   void drop_event_loop();
+  std::string render_metrics() const;
 
   DaemonConfig config_;
   std::unique_ptr<dp::Datapath> datapath_;
@@ -47,6 +49,7 @@ class ZerodDaemon {
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;
   // Live drop events for `znctl events` subscribers (bounded queues).

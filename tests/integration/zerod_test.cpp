@@ -60,6 +60,7 @@ class ZerodTest : public ::testing::Test {
                    {"pin_root", broker::lab_pin_root(lab_->prefix())},
                    {"state_dir", (dir_ / "state").string()},
                    {"control_socket", socket_},
+                   {"metrics_port", 19464},
                    {"dns_static",
                     {{"api.github.com", {"198.18.0.10"}},
                      {"api.stripe.com", {"198.18.0.11"}},
@@ -224,6 +225,19 @@ TEST_F(ZerodTest, KilledZerodFailsClosedAndARestartReadoptsTheSession) {
   EXPECT_TRUE(del["ok"]);
   // No session: the TAP denies everything, DNS included.
   EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
+}
+
+TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
+  create_session();
+  dig("api.github.com");
+  dig("evil.example");
+  auto r = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
+  EXPECT_NE(r.output.find("zn_sessions 1\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:dns\"}"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("zn_dns_queries_total{result=\"denied\"} 1"), std::string::npos) << r.output;
+  auto other = run_in_netns(lab_->host_netns(), "curl -s -o /dev/null -w '%{http_code}' -m 3 http://127.0.0.1:19464/");
+  EXPECT_EQ(other.output, "404");
 }
 
 TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
