@@ -227,6 +227,26 @@ TEST_F(ZerodTest, KilledZerodFailsClosedAndARestartReadoptsTheSession) {
   EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
 }
 
+TEST_F(ZerodTest, ControlSocketRefusesNonRoot) {
+  create_session();
+  EXPECT_EQ(fs::status(socket_).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    try {
+      json r = broker::control_call(socket_, "session.delete", {{"id", "user-1"}});
+      ::_exit(r.value("ok", false) ? 1 : 0);
+    } catch (...) {
+      ::_exit(0);  // refused at connect: the socket is root's, mode 0600
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(call("session.show", {{"id", "user-1"}})["ok"]);
+}
+
 TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
   create_session();
   dig("api.github.com");
@@ -271,6 +291,13 @@ TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   EXPECT_EQ(json::parse(progs.output).size(), 2u);
   auto stats = run(znctl + " stats user-1");
   EXPECT_TRUE(json::parse(stats.output).contains("user-1"));
+  auto sessions = run(znctl + " map dump zn_sessions");
+  ASSERT_EQ(json::parse(sessions.output).size(), 1u);
+  EXPECT_EQ(json::parse(sessions.output)[0]["guest_ip4"], "198.19.0.2");
+  EXPECT_EQ(json::parse(sessions.output)[0]["steered_ports"], json::array({80, 443}));
+  auto l4 = run(znctl + " map dump zn_l4_allow");
+  EXPECT_EQ(json::parse(l4.output)[0]["prefix"], "198.18.0.13/32");  // db.internal:5432
+  EXPECT_EQ(json::parse(l4.output)[0]["port"], 5432);
   auto verify = run(znctl + " audit verify");
   EXPECT_EQ(verify.exit_code, 0);
   EXPECT_TRUE(json::parse(verify.output)["ok"]);

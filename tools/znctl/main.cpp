@@ -1,8 +1,11 @@
 // znctl: inspect and control zerod, the way bpftool does the kernel.
 //   znctl [-j|--json] [-p|--pretty] [--socket PATH] [--state-dir DIR] [--pin-root DIR] OBJECT VERB [ARGS]
 // Every verb answers `help`; with -j every result and every error is JSON.
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -22,6 +25,7 @@
 #include "broker/compiled_policy.h"
 #include "broker/control_server.h"
 #include "broker/policy_parser.h"
+#include "zn_abi.h"
 
 namespace {
 
@@ -99,6 +103,62 @@ std::chrono::system_clock::time_point parse_time(const std::string& text) {
   const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   if (!end) throw UsageError("time is RFC 3339 UTC (2026-11-29T12:00:00Z) or -N[s|m|h|d]: " + text);
   return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+std::string ip_text(int family, const void* bytes) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(family, bytes, buf, sizeof(buf));
+  return buf;
+}
+
+// Walks a pinned map and decodes the layouts of bpf/include/zn_abi.h.
+json dump_map(int fd, const std::string& name) {
+  json out = json::array();
+  std::vector<uint8_t> key(256), next(256), value(4096);
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    key = next;
+    prev = key.data();
+    if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0) continue;
+    if (name == "zn_sessions") {
+      uint32_t ifindex;
+      zn_session s;
+      std::memcpy(&ifindex, key.data(), sizeof(ifindex));
+      std::memcpy(&s, value.data(), sizeof(s));
+      json ports = json::array();
+      for (uint16_t p : s.steered_ports)
+        if (p) ports.push_back(ntohs(p));
+      out.push_back({{"ifindex", ifindex}, {"session_idx", s.session_idx},
+                     {"guest_ip4", ip_text(AF_INET, &s.guest_ip4)}, {"gateway_ip4", ip_text(AF_INET, &s.gateway_ip4)},
+                     {"guest_ip6", ip_text(AF_INET6, s.guest_ip6)}, {"steered_ports", ports},
+                     {"event_rate", s.event_rate}, {"event_burst", s.event_burst}});
+    } else if (name == "zn_l4_allow") {
+      zn_l4_key k;
+      zn_l4_value v;
+      std::memcpy(&k, key.data(), sizeof(k));
+      std::memcpy(&v, value.data(), sizeof(v));
+      out.push_back({{"session_idx", k.session_idx},
+                     {"prefix", ip_text(k.family == 6 ? AF_INET6 : AF_INET, k.addr) + "/" +
+                                    std::to_string(k.prefixlen - ZN_L4_KEY_FIXED_BITS)},
+                     {"port", ntohs(k.port)}, {"rule", v.rule_id}});
+    } else if (name == "zn_listeners") {
+      zn_listeners l;
+      std::memcpy(&l, value.data(), sizeof(l));
+      out.push_back({{"proxy", ip_text(AF_INET, &l.proxy_ip4) + ":" + std::to_string(ntohs(l.proxy_port))},
+                     {"proxy6", ip_text(AF_INET6, l.proxy_ip6)},
+                     {"dns", ip_text(AF_INET, &l.dns_ip4) + ":" + std::to_string(ntohs(l.dns_port))},
+                     {"dns6", ip_text(AF_INET6, l.dns_ip6)}});
+    } else if (name == "zn_l4_count") {
+      uint32_t idx, count;
+      std::memcpy(&idx, key.data(), sizeof(idx));
+      std::memcpy(&count, value.data(), sizeof(count));
+      if (count) out.push_back({{"session_idx", idx}, {"rules", count}});
+    } else {
+      throw UsageError("map dump decodes zn_sessions, zn_l4_allow, zn_listeners and zn_l4_count; "
+                       "counters: znctl stats");
+    }
+  }
+  return out;
 }
 
 // ---- verbs ----
@@ -220,6 +280,16 @@ std::map<std::string, std::map<std::string, VerbEntry>> verbs() {
                                         m["key_bytes"].get<unsigned>(), m["value_bytes"].get<unsigned>(),
                                         m["max_entries"].get<unsigned>(), m["pinned"].get<std::string>().c_str());
                         });
+                        return 0;
+                      }};
+  t["map"]["dump"] = {"map dump zn_sessions|zn_l4_allow|zn_listeners|zn_l4_count", [](const Args& a) {
+                        const std::string name = arg(a, 0, "NAME");
+                        const std::string path = g.pin_root + "/" + name;
+                        int fd = bpf_obj_get(path.c_str());
+                        if (fd < 0) throw std::runtime_error("no pinned map " + path);
+                        json r = dump_map(fd, name);
+                        ::close(fd);
+                        print(r, [&] { for (const auto& e : r) std::cout << e.dump() << "\n"; });
                         return 0;
                       }};
   t["stats"]["show"] = {"stats show [ID]", [](const Args& a) {
