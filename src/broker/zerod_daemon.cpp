@@ -71,6 +71,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::filesystem::create_directories(config_.state_dir);
   std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
+  ca_ = ensure_deployment_ca(config_.state_dir + "/ca");
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
   audit_ = std::make_unique<AuditLog>(audit_options);
@@ -140,7 +141,8 @@ json ZerodDaemon::describe(const Session& s, bool with_policy) const {
                 {"gateway6", vmm::to_string(s.net.gateway_ip6)},
                 {"dns", vmm::to_string(s.net.gateway_ip4)},
                 {"mac", vmm::to_string(s.net.guest_mac)},
-                {"mtu", vmm::GuestNetwork::kMtu}}}};
+                {"mtu", vmm::GuestNetwork::kMtu},
+                {"ca_certificate", ca_.cert}}}};
   if (with_policy) {
     // The policy as compiled, never its resources' values.
     json allow = json::array();

@@ -11,6 +11,7 @@
 #include "broker/audit_log.h"
 #include "broker/control_server.h"
 #include "broker/daemon_config.h"
+#include "broker/deployment_ca.h"
 #include "broker/metrics_server.h"
 #include "broker/session_dns.h"
 #include "broker/session_registry.h"
@@ -41,6 +42,7 @@ class ZerodDaemon {
   std::string render_metrics() const;
 
   DaemonConfig config_;
+  DeploymentCaPaths ca_;
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<AuditLog> audit_;

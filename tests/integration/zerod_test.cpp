@@ -132,6 +132,9 @@ TEST_F(ZerodTest, CreatedSessionGetsGovernedDnsAndAnAuditTrail) {
   ASSERT_TRUE(r["ok"]);
   EXPECT_EQ(r["result"]["network"]["address"], "198.19.0.2/24");
   EXPECT_EQ(r["result"]["network"]["gateway"], "198.19.0.1");
+  const std::string ca = r["result"]["network"]["ca_certificate"];
+  EXPECT_TRUE(fs::exists(ca)) << ca;
+  EXPECT_NE(slurp(ca).find("BEGIN CERTIFICATE"), std::string::npos);
   EXPECT_EQ(r["result"]["policy"]["resources"], json::array({"stripe"}));
   EXPECT_EQ(r.dump().find(kSecret), std::string::npos);
 

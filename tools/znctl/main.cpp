@@ -204,7 +204,8 @@ std::map<std::string, std::map<std::string, VerbEntry>> verbs() {
                     << "\n  address " << n["address"].get<std::string>() << " gateway "
                     << n["gateway"].get<std::string>() << " dns " << n["dns"].get<std::string>() << " mtu "
                     << n["mtu"] << "\n  address6 " << n["address6"].get<std::string>() << " gateway6 "
-                    << n["gateway6"].get<std::string>() << "\n  mac " << n["mac"].get<std::string>() << "\n";
+                    << n["gateway6"].get<std::string>() << "\n  mac " << n["mac"].get<std::string>()
+                    << "\n  trust " << n["ca_certificate"].get<std::string>() << "\n";
         });
         return 0;
       }};
