@@ -180,23 +180,15 @@ TEST(DatapathMaps, L4RuleCountFollowsTheTrie) {
   db.port = 5432;
   maps.put_l4_rule(idx, db);  // the same rule again: no new entry
   EXPECT_EQ(maps.l4_rule_count(idx), 2u);
-  auto verdict_of = [&](const VerdictFixture& f) {
-    const auto before = maps.counters(idx);
-    d.run(f);
-    const auto after = maps.counters(idx);
-    for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
-      if (after[v] != before[v]) return v;
-    return unsigned{ZN_VERDICT_COUNT};
-  };
-  EXPECT_EQ(verdict_of(fixture("tcp5432_l4_allowed")), unsigned{ZN_DROP_ASSIGN_FAILED});
+  EXPECT_EQ(d.verdict_of(fixture("tcp5432_l4_allowed")), unsigned{ZN_DROP_ASSIGN_FAILED});
   maps.delete_l4_rule(idx, db);
   maps.delete_l4_rule(idx, db);  // already gone: no double decrement
   EXPECT_EQ(maps.l4_rule_count(idx), 1u);
-  EXPECT_EQ(verdict_of(fixture("tcp5432_l4_allowed")), unsigned{ZN_DROP_TCP_PORT});
-  EXPECT_EQ(verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_ASSIGN_FAILED});
+  EXPECT_EQ(d.verdict_of(fixture("tcp5432_l4_allowed")), unsigned{ZN_DROP_TCP_PORT});
+  EXPECT_EQ(d.verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_ASSIGN_FAILED});
   EXPECT_EQ(maps.delete_l4_rules(idx), 1u);
   EXPECT_EQ(maps.l4_rule_count(idx), 0u);
-  EXPECT_EQ(verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_TCP_PORT});
+  EXPECT_EQ(d.verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_TCP_PORT});
 }
 
 TEST(DatapathMaps, RejectsWhatWouldCorruptTheMaps) {

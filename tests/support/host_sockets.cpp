@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "userspace/dns_transparent.h"
 #include "zn_abi.h"
 
 namespace zn::test {
@@ -30,18 +31,6 @@ void make_transparent(int fd, int family) {
     set_int(fd, SOL_IPV6, IPV6_TRANSPARENT, 1, "IPV6_TRANSPARENT");
   set_int(fd, SOL_SOCKET, SO_MARK, ZN_MARK_HOST_REPLY, "SO_MARK");
   set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
-}
-
-uint16_t bound_port(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  check(getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len), "getsockname");
-  return ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                       : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-}
-
-socklen_t addr_len(const sockaddr_storage& ss) {
-  return ss.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
 
 bool wait_readable(int fd, std::chrono::milliseconds timeout) {
@@ -66,42 +55,14 @@ Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string sockaddr_text(const sockaddr_storage& ss) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (ss.ss_family == AF_INET) {
-    auto* sin = reinterpret_cast<const sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf));
-    return std::string(buf) + ":" + std::to_string(ntohs(sin->sin_port));
-  }
-  auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-  inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof(buf));
-  return "[" + std::string(buf) + "]:" + std::to_string(ntohs(sin6->sin6_port));
-}
-
-sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) {
-  sockaddr_storage ss{};
-  auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (inet_pton(AF_INET, ip.c_str(), &sin->sin_addr) == 1) {
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-  } else if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-  } else {
-    throw std::invalid_argument("bad address " + ip);
-  }
-  return ss;
-}
-
 TransparentTcpListener::TransparentTcpListener(const std::string& ip, uint16_t port) {
   sockaddr_storage ss = make_sockaddr(ip, port);
   fd_ = Fd(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   check(fd_.get(), "socket");
   make_transparent(fd_.get(), ss.ss_family);
-  check(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ss), addr_len(ss)), "bind");
+  check(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ss), dns::endpoint_len(ss)), "bind");
   check(::listen(fd_.get(), 64), "listen");
-  port_ = bound_port(fd_.get());
+  port_ = dns::bound_port(fd_.get());
 }
 
 std::optional<Accepted> TransparentTcpListener::accept_for(std::chrono::milliseconds timeout) {
@@ -126,8 +87,8 @@ TransparentUdpSocket::TransparentUdpSocket(const std::string& ip, uint16_t port)
     set_int(fd_.get(), SOL_IP, IP_RECVORIGDSTADDR, 1, "IP_RECVORIGDSTADDR");
   else
     set_int(fd_.get(), SOL_IPV6, IPV6_RECVORIGDSTADDR, 1, "IPV6_RECVORIGDSTADDR");
-  check(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ss), addr_len(ss)), "bind");
-  port_ = bound_port(fd_.get());
+  check(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ss), dns::endpoint_len(ss)), "bind");
+  port_ = dns::bound_port(fd_.get());
 }
 
 std::optional<Datagram> TransparentUdpSocket::recv_for(std::chrono::milliseconds timeout) {
@@ -161,11 +122,11 @@ void TransparentUdpSocket::reply(const Datagram& to, const std::vector<uint8_t>&
   Fd s(::socket(to.original_dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   check(s.get(), "socket");
   make_transparent(s.get(), to.original_dst.ss_family);
-  check(::bind(s.get(), reinterpret_cast<const sockaddr*>(&to.original_dst), addr_len(to.original_dst)),
+  check(::bind(s.get(), reinterpret_cast<const sockaddr*>(&to.original_dst), dns::endpoint_len(to.original_dst)),
         "bind original destination");
   check(static_cast<int>(::sendto(s.get(), payload.data(), payload.size(), 0,
                                   reinterpret_cast<const sockaddr*>(&to.peer_addr),
-                                  addr_len(to.peer_addr))),
+                                  dns::endpoint_len(to.peer_addr))),
         "sendto");
 }
 

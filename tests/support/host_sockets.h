@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "userspace/dns_transparent.h"
+
 namespace zn::test {
 
-std::string sockaddr_text(const sockaddr_storage& ss);  // "1.2.3.4:80" / "[::1]:80"
-sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port);
+// "1.2.3.4:80" / "[::1]:80"
+inline std::string sockaddr_text(const sockaddr_storage& ss) { return dns::endpoint_text(ss); }
+inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) { return dns::make_endpoint(ip, port); }
 
 class Fd {
  public:

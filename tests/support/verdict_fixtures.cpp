@@ -260,6 +260,15 @@ int FixtureDatapath::run_prog(int prog_fd, const Bytes& frame, uint32_t mark, ui
   return static_cast<int>(opts.retval);
 }
 
+unsigned FixtureDatapath::verdict_of(const VerdictFixture& f) {
+  const auto before = maps_.counters(FixtureGuest::kSessionIdx);
+  run(f);
+  const auto after = maps_.counters(FixtureGuest::kSessionIdx);
+  for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
+    if (after[v] != before[v]) return v;
+  return ZN_VERDICT_COUNT;
+}
+
 int FixtureDatapath::run(const VerdictFixture& f, uint32_t repeat, uint32_t* duration_ns) {
   int fd = f.direction == Direction::kIngress ? datapath_->ingress_prog_fd() : datapath_->egress_prog_fd();
   return run_prog(fd, f.frame, f.mark, repeat, duration_ns);
