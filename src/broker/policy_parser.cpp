@@ -26,8 +26,8 @@ std::string at(const std::string& path, size_t i) { return path + "[" + std::to_
 // silently widens or narrows a rule.
 void only_fields(const json& obj, const std::string& path, std::initializer_list<const char*> known) {
   if (!obj.is_object()) fail(path, "must be an object");
-  for (const auto& [key, value] : obj.items()) {
-    (void)value;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& key = it.key();
     if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
         known.end())
       fail(at(path, key), "unknown field");
@@ -229,9 +229,16 @@ Policy parse_policy(std::string_view text, const PolicyLimits& limits) {
     doc = json::parse(text.begin(), text.end(), reject_duplicates);
   } catch (const json::parse_error& e) {
     fail("$", "invalid JSON at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {
+    // e.g. a number too large for any type (found by the policy fuzzer)
+    fail("$", "invalid JSON: " + std::string(e.what()));
   }
   if (!duplicate.empty()) fail("$", "duplicate key '" + duplicate + "'");
-  return parse_document(doc, limits);
+  try {
+    return parse_document(doc, limits);
+  } catch (const json::exception& e) {
+    fail("$", std::string("invalid document: ") + e.what());  // every field is type-checked first
+  }
 }
 
 }  // namespace zn::broker

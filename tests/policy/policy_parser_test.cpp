@@ -150,6 +150,13 @@ INSTANTIATE_TEST_SUITE_P(
             "$.policy.allow[0].identity", "accessToken"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Found by fuzz/policy_fuzz: a number no type can hold made nlohmann throw
+// something other than parse_error, which escaped as a non-PolicyError.
+TEST(PolicyParser, HugeNumbersAreAPolicyError) {
+  EXPECT_THROW(parse_policy(std::string("66666.0e66666.0e06.0e0\0\0 \"\"", 30)), PolicyError);
+  EXPECT_THROW(parse_policy(R"({"policy":{"rate":{"burst":1e999,"per_second":1}}})"), PolicyError);
+}
+
 TEST(PolicyParser, ErrorsNeverEchoSecrets) {
   try {
     parse_policy(R"({"policy":{},"resources":{"s":{"accessToken":"sk_live_secret_value", "n": 1}}})");
