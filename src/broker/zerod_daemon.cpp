@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <deque>
 
 #include "broker/drop_event_audit.h"
@@ -20,20 +21,21 @@ namespace {
 
 using json = nlohmann::json;
 
-std::vector<ResolvedAddress> resolve_static(const DaemonConfig& config, const std::string& name) {
+// L4 rule names resolved like guest DNS (static overrides, then upstream),
+// synchronously: policies are compiled on the control path, not the data path.
+std::vector<ResolvedAddress> resolve_now(dns::Resolver& resolver, const std::string& name) {
   std::vector<ResolvedAddress> out;
-  auto it = config.dns_static.find(name);
-  if (it == config.dns_static.end()) return out;
-  for (const std::string& text : it->second) {
-    ResolvedAddress a;
-    if (inet_pton(AF_INET, text.c_str(), a.addr.data()) == 1) {
-      a.family = 4;
-    } else if (inet_pton(AF_INET6, text.c_str(), a.addr.data()) == 1) {
-      a.family = 6;
-    } else {
-      continue;
+  for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
+    auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
+    auto answer = promise->get_future();
+    resolver.resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
+    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
+    for (const dns::IpAddress& a : answer.get().addresses) {
+      ResolvedAddress r;
+      r.family = a.family == AF_INET6 ? 6 : 4;
+      std::copy(a.bytes.begin(), a.bytes.end(), r.addr.begin());
+      out.push_back(r);
     }
-    out.push_back(a);
   }
   return out;
 }
@@ -81,7 +83,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.ingress_prog_fd = datapath_->ingress_prog_fd();
   o.egress_prog_fd = datapath_->egress_prog_fd();
   o.addresses = vmm::AddressPlan::parse(config_.address_pool_ipv4, config_.address_pool_ipv6);
-  o.resolve = [this](const std::string& name) { return resolve_static(config_, name); };
+  resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
+  o.resolve = [this](const std::string& name) { return resolve_now(*resolver_, name); };
   o.state_path = config_.state_file();
   o.event_rate = config_.drop_event_rate;
   o.event_burst = config_.drop_event_burst;
@@ -98,7 +101,6 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   for (const auto& f : failed) spdlog::error("could not restore session {}", f);
 
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
-  resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
