@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <future>
 
 #include "userspace/dns_ares_resolver.h"
 #include "userspace/dns_static_resolver.h"
@@ -79,6 +80,22 @@ void ConfiguredResolver::resolve(const std::string& name, dns::QType qtype, Call
     return;
   }
   upstream_->resolve(name, qtype, std::move(callback));
+}
+
+}  // namespace zn::broker
+
+namespace zn::broker {
+
+std::vector<dns::IpAddress> ConfiguredResolver::resolve_now(const std::string& name) {
+  std::vector<dns::IpAddress> out;
+  for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
+    auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
+    auto answer = promise->get_future();
+    resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
+    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
+    for (const dns::IpAddress& a : answer.get().addresses) out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace zn::broker

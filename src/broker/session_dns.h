@@ -50,6 +50,9 @@ class ConfiguredResolver : public dns::Resolver {
   ConfiguredResolver(const std::map<std::string, std::vector<std::string>>& static_names,
                      const std::vector<std::string>& upstream);
   void resolve(const std::string& name, dns::QType qtype, Callback callback) override;
+  // A and AAAA, waiting (bounded) for the answers: for the control path and
+  // the proxy's pool, never for an event loop.
+  std::vector<dns::IpAddress> resolve_now(const std::string& name);
 
  private:
   std::map<std::string, std::vector<dns::IpAddress>> static_;

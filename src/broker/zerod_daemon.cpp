@@ -21,21 +21,14 @@ namespace {
 
 using json = nlohmann::json;
 
-// L4 rule names resolved like guest DNS (static overrides, then upstream),
-// synchronously: policies are compiled on the control path, not the data path.
-std::vector<ResolvedAddress> resolve_now(dns::Resolver& resolver, const std::string& name) {
+// L4 rule names resolved like guest DNS (static overrides, then upstream).
+std::vector<ResolvedAddress> to_resolved(const std::vector<dns::IpAddress>& addresses) {
   std::vector<ResolvedAddress> out;
-  for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
-    auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
-    auto answer = promise->get_future();
-    resolver.resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
-    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
-    for (const dns::IpAddress& a : answer.get().addresses) {
-      ResolvedAddress r;
-      r.family = a.family == AF_INET6 ? 6 : 4;
-      std::copy(a.bytes.begin(), a.bytes.end(), r.addr.begin());
-      out.push_back(r);
-    }
+  for (const dns::IpAddress& a : addresses) {
+    ResolvedAddress r;
+    r.family = a.family == AF_INET6 ? 6 : 4;
+    std::copy(a.bytes.begin(), a.bytes.end(), r.addr.begin());
+    out.push_back(r);
   }
   return out;
 }
@@ -84,7 +77,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.egress_prog_fd = datapath_->egress_prog_fd();
   o.addresses = vmm::AddressPlan::parse(config_.address_pool_ipv4, config_.address_pool_ipv6);
   resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
-  o.resolve = [this](const std::string& name) { return resolve_now(*resolver_, name); };
+  o.resolve = [this](const std::string& name) { return to_resolved(resolver_->resolve_now(name)); };
   o.state_path = config_.state_file();
   o.event_rate = config_.drop_event_rate;
   o.event_burst = config_.drop_event_burst;
@@ -103,6 +96,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
+  proxy_policy_ = std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_);
+  proxy::ProxyConfig proxy_config;
+  proxy_config.port = config_.proxy_port;
+  proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
+
   drop_events_ = std::thread([this] { drop_event_loop(); });
   if (config_.metrics_port)
     metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] { return render_metrics(); });
@@ -119,6 +117,7 @@ void ZerodDaemon::stop() {
   if (stopping_.exchange(true)) return;
   if (control_) control_->stop();
   metrics_.reset();
+  proxy_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
   spdlog::info("zerod stopped; the datapath stays attached and denying");

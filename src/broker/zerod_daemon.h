@@ -14,6 +14,8 @@
 #include "broker/deployment_ca.h"
 #include "broker/metrics_server.h"
 #include "broker/session_dns.h"
+#include "broker/session_proxy.h"
+#include "userspace/transparent_proxy.h"
 #include "broker/session_registry.h"
 #include "userspace/dns_responder.h"
 #include "userspace/datapath.h"
@@ -50,6 +52,8 @@ class ZerodDaemon {
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;
+  std::unique_ptr<SessionProxyPolicy> proxy_policy_;
+  std::unique_ptr<proxy::TransparentProxy> proxy_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   std::atomic<bool> stopping_{false};

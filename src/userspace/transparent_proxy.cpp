@@ -1,0 +1,251 @@
+#include "userspace/transparent_proxy.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <atomic>
+#include <system_error>
+#include <thread>
+
+#include "userspace/client_hello.h"
+#include "userspace/dns_transparent.h"
+
+namespace zn::proxy {
+namespace {
+
+using asio::awaitable;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
+constexpr uint16_t kHttpsPort = 443, kHttpPort = 80;
+
+struct Pipe {
+  int r = -1, w = -1;
+  Pipe() {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+    r = p[0];
+    w = p[1];
+  }
+  ~Pipe() {
+    ::close(r);
+    ::close(w);
+  }
+};
+
+// Moves bytes from -> to through a pipe with splice(2), never through user
+// memory. On EOF half-closes `to`; on an error tears both down so the other
+// direction ends too.
+awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to) {
+  Pipe pipe;
+  uint64_t total = 0;
+  try {
+    for (;;) {
+      ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, 1 << 16, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) {
+        co_await from.async_wait(tcp::socket::wait_read, use_awaitable);
+        continue;
+      }
+      if (n == 0) {
+        ::shutdown(to.native_handle(), SHUT_WR);
+        co_return total;
+      }
+      if (n < 0) break;
+      size_t left = static_cast<size_t>(n);
+      while (left > 0) {
+        ssize_t m = ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m < 0 && errno == EINTR) continue;
+        if (m < 0 && errno == EAGAIN) {
+          co_await to.async_wait(tcp::socket::wait_write, use_awaitable);
+          continue;
+        }
+        if (m <= 0) throw std::system_error(errno, std::generic_category());
+        left -= static_cast<size_t>(m);
+        total += static_cast<uint64_t>(m);
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  ::shutdown(from.native_handle(), SHUT_RDWR);
+  ::shutdown(to.native_handle(), SHUT_RDWR);
+  co_return total;
+}
+
+sockaddr_storage local_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss;
+}
+
+sockaddr_storage peer_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  ::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss;
+}
+
+// A denied connection is reset, not closed politely: the guest learns nothing.
+void reset(tcp::socket& s) {
+  linger l{1, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  asio::error_code ignored;
+  s.close(ignored);
+}
+
+tcp::endpoint endpoint_of(const dns::IpAddress& a, uint16_t port) {
+  if (a.family == AF_INET) {
+    asio::ip::address_v4::bytes_type b;
+    std::copy(a.bytes.begin(), a.bytes.begin() + 4, b.begin());
+    return {asio::ip::address_v4(b), port};
+  }
+  asio::ip::address_v6::bytes_type b;
+  std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
+  return {asio::ip::address_v6(b), port};
+}
+
+}  // namespace
+
+struct TransparentProxy::Impl {
+  Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p) {}
+
+  awaitable<void> accept_loop(tcp::acceptor& acceptor) {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(as_tuple);
+      if (ec) {
+        if (ec == asio::error::operation_aborted) co_return;
+        continue;
+      }
+      accepted++;
+      if (active >= config.max_connections) {
+        rejected_busy++;
+        reset(socket);
+        continue;
+      }
+      asio::co_spawn(io, handle(std::move(socket)), asio::detached);
+    }
+  }
+
+  awaitable<void> handle(tcp::socket guest) {
+    active++;
+    struct Done {
+      std::atomic<size_t>& n;
+      ~Done() { n--; }
+    } done{active};
+    const auto start = std::chrono::steady_clock::now();
+    ConnectionFacts facts;
+    facts.guest = peer_of(guest.native_handle());
+    facts.original_dst = local_of(guest.native_handle());
+    const uint16_t dport = dns::endpoint_port(facts.original_dst);
+
+    std::vector<uint8_t> first_bytes;
+    if (dport == kHttpsPort) {
+      // The ClientHello, bounded in size and time.
+      asio::steady_timer deadline(io, config.hello_timeout);
+      ClientHelloInfo hello;
+      std::array<uint8_t, 4096> chunk;
+      while (hello.status == HelloStatus::kNeedMore) {
+        auto r = co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
+        if (r.index() == 1) {
+          timed_out++;
+          reset(guest);
+          co_return;
+        }
+        auto [ec, n] = std::get<0>(r);
+        if (ec) co_return;
+        first_bytes.insert(first_bytes.end(), chunk.begin(), chunk.begin() + static_cast<long>(n));
+        hello = peek_client_hello(first_bytes);
+      }
+      facts.tls = hello.status == HelloStatus::kOk;
+      facts.sni = hello.sni;
+      facts.sni_is_ip_literal = hello.sni_is_ip_literal;
+    }
+    // Deciding may resolve names: off the loop.
+    UpstreamDecision decision = co_await asio::co_spawn(
+        pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); }, use_awaitable);
+    ConnectionSummary summary{decision.session, decision.host};
+    if (!decision.allow || decision.addresses.empty()) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    tcp::socket upstream(io);
+    bool connected = false;
+    for (const dns::IpAddress& a : decision.addresses) {
+      upstream = tcp::socket(io);
+      asio::steady_timer deadline(io, config.connect_timeout);
+      auto r = co_await (upstream.async_connect(endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
+      if (r.index() == 0 && !std::get<0>(std::get<0>(r))) {
+        connected = true;
+        break;
+      }
+    }
+    if (!connected) {
+      upstream_failures++;
+      reset(guest);
+      summary.end = "upstream unreachable";
+      policy.on_closed(summary);
+      co_return;
+    }
+    allowed++;
+    auto [wec, written] = co_await asio::async_write(upstream, asio::buffer(first_bytes), as_tuple);
+    (void)written;
+    if (!wec) {
+      guest.native_non_blocking(true);
+      upstream.native_non_blocking(true);
+      auto [up, down] = co_await (splice_one_way(guest, upstream) && splice_one_way(upstream, guest));
+      summary.bytes_from_guest = first_bytes.size() + up;
+      summary.bytes_to_guest = down;
+    }
+    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    summary.end = wec ? "upstream write failed" : "closed";
+    policy.on_closed(summary);
+  }
+
+  ProxyConfig config;
+  ProxyPolicy& policy;
+  asio::io_context io;
+  asio::thread_pool pool{2};
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::thread thread;
+  uint16_t port = 0;
+  std::atomic<size_t> active{0};
+  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0};
+};
+
+TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
+    : impl_(std::make_unique<Impl>(std::move(config), policy)) {
+  uint16_t port = impl_->config.port;
+  for (const std::string& address : impl_->config.addresses) {
+    sockaddr_storage addr = dns::make_endpoint(address, port);
+    int fd = dns::open_transparent_listener(addr, SOCK_STREAM, 1024);
+    port = dns::bound_port(fd);  // the first bind fixes a picked port for the rest
+    auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
+    impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, protocol, fd));
+  }
+  impl_->port = port;
+  for (auto& acceptor : impl_->acceptors)
+    asio::co_spawn(impl_->io, impl_->accept_loop(*acceptor), asio::detached);
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+TransparentProxy::~TransparentProxy() {
+  impl_->io.stop();
+  impl_->thread.join();
+  impl_->pool.join();
+}
+
+uint16_t TransparentProxy::port() const { return impl_->port; }
+
+ProxyCounters TransparentProxy::counters() const {
+  return {impl_->accepted, impl_->allowed, impl_->denied, impl_->timed_out, impl_->upstream_failures,
+          impl_->rejected_busy};
+}
+
+}  // namespace zn::proxy
