@@ -7,16 +7,20 @@
 
 namespace zn::broker {
 
-dp::SessionEntry session_entry_for(const vmm::LabGuest& g, uint32_t session_idx) {
+dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t session_idx) {
   dp::SessionEntry s;
   s.session_idx = session_idx;
-  s.guest_mac = g.guest_mac;
-  s.guest_ip4 = g.guest_ip4;
-  s.gateway_ip4 = g.gateway_ip4;
-  s.guest_ip6 = g.guest_ip6;
-  s.guest_ip6_ll = g.guest_ip6_ll;
-  s.gateway_ip6 = g.gateway_ip6;
+  s.guest_mac = net.guest_mac;
+  s.guest_ip4 = net.guest_ip4;
+  s.gateway_ip4 = net.gateway_ip4;
+  s.guest_ip6 = net.guest_ip6;
+  s.guest_ip6_ll = net.guest_ip6_ll;
+  s.gateway_ip6 = net.gateway_ip6;
   return s;
+}
+
+dp::SessionEntry session_entry_for(const vmm::LabGuest& g, uint32_t session_idx) {
+  return session_entry_for(vmm::guest_network(vmm::AddressPlan::lab_default(), g.index), session_idx);
 }
 
 std::string lab_pin_root(const std::string& lab_prefix) {

@@ -7,11 +7,14 @@
 #include <string>
 
 #include "userspace/datapath_maps.h"
+#include "vmm/guest_network.h"
 #include "vmm/lab.h"
 
 namespace zn::broker {
 
 // The datapath session for a guest's network identity.
+dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t session_idx);
+// A lab guest n has the network of address slot n.
 dp::SessionEntry session_entry_for(const vmm::LabGuest& guest, uint32_t session_idx);
 
 // Where a lab pins its datapath: separate from a real zerod's pins.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "broker/governed_lab.h"
 #include "broker/policy_parser.h"
 #include "broker/session_state_file.h"
 #include "userspace/tc_attachment.h"
@@ -84,14 +85,7 @@ unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) const
 void SessionRegistry::install_locked(Session& s, bool created_device) {
   try {
     if (!created_device) ensure_gateway_addresses(s.ifindex, s.net);
-    dp::SessionEntry entry;
-    entry.session_idx = s.record.session_idx;
-    entry.guest_mac = s.net.guest_mac;
-    entry.guest_ip4 = s.net.guest_ip4;
-    entry.gateway_ip4 = s.net.gateway_ip4;
-    entry.guest_ip6 = s.net.guest_ip6;
-    entry.guest_ip6_ll = s.net.guest_ip6_ll;
-    entry.gateway_ip6 = s.net.gateway_ip6;
+    dp::SessionEntry entry = session_entry_for(s.net, s.record.session_idx);
     entry.steered_ports = s.plan.steered_ports;
     entry.event_rate = options_.event_rate;
     entry.event_burst = options_.event_burst;
