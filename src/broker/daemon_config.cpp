@@ -49,7 +49,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   static const char* kKnown[] = {"netns",     "pin_root",   "state_dir",  "control_socket",
                                  "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
                                  "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
-                                 "metrics_port"};
+                                 "metrics_port", "proxy_idle_timeout_ms"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
@@ -63,6 +63,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
   c.proxy_port = static_cast<uint16_t>(get_uint(doc, "proxy_port", c.proxy_port, 1, 65535));
   c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
+  c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
   c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
   c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);

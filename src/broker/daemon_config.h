@@ -22,7 +22,8 @@ struct DaemonConfig {
   // ... and upstream resolvers for everything else ("198.18.0.53" or "[::1]:5353").
   std::vector<std::string> dns_upstream;
   uint32_t drop_event_rate = 20, drop_event_burst = 40;
-  uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
+  uint16_t metrics_port = 9464;
+  uint32_t proxy_idle_timeout_ms = 300000;  // relayed connections idle this long are closed  // Prometheus text on 127.0.0.1; 0 = off
 
   std::string state_file() const { return state_dir + "/sessions.json"; }
   std::string audit_db() const { return state_dir + "/audit.db"; }

@@ -99,6 +99,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_policy_ = std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_);
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
+  proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
   proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
 
   drop_events_ = std::thread([this] { drop_event_loop(); });

@@ -38,18 +38,36 @@ struct Pipe {
   }
 };
 
+// Last time a byte moved either way, shared by both directions of a relay.
+struct Activity {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  bool idle_closed = false;
+};
+
 // Moves bytes from -> to through a pipe with splice(2), never through user
-// memory. On EOF half-closes `to`; on an error tears both down so the other
-// direction ends too.
-awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to) {
+// memory. On EOF half-closes `to`; on an error or when the connection has
+// been idle too long, tears both down so the other direction ends too.
+awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to, Activity& activity,
+                                   std::chrono::milliseconds idle_timeout) {
   Pipe pipe;
   uint64_t total = 0;
+  asio::steady_timer idle(from.get_executor());
   try {
     for (;;) {
       ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, 1 << 16, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) {
-        co_await from.async_wait(tcp::socket::wait_read, use_awaitable);
+        idle.expires_at(activity.last + idle_timeout);
+        auto r = co_await (from.async_wait(tcp::socket::wait_read, as_tuple) || idle.async_wait(as_tuple));
+        if (r.index() == 1 && std::chrono::steady_clock::now() >= activity.last + idle_timeout) {
+          // Abortive close on both sides (RST when the sockets close), so
+          // neither end mistakes the timeout for an orderly end of data.
+          activity.idle_closed = true;
+          linger abort{1, 0};
+          ::setsockopt(from.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+          ::setsockopt(to.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+          break;
+        }
         continue;
       }
       if (n == 0) {
@@ -57,6 +75,7 @@ awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to) {
         co_return total;
       }
       if (n < 0) break;
+      activity.last = std::chrono::steady_clock::now();
       size_t left = static_cast<size_t>(n);
       while (left > 0) {
         ssize_t m = ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -199,12 +218,16 @@ struct TransparentProxy::Impl {
     if (!wec) {
       guest.native_non_blocking(true);
       upstream.native_non_blocking(true);
-      auto [up, down] = co_await (splice_one_way(guest, upstream) && splice_one_way(upstream, guest));
+      Activity activity;
+      auto [up, down] = co_await (splice_one_way(guest, upstream, activity, config.idle_timeout) &&
+                                  splice_one_way(upstream, guest, activity, config.idle_timeout));
       summary.bytes_from_guest = first_bytes.size() + up;
       summary.bytes_to_guest = down;
+      if (activity.idle_closed) idle_closed++;
+      summary.end = activity.idle_closed ? "idle timeout" : "closed";
     }
     summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    summary.end = wec ? "upstream write failed" : "closed";
+    if (wec) summary.end = "upstream write failed";
     policy.on_closed(summary);
   }
 
@@ -216,7 +239,8 @@ struct TransparentProxy::Impl {
   std::thread thread;
   uint16_t port = 0;
   std::atomic<size_t> active{0};
-  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0};
+  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0},
+      idle_closed{0};
 };
 
 TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
@@ -244,8 +268,8 @@ TransparentProxy::~TransparentProxy() {
 uint16_t TransparentProxy::port() const { return impl_->port; }
 
 ProxyCounters TransparentProxy::counters() const {
-  return {impl_->accepted, impl_->allowed, impl_->denied, impl_->timed_out, impl_->upstream_failures,
-          impl_->rejected_busy};
+  return {impl_->accepted,          impl_->allowed,       impl_->denied,     impl_->timed_out,
+          impl_->upstream_failures, impl_->rejected_busy, impl_->idle_closed};
 }
 
 }  // namespace zn::proxy

@@ -20,11 +20,15 @@ struct ProxyConfig {
   uint16_t port = 15001;  // 0 picks one (tests)
   std::chrono::milliseconds hello_timeout{5000};    // slowloris bound on the first bytes
   std::chrono::milliseconds connect_timeout{5000};
+  // A relayed connection with no byte in either direction for this long is
+  // torn down, so idle guests cannot pin proxy resources forever.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   size_t max_connections = 4096;
 };
 
 struct ProxyCounters {
-  uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0;
+  uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0,
+           idle_closed = 0;
 };
 
 class TransparentProxy {

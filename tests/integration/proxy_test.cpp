@@ -4,6 +4,8 @@
 // guest sees the upstream's own certificate), everything else reset.
 #include "integration/zerod_fixture.h"
 
+#include "broker/audit_store.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -30,7 +32,15 @@ class ProxyTest : public ZerodTest {
     serve("198.18.0.12:443", "registry.npmjs.org");
     serve("198.18.0.13:443", "evil.example");
     servers_.push_back(spawn_in_inet({"socat", "TCP-LISTEN:5432,bind=198.18.0.13,reuseaddr,fork", "EXEC:cat"}));
-    std::this_thread::sleep_for(300ms);
+    // The servers are up when they accept (a loaded CI machine is slow).
+    for (const char* target : {"198.18.0.12 443", "198.18.0.13 443", "198.18.0.13 5432"}) {
+      bool up = false;
+      for (int i = 0; i < 100 && !up; ++i) {
+        up = run_in_netns(lab_->inet_netns(), std::string("nc -z -w 1 ") + target).exit_code == 0;
+        if (!up) std::this_thread::sleep_for(100ms);
+      }
+      ASSERT_TRUE(up) << target << " never accepted";
+    }
     create_session();
   }
   void TearDown() override {
@@ -64,11 +74,12 @@ class ProxyTest : public ZerodTest {
   }
   CommandResult curl(const std::string& args) { return guest("curl -s -m 5 --cacert " + p("ca.pem") + " " + args); }
   std::string egress_events() {
-    broker::AuditLog log({(dir_ / "state" / "audit.db").string(), {}, [](const std::string&) {}});
+    // Read-only, as znctl reads it: zerod keeps writing meanwhile.
+    broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
     std::string out;
     broker::AuditQuery q;
     q.event = "egress:";
-    for (const auto& r : log.query(q)) out += r.event + " " + r.detail.dump() + "\n";
+    for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
     return out;
   }
 
@@ -123,6 +134,17 @@ TEST_F(ProxyTest, L4RuleDestinationIsSplicedAndOtherPortsAreNot) {
   auto r = guest("echo ping-5432 | nc -w 2 -q 1 198.18.0.13 5432");
   EXPECT_EQ(r.output, "ping-5432\n") << r.output;
   EXPECT_NE(guest("echo x | nc -w 2 -q 1 198.18.0.13 5433").output, "x\n");
+}
+
+TEST_F(ProxyTest, AnIdleRelayedConnectionIsClosed) {
+  ASSERT_EQ(dig("db.internal"), "198.18.0.13\n");
+  // One line echoed, then silence: zerod (idle timeout 2 s here) closes it.
+  auto r = guest("bash -c 's=$(date +%s); nc 198.18.0.13 5432 < <(echo hi; sleep 9); e=$(date +%s); echo $((e - s))'");
+  EXPECT_EQ(r.output.substr(0, 3), "hi\n") << r.output;
+  const int seconds = std::atoi(r.output.substr(3).c_str());
+  EXPECT_GE(seconds, 2) << r.output;
+  EXPECT_LE(seconds, 5) << r.output;
+  EXPECT_NE(egress_events().find("\"end\":\"idle timeout\""), std::string::npos);
 }
 
 TEST_F(ProxyTest, ASlowClientIsTimedOut) {

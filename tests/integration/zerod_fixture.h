@@ -62,6 +62,7 @@ class ZerodTest : public ::testing::Test {
                    {"state_dir", (dir_ / "state").string()},
                    {"control_socket", socket_},
                    {"metrics_port", 19464},
+                   {"proxy_idle_timeout_ms", 2000},
                    {"dns_static",
                     {{"api.github.com", {"198.18.0.10"}},
                      {"api.stripe.com", {"198.18.0.11"}},
