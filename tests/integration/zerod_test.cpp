@@ -143,6 +143,26 @@ TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
   EXPECT_EQ(other.output, "404");
 }
 
+TEST_F(ZerodTest, ZnctlEventsStreamsLiveDrops) {
+  create_session();
+  const std::string cmd = "timeout 4 " + std::string(ZN_ZNCTL_BIN) + " -j --socket " + socket_ + " events";
+  auto watcher = std::async(std::launch::async, [cmd] {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  });
+  std::this_thread::sleep_for(1s);
+  guest("nc -z -w 1 198.18.0.11 2222");
+  const std::string out = watcher.get();
+  EXPECT_NE(out.find("\"reason\":\"drop:tcp_port\""), std::string::npos) << out;
+  EXPECT_NE(out.find("198.18.0.11:2222"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"session\":\"user-1\""), std::string::npos) << out;
+}
+
 TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   create_session();
   const std::string znctl = std::string(ZN_ZNCTL_BIN) + " -j --socket " + socket_ + " --state-dir " +
