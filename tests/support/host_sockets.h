@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "userspace/dns_transparent.h"
+#include "vmm/unique_fd.h"
 
 namespace zn::test {
 
@@ -18,22 +19,7 @@ namespace zn::test {
 inline std::string sockaddr_text(const sockaddr_storage& ss) { return dns::endpoint_text(ss); }
 inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) { return dns::make_endpoint(ip, port); }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_;
-};
+using Fd = vmm::UniqueFd;
 
 struct Accepted {
   Fd fd;
@@ -69,9 +55,9 @@ class TransparentUdpSocket {
   void reply(const Datagram& to, const std::vector<uint8_t>& payload);
 
  private:
+  sockaddr_storage address_;
   Fd fd_;
   uint16_t port_ = 0;
-  int family_ = 0;
 };
 
 }  // namespace zn::test
