@@ -19,10 +19,6 @@ dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t sessio
   return s;
 }
 
-dp::SessionEntry session_entry_for(const vmm::LabGuest& g, uint32_t session_idx) {
-  return session_entry_for(vmm::guest_network(vmm::AddressPlan::lab_default(), g.index), session_idx);
-}
-
 std::string lab_pin_root(const std::string& lab_prefix) {
   return std::string(dp::kDefaultPinRoot) + "-" + lab_prefix;
 }
@@ -33,7 +29,7 @@ void govern_lab(const vmm::Lab& lab) {
   dp::DatapathMaps maps(datapath->map_fds());
   maps.set_listeners({});
   for (const auto& g : lab.guests()) {
-    maps.put_session(g.tap_ifindex, session_entry_for(g, g.index + 1));
+    maps.put_session(g.tap_ifindex, session_entry_for(g, g.slot + 1));
     dp::TcAttachment::attach(g.tap_ifindex, datapath->ingress_prog_fd(), datapath->egress_prog_fd())
         .release();
   }

@@ -12,10 +12,8 @@
 
 namespace zn::broker {
 
-// The datapath session for a guest's network identity.
+// The datapath session for a guest's network identity (a lab guest is one).
 dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t session_idx);
-// A lab guest n has the network of address slot n.
-dp::SessionEntry session_entry_for(const vmm::LabGuest& guest, uint32_t session_idx);
 
 // Where a lab pins its datapath: separate from a real zerod's pins.
 std::string lab_pin_root(const std::string& lab_prefix);

@@ -26,19 +26,10 @@ std::vector<in6_addr> upstream_ip6() {
 
 LabGuest guest(const std::string& prefix, const std::string& name, unsigned index) {
   if (index >= kMaxGuests) throw std::out_of_range("lab supports at most 254 guests");
-  const GuestNetwork net = guest_network(AddressPlan::lab_default(), index);
   LabGuest g;
+  static_cast<GuestNetwork&>(g) = guest_network(AddressPlan::lab_default(), index);
   g.name = name;
   g.netns = prefix + "-" + name;
-  g.index = index;
-  g.tap_name = net.tap_name;
-  g.guest_mac = net.guest_mac;
-  g.host_mac = net.host_mac;
-  g.guest_ip4 = net.guest_ip4;
-  g.gateway_ip4 = net.gateway_ip4;
-  g.guest_ip6 = net.guest_ip6;
-  g.gateway_ip6 = net.gateway_ip6;
-  g.guest_ip6_ll = net.guest_ip6_ll;
   return g;
 }
 

@@ -7,25 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "vmm/guest_network.h"
 #include "vmm/ip_address.h"
 
 namespace zn::vmm {
 
 // One lab guest: a namespace whose eth0 (a TAP) is wired by a frame pump to
-// TAP tap_name in the host namespace.
-struct LabGuest {
-  std::string name;        // "g0"
-  std::string netns;       // "<prefix>-g0"
-  unsigned index = 0;      // n: order of addition
-  std::string tap_name;    // "zn-tap<n>", in the host namespace
-  int tap_ifindex = 0;     // in the host namespace
-  MacAddress guest_mac{};  // 02:7a:6e:00:00:<n+1>
-  MacAddress host_mac{};   // 02:7a:6e:ff:00:<n+1>
-  in_addr guest_ip4{};     // 198.19.<n>.2/24
-  in_addr gateway_ip4{};   // 198.19.<n>.1, on the host TAP
-  in6_addr guest_ip6{};    // 2001:db8:19:<n>::2/64
-  in6_addr guest_ip6_ll{}; // EUI-64 link-local of guest_mac
-  in6_addr gateway_ip6{};  // 2001:db8:19:<n>::1, on the host TAP
+// TAP tap_name in the host namespace. Guest n has the network of address
+// slot n (slot = order of addition), the plan zerod's sessions use too.
+struct LabGuest : GuestNetwork {
+  std::string name;     // "g0"
+  std::string netns;    // "<prefix>-g0"
+  int tap_ifindex = 0;  // in the host namespace
 };
 
 namespace lab_plan {

@@ -133,7 +133,7 @@ int cmd_stats(const std::string& prefix, const std::vector<std::string>& args) {
   zn::dp::DatapathMaps maps(pinned.fds());
   for (const auto& g : lab.guests()) {
     if (!args.empty() && args[0] != g.name) continue;
-    const uint32_t idx = g.index + 1;
+    const uint32_t idx = g.slot + 1;
     std::cout << g.name << " (session " << idx << ", " << g.tap_name << ")\n";
     const auto counters = maps.counters(idx);
     for (unsigned v = 0; v < counters.size(); ++v)
