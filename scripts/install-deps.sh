@@ -10,7 +10,7 @@ PACKAGES=(
   libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
-  iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl
+  iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
 )
 
 missing=()

@@ -49,7 +49,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   static const char* kKnown[] = {"netns",     "pin_root",   "state_dir",  "control_socket",
                                  "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
                                  "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
-                                 "metrics_port", "proxy_idle_timeout_ms"};
+                                 "metrics_port", "proxy_idle_timeout_ms", "proxy_max_connections_per_guest",
+                                 "proxy_header_timeout_ms",
+                                 "upstream_ca_bundle"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
@@ -65,6 +67,12 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
   c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
+  c.proxy_header_timeout_ms = get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  c.proxy_max_connections_per_guest =
+      get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
+  c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);
+  if (!c.upstream_ca_bundle.empty() && c.upstream_ca_bundle.front() != '/')
+    fail("$.upstream_ca_bundle", "must be an absolute path");
   c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
   c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);
   for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket})

@@ -22,8 +22,13 @@ struct DaemonConfig {
   // ... and upstream resolvers for everything else ("198.18.0.53" or "[::1]:5353").
   std::vector<std::string> dns_upstream;
   uint32_t drop_event_rate = 20, drop_event_burst = 40;
-  uint16_t metrics_port = 9464;
-  uint32_t proxy_idle_timeout_ms = 300000;  // relayed connections idle this long are closed  // Prometheus text on 127.0.0.1; 0 = off
+  uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
+  uint32_t proxy_idle_timeout_ms = 300000;  // relayed connections idle this long are closed
+  uint32_t proxy_header_timeout_ms = 10000;  // a started request head must complete in this
+  uint32_t proxy_max_connections_per_guest = 256;
+  // PEM bundle trusted for upstream TLS on top of the system store (the
+  // lab's CA); "" = system store only.
+  std::string upstream_ca_bundle;
 
   std::string state_file() const { return state_dir + "/sessions.json"; }
   std::string audit_db() const { return state_dir + "/audit.db"; }

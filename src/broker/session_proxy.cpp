@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "broker/host_header.h"
 #include "userspace/destination_class.h"
 #include "userspace/dns_transparent.h"
 
@@ -36,9 +37,9 @@ bool in_l4_plan(const Session& s, const dns::IpAddress& dst, uint16_t port) {
 
 }  // namespace
 
-proxy::UpstreamDecision SessionProxyPolicy::deny(proxy::UpstreamDecision d, const std::string& reason,
-                                                 const proxy::ConnectionFacts& facts) {
-  d.allow = false;
+proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, const std::string& reason,
+                                                  const proxy::ConnectionFacts& facts) {
+  d.mode = proxy::ConnectionMode::kReset;
   d.reason = reason;
   d.addresses.clear();
   audit_.append({"egress:deny", d.session,
@@ -55,48 +56,161 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   std::optional<Session> s = facts.guest.ss_family == AF_INET
                                  ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&facts.guest)->sin_addr)
                                  : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&facts.guest)->sin6_addr);
-  if (!s) return deny(d, "unknown guest", facts);
+  if (!s) return reset(d, "unknown guest", facts);
   d.session = s->record.id;
 
-  if (port == 80) return deny(d, "plain HTTP needs the L7 proxy, which is not built yet", facts);
+  if (port == 80) {
+    // Plain HTTP is decided per request, from the Host header.
+    d.mode = proxy::ConnectionMode::kIntercept;
+    d.tls = false;
+    return d;
+  }
   if (port != 443) {
     // Raw TCP: only to a destination an L4 rule put in the datapath.
-    if (!in_l4_plan(*s, dst, port)) return deny(d, "no L4 rule for this destination", facts);
-    d.allow = true;
+    if (!in_l4_plan(*s, dst, port)) return reset(d, "no L4 rule for this destination", facts);
+    if (!rate_.take(d.session, s->policy->policy().rate)) {
+      audit_.append({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
+      d.reason = "rate limited";
+      return d;
+    }
+    d.mode = proxy::ConnectionMode::kPassthrough;
     d.addresses = {dst};
     return d;
   }
-  if (!facts.tls) return deny(d, "not TLS on port 443", facts);
+  if (!facts.tls) return reset(d, "not TLS on port 443", facts);
+  d.tls = true;
   if (!facts.sni || facts.sni_is_ip_literal) {
     // Without a name only a rule naming the address itself can allow it.
     const std::string literal = facts.sni.value_or(dst.to_string());
     d.host = literal;
     HostVerdict v = s->policy->match_host(literal);
-    if (!v.allowed) return deny(d, facts.sni ? "IP-literal SNI not named by a rule" : "no SNI", facts);
+    if (!v.allowed) return reset(d, facts.sni ? "IP-literal SNI not named by a rule" : "no SNI", facts);
     auto named = dns::IpAddress::parse(literal);
-    if (!named) return deny(d, "bad IP-literal SNI", facts);
-    d.allow = true;
+    if (!named) return reset(d, "bad IP-literal SNI", facts);
+    if (v.intercept) {
+      d.mode = proxy::ConnectionMode::kIntercept;
+      return d;
+    }
+    d.mode = proxy::ConnectionMode::kPassthrough;
     d.addresses = {*named};
     return d;
   }
   d.host = *facts.sni;
   HostVerdict v = s->policy->match_host(*facts.sni);
-  if (!v.allowed) return deny(d, v.reason, facts);
-  if (v.intercept) return deny(d, "rule needs TLS interception, which is not built yet", facts);
+  if (!v.allowed || v.intercept) {
+    // Terminated, so the guest gets the answer the policy gives: the
+    // conditions of the rule, or a 403 with the reason for a denied host.
+    d.mode = proxy::ConnectionMode::kIntercept;
+    return d;
+  }
+  if (!rate_.take(d.session, s->policy->policy().rate)) {
+    audit_.append({"egress:rate_limited", d.session, {{"host", d.host}}});
+    d.reason = "rate limited";
+    return d;
+  }
+  proxy::UpstreamAddresses where = resolve_upstream(d.session, *facts.sni);
+  if (where.addresses.empty()) return reset(d, where.reason, facts);
+  d.mode = proxy::ConnectionMode::kPassthrough;
+  d.addresses = std::move(where.addresses);
+  return d;
+}
 
+proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string& session, const std::string& host) {
+  proxy::UpstreamAddresses out;
+  std::optional<Session> s = sessions_.get(session);
+  if (!s) {
+    out.reason = "unknown session";
+    return out;
+  }
+  if (auto literal = dns::IpAddress::parse(host)) {
+    // Reachable only because a rule names it (checked by the caller's verdict).
+    if (!s->policy->match_host(host).allowed) {
+      out.reason = "address not named by a rule";
+      return out;
+    }
+    out.addresses = {*literal};
+    return out;
+  }
   // Our own resolution, pinned to what this session was told: the guest's
   // choice of address never matters, and a name it never asked us about is
   // refused.
-  const std::vector<dns::IpAddress> told = dns_.answers(s->record.id, *facts.sni);
-  if (told.empty()) return deny(d, "name was not resolved through governed DNS", facts);
-  for (const dns::IpAddress& a : resolver_.resolve_now(*facts.sni)) {
+  const std::vector<dns::IpAddress> told = dns_.answers(session, host);
+  if (told.empty()) {
+    out.reason = "name was not resolved through governed DNS";
+    return out;
+  }
+  for (const dns::IpAddress& a : resolver_.resolve_now(host)) {
     if (std::find(told.begin(), told.end(), a) == told.end()) continue;
     if (proxy::classify_destination(a).internal()) continue;  // a name rule never reaches inside
-    d.addresses.push_back(a);
+    out.addresses.push_back(a);
   }
-  if (d.addresses.empty()) return deny(d, "no permitted upstream address", facts);
-  d.allow = true;
+  if (out.addresses.empty()) out.reason = "no permitted upstream address";
+  return out;
+}
+
+proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int status, const std::string& reason,
+                                                  const proxy::RequestFacts& facts) {
+  d.allow = false;
+  d.status = status;
+  d.reason = reason;
+  d.rule.reset();
+  audit_.append({status == 429 ? "egress:rate_limited" : "egress:deny",
+                 facts.session,
+                 {{"host", d.host.empty() ? facts.host_header : d.host},
+                  {"method", facts.method},
+                  {"path", facts.path},
+                  {"status", status},
+                  {"reason", reason}}});
   return d;
+}
+
+proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFacts& facts) {
+  proxy::RequestDecision d;
+  std::optional<Session> s = sessions_.get(facts.session);
+  if (!s) return refuse(d, 403, "unknown session", facts);
+  std::optional<HostHeader> host = parse_host_header(facts.host_header);
+  if (!host) return refuse(d, 400, "bad Host header", facts);
+  d.host = host->name;
+  // No domain fronting: the name the TLS session was set up for is the only
+  // one its requests may address.
+  if (facts.sni && host->name != *facts.sni) return refuse(d, 421, "Host does not match SNI", facts);
+  if (host->port && *host->port != facts.port) return refuse(d, 421, "Host port does not match the connection", facts);
+  if (!rate_.take(facts.session, s->policy->policy().rate)) return refuse(d, 429, "session rate exceeded", facts);
+
+  RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
+  if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
+  if (v.action == RequestAction::kAsk)
+    return refuse(d, 403, "needs approval, and holding requests for approval is not available yet", facts);
+  if (v.rule->identity && !facts.sni) return refuse(d, 403, "identity is never sent over cleartext", facts);
+  d.allow = true;
+  d.status = 0;
+  d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
+  return d;
+}
+
+std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::string& session,
+                                                                  const proxy::RuleRef& ref) {
+  std::optional<Session> s = sessions_.get(session);
+  if (!s || ref.identity.empty()) return std::nullopt;
+  const Policy& p = s->policy->policy();
+  // The policy may have changed since the verdict: the rule must still be
+  // the one that allowed the request.
+  if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
+  auto resource = p.resources.find(ref.identity);
+  if (resource == p.resources.end()) return std::nullopt;
+  auto token = resource->second.fields.find("accessToken");
+  if (token == resource->second.fields.end()) return std::nullopt;
+  return proxy::Injection{"Authorization", "Bearer " + token->second, {"Authorization", "Proxy-Authorization"}};
+}
+
+void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
+  nlohmann::json detail = {{"host", r.host},       {"method", r.method},
+                           {"path", r.path},       {"status", r.status},
+                           {"mode", "intercept"},  {"bytes_up", r.bytes_from_guest},
+                           {"bytes_down", r.bytes_to_guest}, {"duration_ms", r.duration.count()}};
+  if (!r.identity.empty()) detail["identity"] = r.identity;
+  if (!r.error.empty()) detail[r.forwarded ? "error" : "reason"] = r.error;
+  audit_.append({r.forwarded ? "egress:allow" : "egress:deny", r.session, std::move(detail)});
 }
 
 void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {

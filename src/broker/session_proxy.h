@@ -1,11 +1,12 @@
 // The broker's side of the transparent proxy: which session a connection
-// belongs to and where it may go. Passthrough only so far: a TLS host the
-// policy allows without request conditions, or an L4 rule's destination.
-// Rules that need interception (methods, paths, identity, ask) and plain
-// HTTP are refused until the L7 proxy exists — fail closed.
+// belongs to, whether it is spliced, intercepted or reset, each intercepted
+// request's verdict (policy, Host == SNI, rate), where upstreams may be
+// (pinned to governed-DNS answers), and the identity for a request just
+// allowed. Every verdict is audited here.
 #pragma once
 
 #include "broker/audit_log.h"
+#include "broker/rate_limiter.h"
 #include "broker/session_dns.h"
 #include "broker/session_registry.h"
 #include "userspace/proxy_policy.h"
@@ -19,15 +20,22 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
       : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit) {}
 
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
+  proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
+  proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
+  std::optional<proxy::Injection> injection_for(const std::string& session, const proxy::RuleRef& rule) override;
+  void on_request_done(const proxy::RequestSummary& summary) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;
 
  private:
-  proxy::UpstreamDecision deny(proxy::UpstreamDecision d, const std::string& reason,
-                               const proxy::ConnectionFacts& facts);
+  proxy::UpstreamDecision reset(proxy::UpstreamDecision d, const std::string& reason,
+                                const proxy::ConnectionFacts& facts);
+  proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,
+                                const proxy::RequestFacts& facts);
   const SessionRegistry& sessions_;
   const SessionDnsPolicy& dns_;
   ConfiguredResolver& resolver_;
   AuditLog& audit_;
+  RateLimiter rate_;
 };
 
 }  // namespace zn::broker

@@ -100,6 +100,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
+  proxy_config.header_timeout = std::chrono::milliseconds(config_.proxy_header_timeout_ms);
+  proxy_config.max_connections_per_guest = config_.proxy_max_connections_per_guest;
+  proxy_config.ca_cert_path = ca_.cert;
+  proxy_config.ca_key_path = ca_.key;
+  proxy_config.upstream_ca_bundle = config_.upstream_ca_bundle;
   proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
@@ -279,6 +284,20 @@ std::string ZerodDaemon::render_metrics() const {
            {"allowed", d.allowed}, {"denied", d.denied}, {"refused", d.refused},
            {"malformed", d.malformed}, {"upstream_failure", d.upstream_failures}})
     out += prometheus_line("zn_dns_queries_total", {{"result", result}}, n);
+  const auto p = proxy_->counters();
+  out += "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
+         "# TYPE zn_proxy_connections_total counter\n";
+  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
+           {"accepted", p.accepted}, {"spliced", p.allowed}, {"intercepted", p.intercepted},
+           {"reset", p.denied}, {"hello_timeout", p.timed_out}, {"tls_handshake_failure", p.tls_handshake_failures},
+           {"busy", p.rejected_busy}, {"guest_cap", p.rejected_guest_cap}, {"idle_closed", p.idle_closed}})
+    out += prometheus_line("zn_proxy_connections_total", {{"result", result}}, n);
+  out += "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
+         "# TYPE zn_proxy_requests_total counter\n";
+  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
+           {"allowed", p.requests_allowed}, {"denied", p.requests_denied}, {"malformed", p.bad_requests},
+           {"upstream_failure", p.upstream_failures}})
+    out += prometheus_line("zn_proxy_requests_total", {{"result", result}}, n);
   return out;
 }
 

@@ -1,7 +1,18 @@
 # Transparent TLS proxy (namespace zn::proxy). ClientHello peeking uses
-# OpenSSL's ClientHello callback over a memory BIO.
+# OpenSSL's ClientHello callback over a memory BIO; leaf certificates are
+# minted from the deployment CA; guest-facing and upstream TLS contexts.
+# HTTP/1.1 (zn::http) is a strict parser of our own: Debian 12 packages no
+# well-kept one.
 find_package(OpenSSL REQUIRED)
 target_sources(zn_userspace PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/byte_stream.cpp
   ${CMAKE_CURRENT_LIST_DIR}/client_hello.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http1_body.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http1_message.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http_intercept.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http_rewrite.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http_target.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/leaf_certs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tls_contexts.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transparent_proxy.cpp)
 target_link_libraries(zn_userspace PUBLIC OpenSSL::SSL OpenSSL::Crypto)

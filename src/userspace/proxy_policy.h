@@ -1,6 +1,7 @@
 // The narrow interface between the transparent proxy and the broker: the
-// proxy reports what it learnt of a connection, the broker says where (if
-// anywhere) it may go. The proxy never sees policy, secrets or sessions.
+// proxy reports what it learnt of a connection or a request, the broker says
+// what may happen. The proxy never sees policy, sessions or secret storage;
+// it asks for one injection for (session, rule) at the moment it forwards.
 #pragma once
 
 #include <sys/socket.h>
@@ -23,14 +24,69 @@ struct ConnectionFacts {
   bool sni_is_ip_literal = false;
 };
 
+enum class ConnectionMode {
+  kReset,        // refuse: the guest learns nothing
+  kPassthrough,  // splice to `addresses` (TLS untouched, or an L4 rule)
+  kIntercept,    // terminate (TLS with a leaf for `host`) and decide each request
+};
+
 struct UpstreamDecision {
-  bool allow = false;
-  std::string reason;    // why denied (audit)
-  std::string session;   // "" when the guest is unknown
-  std::string host;      // the name the verdict is about (SNI or address)
-  // Where to connect: the broker's own resolution, never the guest's choice.
+  ConnectionMode mode = ConnectionMode::kReset;
+  std::string reason;   // why reset (audit)
+  std::string session;  // "" when the guest is unknown
+  std::string host;     // the name the verdict is about (SNI or address)
+  bool tls = false;     // intercept: the guest speaks TLS (443), else plain HTTP (80)
+  // Passthrough: where to connect, the broker's own resolution, never the
+  // guest's choice.
   std::vector<dns::IpAddress> addresses;
   uint16_t port = 0;
+};
+
+struct RequestFacts {
+  std::string session;
+  std::optional<std::string> sni;  // intercepted TLS: the name the leaf was minted for
+  uint16_t port = 0;               // the guest's destination port
+  std::string host_header;         // as sent
+  std::string method;              // uppercase token
+  std::string path;                // normalised, without the query
+};
+
+// A rule the broker allowed a request under; the proxy hands it back to get
+// the injection, so a secret is only ever fetched for a request just allowed.
+struct RuleRef {
+  size_t index = 0;
+  std::string identity;  // resource name, "" if none
+};
+
+struct RequestDecision {
+  bool allow = false;
+  int status = 403;     // when not allowed: 403, 421, 429
+  std::string reason;   // shown to the guest in the body; never a secret
+  std::string host;     // normalised Host: the upstream name
+  std::optional<RuleRef> rule;
+};
+
+struct Injection {
+  std::string header;  // e.g. "Authorization"
+  std::string value;   // the secret: never logged, cleansed after use
+  // Guest-supplied headers the rule owns, removed before forwarding.
+  std::vector<std::string> strip;
+};
+
+struct UpstreamAddresses {
+  std::vector<dns::IpAddress> addresses;  // empty: refused, see reason
+  std::string reason;
+};
+
+struct RequestSummary {
+  std::string session, host, method, path, identity;
+  int status = 0;
+  // Reached the upstream (egress:allow); otherwise refused by the proxy
+  // itself before any byte left (a malformed request, an upgrade attempt).
+  bool forwarded = false;
+  uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
+  std::chrono::milliseconds duration{0};
+  std::string error;  // "" or why it failed or was refused
 };
 
 struct ConnectionSummary {
@@ -43,8 +99,14 @@ struct ConnectionSummary {
 class ProxyPolicy {
  public:
   virtual ~ProxyPolicy() = default;
-  // May block briefly (name resolution); the proxy calls it off its loop.
+  // Each may block briefly (name resolution, a lock): the proxy calls them
+  // off its event loop. Denials are audited by the broker itself.
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
+  virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
+  virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
+  // nullopt: the rule has no identity, or it changed since the decision.
+  virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;
+  virtual void on_request_done(const RequestSummary& summary) = 0;
   virtual void on_closed(const ConnectionSummary& summary) = 0;
 };
 

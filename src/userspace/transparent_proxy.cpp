@@ -8,10 +8,17 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <atomic>
+#include <map>
+#include <optional>
 #include <system_error>
 #include <thread>
 
+#include "userspace/asio_endpoint.h"
+#include "userspace/byte_stream.h"
 #include "userspace/client_hello.h"
+#include "userspace/http_intercept.h"
+#include "userspace/leaf_certs.h"
+#include "userspace/tls_contexts.h"
 #include "userspace/dns_transparent.h"
 
 namespace zn::proxy {
@@ -118,17 +125,6 @@ void reset(tcp::socket& s) {
   s.close(ignored);
 }
 
-tcp::endpoint endpoint_of(const dns::IpAddress& a, uint16_t port) {
-  if (a.family == AF_INET) {
-    asio::ip::address_v4::bytes_type b;
-    std::copy(a.bytes.begin(), a.bytes.begin() + 4, b.begin());
-    return {asio::ip::address_v4(b), port};
-  }
-  asio::ip::address_v6::bytes_type b;
-  std::copy(a.bytes.begin(), a.bytes.end(), b.begin());
-  return {asio::ip::address_v6(b), port};
-}
-
 }  // namespace
 
 struct TransparentProxy::Impl {
@@ -147,16 +143,33 @@ struct TransparentProxy::Impl {
         reset(socket);
         continue;
       }
-      asio::co_spawn(io, handle(std::move(socket)), asio::detached);
+      std::string guest = guest_key(socket.native_handle());
+      if (per_guest[guest] >= config.max_connections_per_guest) {
+        rejected_guest_cap++;
+        reset(socket);
+        continue;
+      }
+      per_guest[guest]++;
+      asio::co_spawn(io, handle(std::move(socket), guest), asio::detached);
     }
   }
 
-  awaitable<void> handle(tcp::socket guest) {
+  // Only the loop thread touches per_guest.
+  static std::string guest_key(int fd) {
+    sockaddr_storage ss = peer_of(fd);
+    return dns::endpoint_text(ss).substr(0, dns::endpoint_text(ss).rfind(':'));
+  }
+
+  awaitable<void> handle(tcp::socket guest, std::string guest_id) {
     active++;
     struct Done {
-      std::atomic<size_t>& n;
-      ~Done() { n--; }
-    } done{active};
+      Impl& impl;
+      std::string guest;
+      ~Done() {
+        impl.active--;
+        if (--impl.per_guest[guest] == 0) impl.per_guest.erase(guest);
+      }
+    } done{*this, guest_id};
     const auto start = std::chrono::steady_clock::now();
     ConnectionFacts facts;
     facts.guest = peer_of(guest.native_handle());
@@ -189,7 +202,11 @@ struct TransparentProxy::Impl {
     UpstreamDecision decision = co_await asio::co_spawn(
         pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); }, use_awaitable);
     ConnectionSummary summary{decision.session, decision.host};
-    if (!decision.allow || decision.addresses.empty()) {
+    if (decision.mode == ConnectionMode::kIntercept) {
+      co_await intercept(guest, decision, first_bytes);
+      co_return;
+    }
+    if (decision.mode != ConnectionMode::kPassthrough || decision.addresses.empty()) {
       denied++;
       reset(guest);
       co_return;
@@ -231,8 +248,53 @@ struct TransparentProxy::Impl {
     policy.on_closed(summary);
   }
 
+  awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision, const std::vector<uint8_t>& hello) {
+    if (!interception) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    intercepted++;
+    if (!decision.tls) {
+      PlainStream plain(guest);
+      co_await serve_intercepted(plain, decision, *interception);
+      co_return;
+    }
+    std::shared_ptr<const LeafCert> leaf;
+    try {
+      leaf = leaves->leaf_for(decision.host);
+    } catch (const std::exception&) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    SslPtr ssl(SSL_new(guest_tls.get()));
+    if (!ssl) {
+      reset(guest);
+      co_return;
+    }
+    use_leaf(ssl.get(), *leaf, leaves->ca_cert());
+    TlsStream tls(guest, std::move(ssl), true,
+                  std::string_view(reinterpret_cast<const char*>(hello.data()), hello.size()));
+    try {
+      co_await with_deadline(tls.handshake(), config.hello_timeout);
+    } catch (const std::exception&) {
+      // Typically a guest that does not trust the deployment CA.
+      tls_handshake_failures++;
+      reset(guest);
+      co_return;
+    }
+    co_await serve_intercepted(tls, decision, *interception);
+  }
+
   ProxyConfig config;
   ProxyPolicy& policy;
+  std::unique_ptr<LeafCertAuthority> leaves;
+  SslCtxPtr guest_tls;
+  std::optional<UpstreamTls> upstream_tls;
+  InterceptCounters intercept_counters;
+  std::unique_ptr<InterceptContext> interception;
+  std::map<std::string, size_t> per_guest;
   asio::io_context io;
   asio::thread_pool pool{2};
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
@@ -240,11 +302,20 @@ struct TransparentProxy::Impl {
   uint16_t port = 0;
   std::atomic<size_t> active{0};
   std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0},
-      idle_closed{0};
+      idle_closed{0}, intercepted{0}, tls_handshake_failures{0}, rejected_guest_cap{0};
 };
 
 TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     : impl_(std::make_unique<Impl>(std::move(config), policy)) {
+  const ProxyConfig& c = impl_->config;
+  if (!c.ca_cert_path.empty()) {
+    impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
+    impl_->guest_tls = make_guest_facing_ctx();
+    impl_->upstream_tls = make_upstream_ctx(c.upstream_ca_bundle);
+    impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),
+                                                   http::HttpLimits{}, c.header_timeout, c.idle_timeout,
+                                                   c.connect_timeout, impl_->intercept_counters});
+  }
   uint16_t port = impl_->config.port;
   for (const std::string& address : impl_->config.addresses) {
     sockaddr_storage addr = dns::make_endpoint(address, port);
@@ -268,8 +339,23 @@ TransparentProxy::~TransparentProxy() {
 uint16_t TransparentProxy::port() const { return impl_->port; }
 
 ProxyCounters TransparentProxy::counters() const {
-  return {impl_->accepted,          impl_->allowed,       impl_->denied,     impl_->timed_out,
-          impl_->upstream_failures, impl_->rejected_busy, impl_->idle_closed};
+  const Impl& i = *impl_;
+  ProxyCounters c;
+  c.accepted = i.accepted;
+  c.allowed = i.allowed;
+  c.denied = i.denied;
+  c.timed_out = i.timed_out;
+  c.upstream_failures = i.upstream_failures + i.intercept_counters.upstream_failures;
+  c.rejected_busy = i.rejected_busy;
+  c.idle_closed = i.idle_closed;
+  c.intercepted = i.intercepted;
+  c.tls_handshake_failures = i.tls_handshake_failures;
+  c.requests = i.intercept_counters.requests;
+  c.requests_allowed = i.intercept_counters.allowed;
+  c.requests_denied = i.intercept_counters.denied;
+  c.bad_requests = i.intercept_counters.bad_requests;
+  c.rejected_guest_cap = i.rejected_guest_cap;
+  return c;
 }
 
 }  // namespace zn::proxy

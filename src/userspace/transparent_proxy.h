@@ -1,8 +1,9 @@
-// The transparent listener every steered guest TCP connection lands on
-// (passthrough half of the proxy): reads the ClientHello with a size bound
-// and a deadline, asks the ProxyPolicy, and either resets the connection or
-// connects to the broker-chosen upstream, replays what the guest sent and
-// moves bytes with splice(2) both ways, half-close included.
+// The transparent listener every steered guest TCP connection lands on:
+// reads the ClientHello with a size bound and a deadline, asks the
+// ProxyPolicy, and then resets the connection, splices it to the
+// broker-chosen upstream (replaying what the guest sent; splice(2) both ways,
+// half-close included), or intercepts it: TLS terminated with a leaf minted
+// for the SNI, each HTTP request decided on its own (http_intercept.h).
 #pragma once
 
 #include <chrono>
@@ -24,11 +25,21 @@ struct ProxyConfig {
   // torn down, so idle guests cannot pin proxy resources forever.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   size_t max_connections = 4096;
+  // Per guest source address (a session has one of each family), counted
+  // from accept, so a guest cannot starve the others, slowloris included.
+  size_t max_connections_per_guest = 256;
+  std::chrono::milliseconds header_timeout{10000};  // a started request head
+  // Interception: the deployment CA leaves are minted from ("" = no
+  // interception: such connections are reset), and the extra trust bundle
+  // for upstreams on top of the system store ("" = system store only).
+  std::string ca_cert_path, ca_key_path;
+  std::string upstream_ca_bundle;
 };
 
 struct ProxyCounters {
   uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0,
-           idle_closed = 0;
+           idle_closed = 0, intercepted = 0, tls_handshake_failures = 0, requests = 0, requests_allowed = 0,
+           requests_denied = 0, bad_requests = 0, rejected_guest_cap = 0;
 };
 
 class TransparentProxy {

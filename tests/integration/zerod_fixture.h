@@ -63,6 +63,8 @@ class ZerodTest : public ::testing::Test {
                    {"control_socket", socket_},
                    {"metrics_port", 19464},
                    {"proxy_idle_timeout_ms", 2000},
+                   {"proxy_header_timeout_ms", 2000},
+                   {"proxy_max_connections_per_guest", 64},
                    {"dns_static",
                     {{"api.github.com", {"198.18.0.10"}},
                      {"api.stripe.com", {"198.18.0.11"}},
@@ -70,11 +72,19 @@ class ZerodTest : public ::testing::Test {
                      {"db.internal", {"198.18.0.13"}},
                      {"api.openai.com", {"198.18.0.10"}},
                      {"meta.npmjs.org", {"169.254.169.254"}}}}};
+    configure(config);
     std::ofstream(dir_ / "zerod.json") << config.dump();
     start_zerod();
   }
+  // Before zerod starts: a fixture adds to its configuration.
+  virtual void configure(json& config) { (void)config; }
   void TearDown() override {
     stop_zerod(SIGTERM);
+    if (HasFailure()) {
+      // The daemon's side of a failure, for CI logs (it never logs secrets).
+      const std::string log = slurp(dir_ / "zerod.log");
+      std::cerr << "---- zerod.log (last 4 KiB) ----\n" << log.substr(log.size() > 4096 ? log.size() - 4096 : 0);
+    }
     const std::string pins = broker::lab_pin_root(lab_->prefix());
     lab_.reset();
     try {

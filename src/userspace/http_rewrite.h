@@ -1,0 +1,32 @@
+// What the intercepting proxy sends on, built fresh from parsed heads rather
+// than copied: framing is regenerated (never the guest's own Content-Length
+// or Transfer-Encoding), hop-by-hop headers are dropped, and the rule's
+// identity replaces whatever credential the guest supplied.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "userspace/http1_message.h"
+#include "userspace/http_target.h"
+#include "userspace/proxy_policy.h"
+
+namespace zn::http {
+
+// The request head for the upstream: origin-form from the normalised target,
+// Host as authorised, body framing from the parsed framing.
+std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
+                                   std::string_view host, const proxy::Injection* injection);
+
+// The response head for the guest. `chunked`: the body is re-chunked (the
+// upstream sent chunked or close-delimited); otherwise the upstream's length,
+// if any, is kept. `close`: the proxy closes after this response.
+std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close);
+
+// A complete response the proxy itself answers with (403, 421, 429, 400,
+// 431, 502, ...), always closing the connection.
+std::string proxy_response(int status, std::string_view body);
+
+std::string_view reason_phrase(int status);
+
+}  // namespace zn::http

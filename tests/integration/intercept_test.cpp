@@ -1,0 +1,295 @@
+// The intercepting half of zerod's proxy, end to end: real curl and
+// openssl s_client in the guest, TLS terminated with a leaf of the
+// deployment CA, each request decided by policy, forwarded over verified TLS
+// to echo upstreams that log what they got. The session's policy:
+//   api.github.com GET /repos/**; api.stripe.com identity cap:stripe;
+//   *.npmjs.org (passthrough on 443); deny evil.example.
+#include <openssl/sha.h>
+
+#include <cstdio>
+
+#include "integration/proxy_fixture.h"
+
+namespace zn::test {
+namespace {
+
+std::string sha256_hex(const std::string& s) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+  char hex[2 * SHA256_DIGEST_LENGTH + 1];
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  return hex;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
+class InterceptTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    ProxyTest::SetUp();
+    if (HasFatalFailure()) return;
+    // Upstreams are pinned to what the guest was told: resolve through zerod.
+    ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
+    ASSERT_EQ(dig("api.stripe.com"), "198.18.0.11\n");
+    ASSERT_EQ(dig("registry.npmjs.org"), "198.18.0.12\n");
+  }
+  // Body, then the status code on the last line.
+  std::string fetch(const std::string& args) { return curl("-w '\\n%{http_code}' " + args).output; }
+  // Raw bytes over TLS to `ip`:443 with SNI `host`; what came back.
+  std::string raw_tls(const std::string& host, const std::string& ip, const std::string& bytes) {
+    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
+    std::ofstream(f, std::ios::binary) << bytes;
+    return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
+                 ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
+        .output;
+  }
+  std::string raw_http(const std::string& ip, const std::string& bytes) {
+    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
+    std::ofstream(f, std::ios::binary) << bytes;
+    return guest("timeout 10 nc -q 5 " + ip + " 80 < " + f.string()).output;
+  }
+  int raw_count_ = 0;
+};
+
+TEST_F(InterceptTest, AllowedRequestIsForwardedUnderALeafOfTheDeploymentCa) {
+  auto r = guest("curl -sv -m 5 --cacert " + p("guest-trust.pem") + " 'https://api.github.com/repos/zn/zeroness?page=2' 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("issuer: CN=zeroness deployment CA"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("subject: CN=api.github.com"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("HTTP/1.1 200"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"target\": \"/repos/zn/zeroness?page=2\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"server\": \"198.18.0.10\""), std::string::npos) << r.output;
+  const std::string events = egress_events();
+  EXPECT_NE(events.find("egress:allow"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"method\":\"GET\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"path\":\"/repos/zn/zeroness\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"status\":200"), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, IdentityIsInjectedUpstreamAndNeverReachesTheGuestLogsOrAudit) {
+  std::string guest_saw;
+  auto r = guest("curl -sv -m 5 --cacert " + p("guest-trust.pem") +
+                 " -H 'Authorization: Bearer guest-own-token' -H 'Proxy-Authorization: Basic Zm9vOmJhcg==' "
+                 "-d amount=500 https://api.stripe.com/v1/charges 2>&1");
+  guest_saw += r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("HTTP/1.1 200"), std::string::npos) << r.output;
+  // The echo shows a hash of what arrived: the identity, not the guest's token.
+  EXPECT_NE(r.output.find("sha256:" + sha256_hex(std::string("Bearer ") + kSecret)), std::string::npos) << r.output;
+  const std::string log = upstream_log();
+  EXPECT_EQ(count(log, std::string("\"Bearer ") + kSecret + "\""), 1u) << log;
+  EXPECT_EQ(count(log, "\"Authorization\""), 1u) << log;
+  EXPECT_EQ(log.find("guest-own-token"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Proxy-Authorization"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"body\": \"amount=500\""), std::string::npos) << log;
+  // Several more crossings, then every byte the guest got, the daemon's log
+  // and the audit (its files and its query output) are scanned.
+  guest_saw += curl("-v -X PUT https://api.stripe.com/v1/customers/c1 2>&1").output;
+  guest_saw += curl("-v https://api.stripe.com/v1/bytes/70000?chunked 2>&1").output;
+  guest_saw += curl("-v http://api.stripe.com/v1/charges 2>&1").output;  // cleartext: refused
+  EXPECT_EQ(guest_saw.find(kSecret), std::string::npos);
+  EXPECT_EQ(slurp(dir_ / "zerod.log").find(kSecret), std::string::npos);
+  for (const auto& f : fs::directory_iterator(dir_ / "state"))
+    if (f.path().filename().string().rfind("audit.db", 0) == 0)
+      EXPECT_EQ(slurp(f.path()).find(kSecret), std::string::npos) << f.path();
+  const std::string events = egress_events();
+  EXPECT_EQ(events.find(kSecret), std::string::npos);
+  EXPECT_NE(events.find("\"identity\":\"stripe\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"reason\":\"identity is never sent over cleartext\""), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, MethodsAndPathsAreEnforcedOnTheNormalisedPath) {
+  EXPECT_EQ(fetch("-X POST https://api.github.com/repos/a"),
+            "zeroness: blocked by policy (method not allowed)\n\n403");
+  EXPECT_EQ(fetch("https://api.github.com/admin"), "zeroness: blocked by policy (path not allowed)\n\n403");
+  EXPECT_EQ(fetch("--path-as-is https://api.github.com/repos/../admin"),
+            "zeroness: blocked by policy (path not allowed)\n\n403");
+  EXPECT_EQ(fetch("--path-as-is https://api.github.com/repos/%2e%2E/admin"),
+            "zeroness: blocked by policy (path not allowed)\n\n403");
+  EXPECT_EQ(fetch("https://api.github.com/repos/a%2F..%2F..%2Fadmin").substr(0, 23), "zeroness: bad request (");
+  // Unreserved escapes are decoded: what was checked is what is sent.
+  const std::string ok = fetch("https://api.github.com/repos/%61%7E/x");
+  EXPECT_NE(ok.find("\"target\": \"/repos/a~/x\""), std::string::npos) << ok;
+  EXPECT_EQ(upstream_log().find("admin"), std::string::npos);
+}
+
+TEST_F(InterceptTest, DeniedAndUnlistedHostsAreAnswered403WithTheReason) {
+  EXPECT_EQ(fetch("--resolve evil.example:443:198.18.0.13 https://evil.example/"),
+            "zeroness: blocked by policy (deny rule 0 (evil.example))\n\n403");
+  EXPECT_EQ(fetch("--resolve api.openai.com:443:198.18.0.10 https://api.openai.com/v1/models"),
+            "zeroness: blocked by policy (default deny)\n\n403");
+  EXPECT_EQ(upstream_log(), "");
+  const std::string events = egress_events();
+  EXPECT_NE(events.find("\"reason\":\"default deny\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"host\":\"api.openai.com\""), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, AHostOtherThanTheSniIsMisdirected) {
+  EXPECT_EQ(fetch("-H 'Host: api.stripe.com' https://api.github.com/repos/a"),
+            "zeroness: blocked by policy (Host does not match SNI)\n\n421");
+  EXPECT_EQ(upstream_log(), "");
+  EXPECT_NE(egress_events().find("\"status\":421"), std::string::npos);
+}
+
+TEST_F(InterceptTest, SmugglingAndFramingTricksAreRefusedBeforeAnyByteGoesUpstream) {
+  const std::string h = "Host: api.stripe.com\r\n";
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* status;
+  };
+  const std::vector<Case> cases = {
+      {"CL+TE", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       "400"},
+      {"TE+CL", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+       "400"},
+      {"double CL", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd", "400"},
+      {"CL list", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4, 4\r\n\r\nabcd", "400"},
+      {"CL sign", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: +4\r\n\r\nabcd", "400"},
+      {"TE twice", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "400"},
+      {"TE unknown", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", "501"},
+      {"obs-fold", "GET /v1/a HTTP/1.1\r\n" + h + "X-A: 1\r\n  folded\r\n\r\n", "400"},
+      {"space before colon", "GET /v1/a HTTP/1.1\r\n" + h + "X-A : 1\r\n\r\n", "400"},
+      {"bare LF", "GET /v1/a HTTP/1.1\n" + h + "\r\n", "400"},
+      {"chunk size 0x", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n0x4\r\nabcd\r\n0\r\n\r\n",
+       "400"},
+      {"chunk without CRLF", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcdXX0\r\n\r\n",
+       "400"},
+      {"websocket upgrade", "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
+      {"h2c upgrade",
+       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n",
+       "403"},
+      {"h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
+      {"absolute form", "GET https://api.stripe.com/v1/a HTTP/1.1\r\n" + h + "\r\n", "400"},
+      {"two Hosts", "GET /v1/a HTTP/1.1\r\n" + h + h + "\r\n", "400"},
+      {"no Host", "GET /v1/a HTTP/1.1\r\nX-A: 1\r\n\r\n", "400"},
+  };
+  for (const Case& c : cases) {
+    const std::string got = raw_tls("api.stripe.com", "198.18.0.11", c.bytes);
+    EXPECT_EQ(got.substr(0, 12), std::string("HTTP/1.1 ") + c.status) << c.name << ": " << got;
+    EXPECT_EQ(count(got, "\r\nServer: zeroness\r\n"), 1u) << c.name << ": " << got;  // one answer, ours
+  }
+  // Only the chunk cases had a head to forward; their body never completed.
+  const std::string log = upstream_log();
+  EXPECT_EQ(log.find("abcd"), std::string::npos) << log;
+  EXPECT_EQ(count(log, "\"method\""), 0u) << log;
+}
+
+TEST_F(InterceptTest, NothingPipelinedBehindADeniedRequestIsForwarded) {
+  const std::string h = "Host: api.github.com\r\n";
+  std::string got = raw_tls("api.github.com", "198.18.0.10",
+                            "GET /admin HTTP/1.1\r\n" + h + "\r\nGET /repos/smuggled HTTP/1.1\r\n" + h + "\r\n");
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 403") << got;
+  EXPECT_EQ(count(got, "HTTP/1.1 "), 1u) << got;
+  EXPECT_EQ(upstream_log().find("smuggled"), std::string::npos);
+  // Allowed pipelined requests are each decided and answered in order.
+  got = raw_tls("api.github.com", "198.18.0.10",
+                "GET /repos/one HTTP/1.1\r\n" + h + "\r\nGET /repos/two HTTP/1.1\r\n" + h +
+                    "Connection: close\r\n\r\n");
+  EXPECT_EQ(count(got, "HTTP/1.1 200"), 2u) << got;
+  EXPECT_LT(got.find("/repos/one"), got.find("/repos/two")) << got;
+  // A request hidden in a body stays a body: framing is regenerated.
+  const std::string inner = "GET /admin HTTP/1.1\r\nHost: api.stripe.com\r\n\r\n";
+  got = raw_tls("api.stripe.com", "198.18.0.11",
+                "POST /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nContent-Length: " + std::to_string(inner.size()) +
+                    "\r\nConnection: close\r\n\r\n" + inner);
+  EXPECT_EQ(count(got, "HTTP/1.1 200"), 1u) << got;
+  const std::string log = upstream_log();
+  EXPECT_EQ(count(log, "\"method\""), 3u) << log;
+  EXPECT_EQ(log.find("\"target\": \"/admin\""), std::string::npos) << log;
+}
+
+TEST_F(InterceptTest, OversizedHeadersAre431AndASlowHeadIsCutOff) {
+  const std::string big(20000, 'x');
+  std::string got = raw_tls("api.stripe.com", "198.18.0.11",
+                            "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nX-Big: " + big + "\r\n\r\n");
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 431") << got.substr(0, 200);
+  // Half a head, then silence: the proxy answers 408 at its header deadline
+  // (2 s here) rather than waiting for the rest.
+  auto r = guest("bash -c 's=$(date +%s); (printf \"GET /v1/a HTTP/1.1\\r\\nHost: api\"; sleep 8) | timeout 10 openssl "
+                 "s_client -quiet -CAfile " + p("guest-trust.pem") +
+                 " -connect 198.18.0.11:443 -servername api.stripe.com 2>/dev/null | head -c 12; echo; "
+                 "e=$(date +%s); echo $((e - s))'");
+  EXPECT_EQ(r.output.substr(0, 12), "HTTP/1.1 408") << r.output;
+  EXPECT_EQ(upstream_log(), "");
+}
+
+TEST_F(InterceptTest, RequestsOverTheSessionRateAre429) {
+  std::string p2 = policy();
+  p2.replace(p2.find("\"deny\":"), 7, R"("rate":{"burst":3,"per_second":1},"deny":)");
+  json r = call("session.update", {{"id", "user-1"}, {"policy", p2}});
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  std::vector<std::string> outs;
+  for (int i = 0; i < 10; ++i) outs.push_back(fetch("https://api.github.com/repos/a"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(outs[i].substr(outs[i].size() - 3), "200") << outs[i];
+  EXPECT_NE(std::find(outs.begin(), outs.end(), "zeroness: rate limited (session rate exceeded)\n\n429"), outs.end());
+  EXPECT_NE(egress_events().find("egress:rate_limited"), std::string::npos);
+}
+
+TEST_F(InterceptTest, PlainHttpIsDecidedFromTheHostHeaderAndNeverCarriesIdentity) {
+  const std::string ok = fetch("http://registry.npmjs.org/-/ping");
+  EXPECT_NE(ok.find("\"server\": \"198.18.0.12\""), std::string::npos) << ok;
+  EXPECT_EQ(ok.substr(ok.size() - 3), "200") << ok;
+  EXPECT_EQ(fetch("http://api.stripe.com/v1/charges"),
+            "zeroness: blocked by policy (identity is never sent over cleartext)\n\n403");
+  EXPECT_EQ(fetch("http://api.github.com/admin"), "zeroness: blocked by policy (path not allowed)\n\n403");
+  EXPECT_EQ(fetch("--resolve evil.example:80:198.18.0.13 http://evil.example/"),
+            "zeroness: blocked by policy (deny rule 0 (evil.example))\n\n403");
+  // The guest aims at another server: the request still goes to the name's.
+  const std::string moved = fetch("--resolve registry.npmjs.org:80:198.18.0.11 http://registry.npmjs.org/x");
+  EXPECT_NE(moved.find("\"server\": \"198.18.0.12\""), std::string::npos) << moved;
+  const std::string got = raw_http("198.18.0.12", "GET / HTTP/1.1\r\nHost: registry.npmjs.org\r\nContent-Length: 1\r\n"
+                                                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << got;
+  EXPECT_EQ(upstream_log().find("stripe"), std::string::npos);
+}
+
+TEST_F(InterceptTest, KeepAliveRequestsAreDecidedOneByOne) {
+  auto r = curl("-o /dev/null -w '%{http_code}\\n' https://api.github.com/repos/a -o /dev/null "
+                "https://api.github.com/repos/b");
+  EXPECT_EQ(r.output, "200\n200\n") << r.output;
+  r = curl("-o /dev/null -w '%{http_code} %{num_connects}\\n' https://api.github.com/repos/a -o /dev/null "
+           "https://api.github.com/admin");
+  EXPECT_EQ(r.output, "200 1\n403 0\n") << r.output;  // the second reused the connection
+  const std::string events = egress_events();
+  EXPECT_NE(events.find("\"path\":\"/repos/b\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"path\":\"/admin\""), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, LargeBodiesStreamBothWays) {
+  auto r = curl("-o /dev/null -w '%{size_download} %{http_code}' https://api.stripe.com/v1/bytes/3000000");
+  EXPECT_EQ(r.output, "3000000 200");
+  r = curl("-o /dev/null -w '%{size_download} %{http_code}' 'https://api.stripe.com/v1/bytes/3000000?chunked'");
+  EXPECT_EQ(r.output, "3000000 200");
+  r = guest("head -c 2000000 /dev/zero | tr '\\0' 'q' | curl -s -m 10 --cacert " + p("guest-trust.pem") +
+            " -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' "
+            "https://api.stripe.com/v1/upload");
+  EXPECT_EQ(r.output, "200");
+  EXPECT_EQ(count(upstream_log(), std::string(1000, 'q')), 2000u);
+}
+
+TEST_F(InterceptTest, AnUpstreamWithTheWrongCertificateIs502) {
+  // api.openai.com resolves (statically) to github's server, whose
+  // certificate is for api.github.com: verification must fail.
+  std::string p2 = policy(R"({"host":"api.openai.com","methods":["GET"]},)");
+  json r = call("session.update", {{"id", "user-1"}, {"policy", p2}});
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  ASSERT_EQ(dig("api.openai.com"), "198.18.0.10\n");
+  EXPECT_EQ(fetch("https://api.openai.com/v1/models"), "zeroness: upstream failed\n\n502");
+  EXPECT_EQ(upstream_log(), "");
+  const std::string events = egress_events();
+  EXPECT_NE(events.find("\"status\":502"), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, AGuestThatDoesNotTrustTheDeploymentCaGetsNothing) {
+  auto r = guest("curl -s -m 5 https://api.stripe.com/v1/charges");
+  EXPECT_EQ(r.exit_code, 60) << r.output;  // certificate problem
+  EXPECT_EQ(upstream_log(), "");
+}
+
+}  // namespace
+}  // namespace zn::test

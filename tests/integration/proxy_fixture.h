@@ -1,0 +1,120 @@
+// zerod with its proxy in a lab whose stand-in internet has real upstreams:
+// certificates of a lab CA (zerod is told to trust it), echo servers that
+// answer with what they received (tests/support/echo_upstream.py, logging
+// every request in full) and openssl s_server for passthrough hosts.
+//   198.18.0.10 api.github.com   echo, TLS 443 and plain 80
+//   198.18.0.11 api.stripe.com   echo, TLS 443 and plain 80
+//   198.18.0.12 registry.npmjs.org  s_server 443 (passthrough), echo plain 80
+//   198.18.0.13 evil.example     s_server 443; socat echo on 5432
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "broker/audit_store.h"
+#include "integration/zerod_fixture.h"
+
+namespace zn::test {
+
+class ProxyTest : public ZerodTest {
+ protected:
+  void configure(json& config) override {
+    pki_ = dir_ / "pki";
+    fs::create_directories(pki_);
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ca.key") + " -out " +
+       p("ca.pem") + " -days 2 -subj '/CN=zeroness lab upstream CA'");
+    for (const char* host : {"registry.npmjs.org", "evil.example", "api.github.com", "api.stripe.com"}) {
+      const std::string h = host;
+      sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") + " -out " +
+         p(h + ".csr") + " -subj '/CN=" + h + "'");
+      std::ofstream(pki_ / (h + ".ext")) << "subjectAltName=DNS:" << h << "\n";
+      sh("openssl x509 -req -in " + p(h + ".csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
+         " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
+    }
+    config["upstream_ca_bundle"] = p("ca.pem");
+  }
+
+  void SetUp() override {
+    ZerodTest::SetUp();
+    if (HasFatalFailure()) return;
+    // The guest trusts the lab CA (passthrough hosts show their own
+    // certificates) and the deployment CA (intercepted hosts).
+    std::ofstream(pki_ / "guest-trust.pem") << slurp(pki_ / "ca.pem") << slurp(dir_ / "state" / "ca" / "ca.pem");
+    // The real registry, and an attacker's server with another name's certificate.
+    serve("198.18.0.12:443", "registry.npmjs.org");
+    serve("198.18.0.13:443", "evil.example");
+    echo("198.18.0.10", 443, "api.github.com");
+    echo("198.18.0.11", 443, "api.stripe.com");
+    echo("198.18.0.10", 80, "");
+    echo("198.18.0.11", 80, "");
+    echo("198.18.0.12", 80, "");
+    servers_.push_back(spawn_in_inet({"socat", "TCP-LISTEN:5432,bind=198.18.0.13,reuseaddr,fork", "EXEC:cat"}));
+    // The servers are up when they accept (a loaded CI machine is slow).
+    for (const char* target : {"198.18.0.10 443", "198.18.0.11 443", "198.18.0.10 80", "198.18.0.11 80",
+                               "198.18.0.12 80", "198.18.0.12 443", "198.18.0.13 443", "198.18.0.13 5432"}) {
+      bool up = false;
+      for (int i = 0; i < 100 && !up; ++i) {
+        up = run_in_netns(lab_->inet_netns(), std::string("nc -z -w 1 ") + target).exit_code == 0;
+        if (!up) std::this_thread::sleep_for(100ms);
+      }
+      ASSERT_TRUE(up) << target << " never accepted";
+    }
+    create_session();
+  }
+  void TearDown() override {
+    for (pid_t pid : servers_) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    ZerodTest::TearDown();
+  }
+  std::string p(const std::string& name) const { return (pki_ / name).string(); }
+  static void sh(const std::string& cmd) { ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd; }
+  pid_t spawn_in_inet(std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"ip", "netns", "exec", lab_->inet_netns()});
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      int devnull = ::open("/dev/null", O_RDWR);
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execvp("ip", a.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+  void serve(const std::string& at, const std::string& host) {
+    servers_.push_back(spawn_in_inet({"openssl", "s_server", "-accept", at, "-cert", p(host + ".pem"), "-key",
+                                      p(host + ".key"), "-www", "-quiet"}));
+  }
+  // host "" = plain HTTP. Every request lands in upstream_log().
+  void echo(const std::string& address, int port, const std::string& host) {
+    std::vector<std::string> argv = {"python3", ZN_ECHO_UPSTREAM, address, std::to_string(port), p("upstream.log")};
+    if (!host.empty()) {
+      argv.push_back(p(host + ".pem"));
+      argv.push_back(p(host + ".key"));
+    }
+    servers_.push_back(spawn_in_inet(argv));
+  }
+  std::string upstream_log() const { return slurp(pki_ / "upstream.log"); }
+  CommandResult curl(const std::string& args) {
+    return guest("curl -s -m 5 --cacert " + p("guest-trust.pem") + " " + args);
+  }
+  std::string egress_events() {
+    // Read-only, as znctl reads it: zerod keeps writing meanwhile.
+    broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
+    std::string out;
+    broker::AuditQuery q;
+    q.event = "egress:";
+    for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
+    return out;
+  }
+
+  fs::path pki_;
+  std::vector<pid_t> servers_;
+};
+
+}  // namespace zn::test

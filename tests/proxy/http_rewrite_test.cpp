@@ -1,0 +1,64 @@
+#include "userspace/http_rewrite.h"
+
+#include <gtest/gtest.h>
+
+namespace zn::http {
+namespace {
+
+RequestHead parse(const std::string& raw) {
+  RequestHead h;
+  ParseResult r = parse_request_head(raw, HttpLimits{}, h);
+  EXPECT_EQ(r.state, ParseState::kDone) << r.error;
+  return h;
+}
+
+TEST(HttpRewrite, FramingIsRegeneratedAndHopByHopHeadersDropped) {
+  RequestHead h = parse(
+      "POST /v1/a HTTP/1.1\r\nHost: API.stripe.com\r\nConnection: keep-alive, X-Secret-Hop\r\n"
+      "X-Secret-Hop: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nExpect: 100-continue\r\n"
+      "Accept: */*\r\nTransfer-Encoding: chunked\r\n\r\n");
+  NormalisedTarget t{"/v1/a", "x=1", true};
+  const std::string out = forwarded_request_head(h, t, "api.stripe.com", nullptr);
+  EXPECT_EQ(out,
+            "POST /v1/a?x=1 HTTP/1.1\r\nHost: api.stripe.com\r\nAccept: */*\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n");
+}
+
+TEST(HttpRewrite, TheIdentityReplacesEveryCredentialTheRuleOwns) {
+  RequestHead h = parse(
+      "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nauthorization: Bearer guest\r\n"
+      "Proxy-Authorization: Basic x\r\nAUTHORIZATION: Bearer again\r\nContent-Length: 3\r\n\r\n");
+  proxy::Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization", "Proxy-Authorization"}};
+  const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
+  EXPECT_EQ(out,
+            "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAuthorization: Bearer sk_test_1\r\n"
+            "Content-Length: 3\r\n\r\n");
+}
+
+TEST(HttpRewrite, ResponseHeadKeepsLengthOrRechunks) {
+  ResponseHead r;
+  ParseResult pr = parse_response_head(
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\nServer: up\r\n\r\n", HttpLimits{}, false, r);
+  ASSERT_EQ(pr.state, ParseState::kDone);
+  EXPECT_EQ(forwarded_response_head(r, false, false), "HTTP/1.1 200 OK\r\nServer: up\r\nContent-Length: 5\r\n\r\n");
+  pr = parse_response_head("HTTP/1.1 200 OK\r\nServer: up\r\n\r\n", HttpLimits{}, false, r);
+  ASSERT_EQ(r.framing, BodyFraming::kUntilClose);
+  EXPECT_EQ(forwarded_response_head(r, true, true),
+            "HTTP/1.1 200 OK\r\nServer: up\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+  // HEAD: the length describes the GET's body and is kept, with no body.
+  pr = parse_response_head("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", HttpLimits{}, true, r);
+  ASSERT_EQ(r.framing, BodyFraming::kNone);
+  EXPECT_EQ(forwarded_response_head(r, false, false), "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n");
+}
+
+TEST(HttpRewrite, ProxyResponsesCloseAndCarryTheirLength) {
+  const std::string out = proxy_response(403, "zeroness: blocked by policy (default deny)\n");
+  EXPECT_EQ(out.substr(0, 24), "HTTP/1.1 403 Forbidden\r\n");
+  EXPECT_NE(out.find("Content-Length: 43\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(out.substr(out.size() - 43), "zeroness: blocked by policy (default deny)\n");
+  EXPECT_EQ(reason_phrase(421), "Misdirected Request");
+}
+
+}  // namespace
+}  // namespace zn::http
