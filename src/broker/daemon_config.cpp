@@ -50,7 +50,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
                                  "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
                                  "metrics_port", "proxy_idle_timeout_ms", "proxy_max_connections_per_guest",
-                                 "proxy_header_timeout_ms",
+                                 "proxy_header_timeout_ms", "approval_timeout_ms",
                                  "upstream_ca_bundle"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
@@ -68,6 +68,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
   c.proxy_header_timeout_ms = get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
   c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);

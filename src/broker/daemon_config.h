@@ -26,6 +26,7 @@ struct DaemonConfig {
   uint32_t proxy_idle_timeout_ms = 300000;  // relayed connections idle this long are closed
   uint32_t proxy_header_timeout_ms = 10000;  // a started request head must complete in this
   uint32_t proxy_max_connections_per_guest = 256;
+  uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.
   std::string upstream_ca_bundle;

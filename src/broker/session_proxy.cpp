@@ -179,13 +179,34 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
 
   RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
   if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
-  if (v.action == RequestAction::kAsk)
-    return refuse(d, 403, "needs approval, and holding requests for approval is not available yet", facts);
   if (v.rule->identity && !facts.sni) return refuse(d, 403, "identity is never sent over cleartext", facts);
   d.allow = true;
   d.status = 0;
   d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
+  if (v.action == RequestAction::kAsk) {
+    d.hold_ticket = approvals_.hold(facts.session, host->name, facts.method, facts.path);
+    audit_.append({"egress:ask",
+                   facts.session,
+                   {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
+  }
   return d;
+}
+
+proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint64_t ticket) {
+  switch (approvals_.take(ticket)) {
+    case ApprovalState::kPending:
+      return {proxy::HoldOutcome::kPending, ""};
+    case ApprovalState::kApproved:
+      return {proxy::HoldOutcome::kApproved, ""};  // audited when the operator decided
+    case ApprovalState::kDenied:
+      return {proxy::HoldOutcome::kRefused, "denied by operator"};
+    case ApprovalState::kExpired:
+      audit_.append({"egress:deny", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
+      return {proxy::HoldOutcome::kRefused, "approval timed out"};
+    case ApprovalState::kUnknown:
+      break;
+  }
+  return {proxy::HoldOutcome::kRefused, "approval unknown"};
 }
 
 std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::string& session,

@@ -1,10 +1,11 @@
 // The broker's side of the transparent proxy: which session a connection
 // belongs to, whether it is spliced, intercepted or reset, each intercepted
 // request's verdict (policy, Host == SNI, rate), where upstreams may be
-// (pinned to governed-DNS answers), and the identity for a request just
-// allowed. Every verdict is audited here.
+// (pinned to governed-DNS answers), requests held for approval, and the
+// identity for a request just allowed. Every verdict is audited here.
 #pragma once
 
+#include "broker/approval_book.h"
 #include "broker/audit_log.h"
 #include "broker/rate_limiter.h"
 #include "broker/session_dns.h"
@@ -16,11 +17,12 @@ namespace zn::broker {
 class SessionProxyPolicy : public proxy::ProxyPolicy {
  public:
   SessionProxyPolicy(const SessionRegistry& sessions, const SessionDnsPolicy& dns, ConfiguredResolver& resolver,
-                     AuditLog& audit)
-      : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit) {}
+                     AuditLog& audit, ApprovalBook& approvals)
+      : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit), approvals_(approvals) {}
 
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
+  proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
   proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
   std::optional<proxy::Injection> injection_for(const std::string& session, const proxy::RuleRef& rule) override;
   void on_request_done(const proxy::RequestSummary& summary) override;
@@ -35,6 +37,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   const SessionDnsPolicy& dns_;
   ConfiguredResolver& resolver_;
   AuditLog& audit_;
+  ApprovalBook& approvals_;
   RateLimiter rate_;
 };
 

@@ -96,7 +96,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
-  proxy_policy_ = std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_);
+  approvals_ = std::make_unique<ApprovalBook>(std::chrono::milliseconds(config_.approval_timeout_ms));
+  proxy_policy_ = std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_);
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
@@ -222,9 +223,31 @@ void ZerodDaemon::register_verbs() {
     const std::string id = require(args, "id");
     registry_->remove(id);
     dns_policy_->forget(id);
+    approvals_->forget_session(id);
     spdlog::info("session {} deleted", id);
     return json{{"deleted", id}};
   });
+  control_->handle("approval.list", [this](const json&) {
+    json out = json::array();
+    for (const HeldRequest& h : approvals_->pending())
+      out.push_back({{"ticket", h.ticket}, {"session", h.session}, {"host", h.host}, {"method", h.method},
+                     {"path", h.path}, {"expires", format_audit_ts(h.expires_at)}});
+    return out;
+  });
+  for (const bool approve : {true, false}) {
+    control_->handle(approve ? "approval.allow" : "approval.deny", [this, approve](const json& args) {
+      if (!args.contains("ticket") || !args["ticket"].is_number_unsigned())
+        throw SessionError("missing \"ticket\" (number)");
+      const json& t = args["ticket"];
+      // Only a pending ticket can be decided: a replayed command is refused.
+      std::optional<HeldRequest> h = approvals_->decide(t.get<uint64_t>(), approve);
+      if (!h) throw SessionError("no pending request with ticket " + std::to_string(t.get<uint64_t>()));
+      audit_->append({approve ? "egress:approved" : "egress:deny", h->session,
+                      {{"host", h->host}, {"method", h->method}, {"path", h->path}, {"ticket", h->ticket},
+                       {"reason", approve ? "approved by operator" : "denied by operator"}}});
+      return json{{"ticket", h->ticket}, {"approved", approve}};
+    });
+  }
   control_->handle("stats", [this](const json& args) {
     json out = json::object();
     for (const Session& s : registry_->list()) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker/approval_book.h"
 #include "broker/audit_log.h"
 #include "broker/control_server.h"
 #include "broker/daemon_config.h"
@@ -52,6 +53,7 @@ class ZerodDaemon {
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;
+  std::unique_ptr<ApprovalBook> approvals_;
   std::unique_ptr<SessionProxyPolicy> proxy_policy_;
   std::unique_ptr<proxy::TransparentProxy> proxy_;
   std::unique_ptr<ControlServer> control_;

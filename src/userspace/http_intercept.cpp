@@ -165,6 +165,16 @@ class Exchange {
       co_await refuse(r);
       co_return false;
     }
+    if (decision.hold_ticket != 0) {
+      // Held for a human: nothing goes upstream until the ticket is approved.
+      HoldState held = co_await wait_for_approval(decision.hold_ticket);
+      if (held.outcome != HoldOutcome::kApproved) {
+        ctx_.counters.denied++;
+        const Refusal r{403, "zeroness: blocked by policy (" + held.reason + ")\n"};
+        co_await refuse(r);
+        co_return false;
+      }
+    }
     summary.host = decision.host;
     if (decision.rule) summary.identity = decision.rule->identity;
     if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
@@ -212,6 +222,17 @@ class Exchange {
       co_return false;
     }
     co_return true;
+  }
+
+  awaitable<HoldState> wait_for_approval(uint64_t ticket) {
+    asio::steady_timer tick(co_await asio::this_coro::executor);
+    const std::string session = conn_.session;
+    for (;;) {
+      HoldState s = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.hold_state(session, ticket); });
+      if (s.outcome != HoldOutcome::kPending) co_return s;
+      tick.expires_after(200ms);
+      co_await tick.async_wait(use_awaitable);
+    }
   }
 
   // Sends the request on and relays the response. A Refusal when the proxy
@@ -270,7 +291,8 @@ class Exchange {
     const std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
     response_started = true;
     summary.status = resp.status;
-    co_await guest_.write_all(out_head);
+    // A guest that stops reading holds the exchange no longer than an idle one.
+    co_await with_deadline(guest_.write_all(out_head), ctx_.idle_timeout);
     summary.bytes_to_guest += out_head.size();
     if (resp.framing != http::BodyFraming::kNone) {
       http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
@@ -282,7 +304,7 @@ class Exchange {
         if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
         if (!piece.empty()) {
           if (chunk_out) piece = http::chunk_frame(piece);
-          co_await guest_.write_all(piece);
+          co_await with_deadline(guest_.write_all(piece), ctx_.idle_timeout);
           summary.bytes_to_guest += piece.size();
         }
         if (step.done) break;
@@ -293,7 +315,7 @@ class Exchange {
         }
         upstream_.buffered.append(buf_, n);
       }
-      if (chunk_out) co_await guest_.write_all(http::kLastChunk);
+      if (chunk_out) co_await with_deadline(guest_.write_all(http::kLastChunk), ctx_.idle_timeout);
     }
     if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose) upstream_.reset();
     co_return std::nullopt;
@@ -390,7 +412,7 @@ class Exchange {
   awaitable<void> refuse(const Refusal& refusal) {
     try {
       const std::string answer = http::proxy_response(refusal.status, refusal.body);
-      co_await guest_.write_all(answer);
+      co_await with_deadline(guest_.write_all(answer), 5s);
       co_await guest_.close_write();
       size_t drained = 0;
       while (drained < (1u << 20)) {

@@ -64,6 +64,14 @@ struct RequestDecision {
   std::string reason;   // shown to the guest in the body; never a secret
   std::string host;     // normalised Host: the upstream name
   std::optional<RuleRef> rule;
+  // Allowed only once a human approves ("ask"): the proxy polls hold_state.
+  uint64_t hold_ticket = 0;
+};
+
+enum class HoldOutcome { kPending, kApproved, kRefused };
+struct HoldState {
+  HoldOutcome outcome = HoldOutcome::kRefused;
+  std::string reason;  // when refused
 };
 
 struct Injection {
@@ -103,6 +111,8 @@ class ProxyPolicy {
   // off its event loop. Denials are audited by the broker itself.
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
   virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
+  // Never blocks: the proxy polls a held request until it is decided.
+  virtual HoldState hold_state(const std::string& session, uint64_t ticket) = 0;
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.
   virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;

@@ -291,5 +291,48 @@ TEST_F(InterceptTest, AGuestThatDoesNotTrustTheDeploymentCaGetsNothing) {
   EXPECT_EQ(upstream_log(), "");
 }
 
+TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
+  std::string p2 = policy(R"({"host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"],"action":"ask"},)");
+  ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", p2}})["ok"]);
+  auto held_ticket = [&]() -> uint64_t {
+    for (int i = 0; i < 50; ++i) {
+      json r = call("approval.list");
+      if (r["ok"] && !r["result"].empty()) return r["result"][0]["ticket"].get<uint64_t>();
+      std::this_thread::sleep_for(100ms);
+    }
+    return 0;
+  };
+  // Approved: the request goes on, once; the approval cannot be replayed.
+  auto pending = std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/b"); });
+  uint64_t ticket = held_ticket();
+  ASSERT_NE(ticket, 0u);
+  json listed = call("approval.list")["result"][0];
+  EXPECT_EQ(listed["method"], "DELETE");
+  EXPECT_EQ(listed["path"], "/repos/a/b");
+  EXPECT_EQ(listed["session"], "user-1");
+  EXPECT_EQ(upstream_log(), "");  // nothing upstream while held
+  EXPECT_TRUE(call("approval.allow", {{"ticket", ticket}})["ok"]);
+  EXPECT_FALSE(call("approval.allow", {{"ticket", ticket}})["ok"]);
+  const std::string approved = pending.get();
+  EXPECT_EQ(approved.substr(approved.size() - 3), "200") << approved;
+  EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 1u);
+  // Denied by the operator.
+  pending = std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/c"); });
+  ticket = held_ticket();
+  ASSERT_NE(ticket, 0u);
+  EXPECT_TRUE(call("approval.deny", {{"ticket", ticket}})["ok"]);
+  EXPECT_EQ(pending.get(), "zeroness: blocked by policy (denied by operator)\n\n403");
+  // Nobody answers: denied at the approval timeout (4 s here).
+  EXPECT_EQ(fetch("-m 8 -X DELETE https://api.github.com/repos/a/d"),
+            "zeroness: blocked by policy (approval timed out)\n\n403");
+  EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 1u);
+  EXPECT_FALSE(call("approval.allow", {{"ticket", 12345}})["ok"]);
+  const std::string events = egress_events();
+  EXPECT_NE(events.find("egress:ask"), std::string::npos) << events;
+  EXPECT_NE(events.find("egress:approved"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"reason\":\"denied by operator\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"reason\":\"approval timed out\""), std::string::npos) << events;
+}
+
 }  // namespace
 }  // namespace zn::test

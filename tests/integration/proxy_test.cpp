@@ -70,5 +70,24 @@ TEST_F(ProxyTest, ASlowClientIsTimedOut) {
   EXPECT_LE(seconds, 7) << r.output;  // ... then reset at the hello deadline
 }
 
+TEST_F(ProxyTest, AGuestOverItsConnectionCapIsResetUntilItsConnectionsEnd) {
+  ASSERT_EQ(dig("registry.npmjs.org"), "198.18.0.12\n");
+  // 64 connections (the cap in these tests) held in the hello phase, then
+  // one more from the same address: reset at accept. Once they end, the
+  // guest is served again. (The cap counts per guest address.)
+  auto r = guest("bash -c 'for i in $(seq 64); do sleep 4 | nc 198.18.0.12 443 > /dev/null & done; sleep 2; "
+                 "curl -4 -s -m 3 --cacert " + p("guest-trust.pem") +
+                 " -o /dev/null https://registry.npmjs.org/; echo rc=$?; wait; "
+                 "curl -4 -s -m 3 --cacert " + p("guest-trust.pem") + " -o /dev/null https://registry.npmjs.org/; echo rc=$?'");
+  EXPECT_NE(r.output.find("rc="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.substr(0, 5), "rc=0\n") << r.output;
+  EXPECT_EQ(r.output.substr(r.output.size() - 5), "rc=0\n") << r.output;
+  auto m = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
+  const std::string line = "zn_proxy_connections_total{result=\"guest_cap\"} ";
+  const size_t at = m.output.find(line);
+  ASSERT_NE(at, std::string::npos) << m.output;
+  EXPECT_GE(std::atoi(m.output.c_str() + at + line.size()), 1) << m.output;
+}
+
 }  // namespace
 }  // namespace zn::test

@@ -65,6 +65,7 @@ class ZerodTest : public ::testing::Test {
                    {"proxy_idle_timeout_ms", 2000},
                    {"proxy_header_timeout_ms", 2000},
                    {"proxy_max_connections_per_guest", 64},
+                   {"approval_timeout_ms", 4000},
                    {"dns_static",
                     {{"api.github.com", {"198.18.0.10"}},
                      {"api.stripe.com", {"198.18.0.11"}},

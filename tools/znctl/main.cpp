@@ -221,6 +221,29 @@ std::map<std::string, std::map<std::string, VerbEntry>> verbs() {
                               print(r, [&] { std::cout << "deleted " << r["deleted"].get<std::string>() << "\n"; });
                               return 0;
                             }};
+  t["approval"]["list"] = {"approval list", [](const Args&) {
+                             json r = call("approval.list");
+                             print(r, [&] {
+                               for (const auto& h : r)
+                                 std::cout << h["ticket"] << "  " << h["session"].get<std::string>() << "  "
+                                           << h["method"].get<std::string>() << " https://"
+                                           << h["host"].get<std::string>() << h["path"].get<std::string>()
+                                           << "  expires " << h["expires"].get<std::string>() << "\n";
+                             });
+                             return 0;
+                           }};
+  auto decide = [](const std::string& d) {
+    return [d](const Args& a) {
+      const std::string& text = arg(a, 0, "TICKET");
+      if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        throw UsageError("TICKET is a number (see approval list)");
+      json r = call("approval." + d, {{"ticket", std::stoull(text)}});
+      print(r, [&] { std::cout << (d == "allow" ? "approved " : "denied ") << r["ticket"] << "\n"; });
+      return 0;
+    };
+  };
+  t["approval"]["allow"] = {"approval allow TICKET", decide("allow")};
+  t["approval"]["deny"] = {"approval deny TICKET", decide("deny")};
   t["policy"]["check"] = {"policy check FILE", [](const Args& a) {
                             auto compiled = zb::CompiledPolicy::compile(zb::parse_policy(read_file(arg(a, 0, "FILE"))));
                             const auto& p = compiled->policy();

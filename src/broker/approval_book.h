@@ -1,0 +1,54 @@
+// Requests held for a human ("action": "ask"): each held request gets a
+// ticket; an operator approves or denies that one ticket (znctl approval),
+// or it expires. An approval is scoped to its request: it is consumed when
+// the proxy reads it and never covers another request.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace zn::broker {
+
+enum class ApprovalState { kPending, kApproved, kDenied, kExpired, kUnknown };
+
+struct HeldRequest {
+  uint64_t ticket = 0;
+  std::string session, host, method, path;
+  std::chrono::system_clock::time_point held_at, expires_at;
+};
+
+class ApprovalBook {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ApprovalBook(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+
+  // A new pending ticket (unguessable, never 0).
+  uint64_t hold(const std::string& session, const std::string& host, const std::string& method,
+                const std::string& path, Clock::time_point now = Clock::now());
+  // The proxy polls: a final state is returned once and the ticket is gone.
+  ApprovalState take(uint64_t ticket, Clock::time_point now = Clock::now());
+  // An operator's decision; nullopt if the ticket is unknown or no longer
+  // pending (decided, expired), so a replayed command changes nothing.
+  std::optional<HeldRequest> decide(uint64_t ticket, bool approve, Clock::time_point now = Clock::now());
+  std::vector<HeldRequest> pending(Clock::time_point now = Clock::now());
+  // A deleted session's held requests are denied.
+  void forget_session(const std::string& session);
+
+ private:
+  struct Entry {
+    HeldRequest request;
+    Clock::time_point expires;
+    ApprovalState state = ApprovalState::kPending;
+  };
+  void expire(Entry& e, Clock::time_point now);
+  std::chrono::milliseconds ttl_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, Entry> entries_;
+};
+
+}  // namespace zn::broker

@@ -1,0 +1,78 @@
+#include "broker/approval_book.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace zn::broker {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ApprovalBook, AnApprovalIsForItsTicketOnlyAndReadOnce) {
+  ApprovalBook book(10s);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t a = book.hold("s", "api.internal", "DELETE", "/x", t0);
+  const uint64_t b = book.hold("s", "api.internal", "DELETE", "/y", t0);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(book.pending(t0).size(), 2u);
+  auto decided = book.decide(a, true, t0);
+  ASSERT_TRUE(decided);
+  EXPECT_EQ(decided->path, "/x");
+  EXPECT_EQ(book.take(b, t0), ApprovalState::kPending);
+  EXPECT_EQ(book.take(a, t0), ApprovalState::kApproved);
+  EXPECT_EQ(book.take(a, t0), ApprovalState::kUnknown);  // consumed
+  EXPECT_EQ(book.pending(t0).size(), 1u);
+}
+
+TEST(ApprovalBook, ADecisionCannotBeReplayedOrChanged) {
+  ApprovalBook book(10s);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t a = book.hold("s", "h", "POST", "/", t0);
+  EXPECT_TRUE(book.decide(a, false, t0));
+  EXPECT_FALSE(book.decide(a, true, t0));
+  EXPECT_FALSE(book.decide(a, false, t0));
+  EXPECT_EQ(book.take(a, t0), ApprovalState::kDenied);
+  EXPECT_FALSE(book.decide(a, true, t0));
+  EXPECT_FALSE(book.decide(424242, true, t0));
+}
+
+TEST(ApprovalBook, UndecidedTicketsExpireAndCannotBeApprovedLate) {
+  ApprovalBook book(2s);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t a = book.hold("s", "h", "POST", "/", t0);
+  EXPECT_TRUE(book.pending(t0 + 1s).size() == 1u);
+  EXPECT_TRUE(book.pending(t0 + 2s).empty());
+  EXPECT_FALSE(book.decide(a, true, t0 + 3s));
+  EXPECT_EQ(book.take(a, t0 + 3s), ApprovalState::kExpired);
+}
+
+TEST(ApprovalBook, ADeletedSessionsHeldRequestsAreDenied) {
+  ApprovalBook book(10s);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t a = book.hold("gone", "h", "POST", "/", t0);
+  const uint64_t b = book.hold("kept", "h", "POST", "/", t0);
+  book.forget_session("gone");
+  EXPECT_EQ(book.take(a, t0), ApprovalState::kDenied);
+  EXPECT_EQ(book.take(b, t0), ApprovalState::kPending);
+}
+
+TEST(ApprovalBook, TicketsAreNotSequential) {
+  ApprovalBook book(10s);
+  std::set<uint64_t> seen;
+  uint64_t prev = 0;
+  int consecutive = 0;
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t t = book.hold("s", "h", "GET", "/");
+    EXPECT_NE(t, 0u);
+    EXPECT_LE(t, (1ULL << 53));
+    if (t == prev + 1) ++consecutive;
+    prev = t;
+    seen.insert(t);
+  }
+  EXPECT_EQ(seen.size(), 200u);
+  EXPECT_LT(consecutive, 3);
+}
+
+}  // namespace
+}  // namespace zn::broker
