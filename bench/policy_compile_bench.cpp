@@ -3,6 +3,8 @@
 // same run — nlohmann::json parsing of the same document, the floor any JSON
 // policy pays — and the absolute target of < 50 ms compile.
 // Usage: policy_compile_bench [rules] [rounds]
+// Every row is also printed as one machine-readable line (scripts/bench.sh):
+//   RESULT name=<step> rules=<n> ms=<ms> base_ms=<json parse ms> ratio=<x>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "broker/datapath_plan.h"
 #include "broker/policy_parser.h"
 #include "support/verdict_fixtures.h"
+#include "synthetic_policy.h"
 
 namespace {
 
@@ -30,35 +33,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// A mix like a big deployment: exact hosts with methods/paths, wildcards,
-// denies, and L4 rules on addresses (the part that reaches the BPF trie).
-std::string make_policy(int rules) {
-  nlohmann::json allow = nlohmann::json::array(), deny = nlohmann::json::array();
-  for (int i = 0; i < rules; ++i) {
-    const std::string n = std::to_string(i);
-    switch (i % 4) {
-      case 0:
-        allow.push_back({{"host", "api" + n + ".example.com"}, {"methods", {"GET", "POST"}},
-                         {"paths", {"/v1/**", "/repos/*/issues"}}});
-        break;
-      case 1: allow.push_back({{"host", "*.svc" + n + ".example.net"}}); break;
-      case 2:
-        allow.push_back({{"host", "198." + std::to_string(18 + (i >> 16) % 2) + "." +
-                                      std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255)},
-                         {"port", 5432}});
-        break;
-      default: deny.push_back({{"host", "bad" + n + ".example.com"}}); break;
-    }
-  }
-  return nlohmann::json{{"policy", {{"allow", allow}, {"deny", deny}}}}.dump();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const int rules = argc > 1 ? std::atoi(argv[1]) : 10000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
-  const std::string doc = make_policy(rules);
+  const std::string doc = zn::bench::make_policy(rules);
   zn::test::FixtureDatapath datapath;  // private maps: the real trie
   const uint32_t idx = zn::test::FixtureGuest::kSessionIdx;
   auto no_names = [](const std::string&) { return std::vector<zn::broker::ResolvedAddress>{}; };
@@ -97,13 +77,23 @@ int main(int argc, char** argv) {
   std::printf("policy of %d rules (%zu bytes), %zu L4 map entries, %d rounds (median)\n", rules,
               doc.size(), entries, rounds);
   std::printf("%-34s %9s %8s\n", "step", "ms", "x json");
-  auto row = [&](const char* name, double ms) { std::printf("%-34s %9.2f %7.2fx\n", name, ms, ms / base); };
-  row("baseline: nlohmann::json::parse", base);
-  row("parse + validate (parse_policy)", median(parse_ms));
-  row("compile (CompiledPolicy)", median(compile_ms));
-  row("plan datapath entries", median(plan_ms));
-  row("map update: insert L4 entries", median(apply_ms));
-  row("map update: remove L4 entries", median(remove_ms));
+  std::string results;
+  auto row = [&](const char* key, const char* name, double ms) {
+    std::printf("%-34s %9.2f %7.2fx\n", name, ms, ms / base);
+    char line[160];
+    std::snprintf(line, sizeof(line), "RESULT name=%s rules=%d ms=%.4f base_ms=%.4f ratio=%.4f\n", key, rules, ms,
+                  base, ms / base);
+    results += line;
+  };
+  row("json_parse", "baseline: nlohmann::json::parse", base);
+  row("parse_policy", "parse + validate (parse_policy)", median(parse_ms));
+  row("compile", "compile (CompiledPolicy)", median(compile_ms));
+  row("plan", "plan datapath entries", median(plan_ms));
+  row("map_insert", "map update: insert L4 entries", median(apply_ms));
+  row("map_remove", "map update: remove L4 entries", median(remove_ms));
+  row("compile_total", "compile total (parse+compile+plan)", parse_compile);
+  std::fputs(results.c_str(), stdout);
+  std::printf("RESULT name=l4_entries rules=%d count=%zu\n", rules, entries);
   std::printf("compile total (parse+compile+plan) %.2f ms: target < 50 ms %s\n", parse_compile,
               parse_compile < 50 ? "met" : "MISSED");
   return 0;

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything the build, the tests, the demo and the benchmarks need
-# (Debian 12). Idempotent: does nothing when all packages are present.
+# Installs everything the build, the tests and the demo need (Debian 12);
+# with --bench also what scripts/bench.sh compares against and plots with.
+# Idempotent: does nothing when all packages are present. Services packages
+# ship (nginx, haproxy, iperf3) are never started: the benchmark runs its
+# own copies inside lab namespaces.
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +15,9 @@ PACKAGES=(
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
 )
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(iperf3 haproxy nginx wrk gnuplot-nox jq)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,5 +33,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Keep package scripts from starting daemons (nginx would bind :80 on the
+# machine): policy-rc.d exit 101 = "action forbidden", only if none exists.
+policy_rc=/usr/sbin/policy-rc.d
+own_policy_rc=0
+if [ ! -e "$policy_rc" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy_rc"
+  chmod 755 "$policy_rc"
+  own_policy_rc=1
+fi
+trap '[ "$own_policy_rc" = 1 ] && rm -f "$policy_rc"' EXIT
+echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections 2> /dev/null || true
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,120 @@
+# shellcheck shell=bash
+# Section 3 — control plane:
+#   - policy parse + compile + plan + map update of 10k rules
+#     (bench/policy_compile_bench; baseline: nlohmann::json parsing of the
+#     same document; absolute target: compile < 50 ms)
+#   - session create/delete rate through `znctl session create/delete`
+#     against a running zerod (baseline: `znctl status`, the same process
+#     start and control-socket round trip doing nothing), alternated per round
+#   - N concurrent sessions (zerod makes and attaches a TAP for each;
+#     N = 1000, 50 with --quick) and zerod's VmRSS per session
+# zerod runs in a network namespace of its own, created and removed here.
+
+cp_policy() {
+  cat <<- 'JSON'
+	{"policy":{"allow":[{"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]},
+	  {"host":"*.npmjs.org"},{"host":"db.internal","port":5432,"proto":"tcp"}],
+	  "deny":[{"host":"evil.example"}]}}
+	JSON
+}
+
+# cp_time_ms CMD...: wall time of CMD in ms (its output discarded).
+cp_time_ms() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" > /dev/null
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e6 }'
+}
+
+cp_compile() {
+  local rules=10000 out line name ms base r note
+  out="$WORK/policy_compile_bench.txt"
+  scratch_netns k
+  ip netns exec "$SCRATCH_NS" "$BUILD_DIR/bench/policy_compile_bench" "$rules" "$ROUNDS" > "$out"
+  sed 's/^/  /' "$out" | grep -v '^  RESULT' >&2
+  grep '^RESULT name=' "$out" | grep ' ms=' | while read -r line; do
+    name=$(sed -n 's/.* name=\([^ ]*\).*/\1/p' <<< "$line")
+    [ "$name" = json_parse ] && continue
+    ms=$(sed -n 's/.* ms=\([^ ]*\).*/\1/p' <<< "$line")
+    base=$(sed -n 's/.* base_ms=\([^ ]*\).*/\1/p' <<< "$line")
+    r=$(sed -n 's/.* ratio=\([^ ]*\).*/\1/p' <<< "$line")
+    note="$rules rules"
+    if [ "$name" = compile_total ]; then
+      if awk -v m="$ms" 'BEGIN { exit !(m < 50) }'; then note="$note; absolute target < 50 ms: met"; else note="$note; absolute target < 50 ms: MISSED"; fi
+    fi
+    record_figure control "policy $name" ms "$ms" "json parse" "$base" "$r" "" "" "$note"
+  done
+}
+
+cp_sessions() {
+  local mark ns prefix dir k=50 n=1000 round i t
+  mark=$(cleanup_mark)
+  [ "$QUICK" = 1 ] && k=10 n=50
+  prefix=$(lab_prefix c)
+  ns="$prefix-cp"
+  echo "$ns" >> "$WORK/netns"
+  dir="$WORK/control"
+  mkdir -p "$dir"
+  netns_up "$ns"
+  on_exit "rm -rf /sys/fs/bpf/zeroness-$prefix"
+  zerod_start "$ns" "$dir/zerod" "/sys/fs/bpf/zeroness-$prefix" '{"metrics_port": 0}'
+  cp_policy > "$dir/policy.json"
+
+  # Create/delete rate: K status calls, K creates, K deletes per round.
+  for ((round = 1; round <= ROUNDS; round++)); do
+    t=$(cp_time_ms bash -c "for i in \$(seq $k); do \"\$0\" --socket '$dir/zerod/zerod.sock' status; done" \
+      "$BUILD_DIR/tools/znctl/znctl")
+    echo "$round status $(awk -v t="$t" -v k="$k" 'BEGIN { print t / k }')" >> "$dir/rate.txt"
+    t=$(cp_time_ms bash -c "for i in \$(seq $k); do \"\$0\" --socket '$dir/zerod/zerod.sock' session create r$round-\$i --policy '$dir/policy.json' || exit 1; done" \
+      "$BUILD_DIR/tools/znctl/znctl")
+    echo "$round create $(awk -v t="$t" -v k="$k" 'BEGIN { print t / k }')" >> "$dir/rate.txt"
+    t=$(cp_time_ms bash -c "for i in \$(seq $k); do \"\$0\" --socket '$dir/zerod/zerod.sock' session delete r$round-\$i || exit 1; done" \
+      "$BUILD_DIR/tools/znctl/znctl")
+    echo "$round delete $(awk -v t="$t" -v k="$k" 'BEGIN { print t / k }')" >> "$dir/rate.txt"
+  done
+  local base op
+  base=$(awk '$2 == "status" {print $3}' "$dir/rate.txt" | median)
+  for op in create delete; do
+    local per r
+    per=$(awk -v o="$op" '$2 == o {print $3}' "$dir/rate.txt" | median)
+    r=$(awk -v o="$op" '{t[$1 " " $2] = $3} END { for (k in t) { split(k, a, " "); if (a[2] == o) print t[k] / t[a[1] " status"] } }' "$dir/rate.txt" | median)
+    record_figure control "session $op (znctl)" ms/session "$per" "znctl status" "$base" "$r" "" "" \
+      "$(awk -v p="$per" 'BEGIN { printf "%.0f sessions/s", 1000 / p }'), $k per round"
+  done
+
+  # N concurrent sessions, each with its own TAP under the datapath.
+  local rss0 rss1 made=0 err="" t0 t1
+  sleep 0.5
+  rss0=$(rss_kib "$ZEROD_PID")
+  t0=$(date +%s%N)
+  for ((i = 0; i < n; i++)); do
+    if ! err=$(znctl_in "$dir/zerod" session create "c$i" --policy "$dir/policy.json" 2>&1 > /dev/null); then
+      break
+    fi
+    made=$((made + 1))
+  done
+  t1=$(date +%s%N)
+  sleep 0.5
+  rss1=$(rss_kib "$ZEROD_PID")
+  local taps
+  taps=$(ip -n "$ns" -o link show type tun 2> /dev/null | wc -l)
+  record_meta concurrent_sessions "$(jq -cn --argjson want "$n" --argjson made "$made" --argjson taps "$taps" \
+    --argjson rss0 "$rss0" --argjson rss1 "$rss1" --arg err "$err" \
+    '{wanted: $want, created: $made, taps: $taps, rss_idle_kib: $rss0, rss_after_kib: $rss1, refusal: $err}')"
+  if [ "$made" -gt 0 ]; then
+    record_figure control "zerod RSS per session at $made sessions" KiB/session \
+      "$(awk -v a="$rss0" -v b="$rss1" -v m="$made" 'BEGIN { printf "%.2f", (b - a) / m }')" \
+      "idle zerod RSS (KiB)" "$rss0" "$(ratio "$rss1" "$rss0")" "" "" \
+      "ratio = RSS after / idle; $taps TAPs attached; created in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s"
+  fi
+  if [ "$made" -lt "$n" ]; then
+    record_status control "$n concurrent sessions" error "zerod refused session $((made + 1)) of $n: $err"
+  fi
+  cleanup_to "$mark"
+}
+
+section_control() {
+  cp_compile
+  cp_sessions
+}
