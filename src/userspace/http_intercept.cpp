@@ -334,6 +334,7 @@ class Exchange {
       try {
         co_await with_deadline(socket->async_connect(endpoint_of(a, conn_.port), use_awaitable),
                                ctx_.connect_timeout);
+        socket->set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
         std::unique_ptr<ByteStream> stream;
         if (conn_.tls) {
           SslPtr ssl(SSL_new(ctx_.upstream_tls));

@@ -261,6 +261,10 @@ struct TransparentProxy::Impl {
       co_return;
     }
     intercepted++;
+    // Heads and bodies go out as separate writes: without NODELAY, Nagle
+    // holds the second until the guest's delayed ACK (40 ms per response).
+    asio::error_code ignored;
+    guest.set_option(tcp::no_delay(true), ignored);
     if (!decision.tls) {
       PlainStream plain(guest);
       co_await serve_intercepted(plain, decision, *interception);
