@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,9 +35,11 @@ class AuditLog {
   AuditLog& operator=(const AuditLog&) = delete;
 
   // Thread-safe. Validates (std::invalid_argument, nothing written), redacts,
-  // assigns seq and ts, chains, commits one transaction, then hands the JSON
-  // line to the sink (in seq order; a throwing sink is ignored: the record is
-  // already durable). Throws std::runtime_error if the store fails (nothing
+  // assigns seq and ts, chains, commits, then hands the JSON line to the sink
+  // (in seq order; a throwing sink is ignored: the record is already
+  // durable). Concurrent appends are committed together in one transaction
+  // (group commit); each returns once its own record is durable. Throws
+  // std::runtime_error if the store fails (nothing of that transaction
   // stored, nothing emitted). Returns the stored record.
   AuditRecord append(AuditEvent ev);
 
@@ -58,7 +61,12 @@ class AuditLog {
  private:
   static AuditVerifyResult verify_store(AuditStore& store);
 
+  struct Pending;
+  static constexpr size_t kMaxBatch = 256;
   std::mutex mu_;
+  std::condition_variable committed_;
+  std::vector<Pending*> queue_;  // waiting to be committed, oldest first
+  bool writing_ = false;         // a caller is committing a batch (mu_ released)
   AuditLogOptions opts_;
   AuditRedactor redactor_;
   std::unique_ptr<AuditStore> store_;

@@ -130,7 +130,9 @@ sqlite3_stmt* AuditStore::prepare(const char* sql) {
   return s;
 }
 
-AuditRecord AuditStore::append(const BuildFn& build) {
+AuditRecord AuditStore::append(const BuildFn& build) { return append_batch({build}).front(); }
+
+std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& builds) {
   if (!insert_) throw std::logic_error("audit store: opened read-only");
   exec("BEGIN IMMEDIATE");
   try {
@@ -146,8 +148,10 @@ AuditRecord AuditStore::append(const BuildFn& build) {
         fail(db_, "read chain head");
       }
     }
-    AuditRecord rec = build(last_seq, last_hash);
-    {
+    std::vector<AuditRecord> out;
+    out.reserve(builds.size());
+    for (const BuildFn& build : builds) {
+      AuditRecord rec = build(last_seq, last_hash);
       Stmt ins(insert_);
       sqlite3_bind_int64(ins.s, 1, static_cast<sqlite3_int64>(rec.seq));
       bind_text(db_, ins.s, 2, rec.ts);
@@ -157,9 +161,12 @@ AuditRecord AuditStore::append(const BuildFn& build) {
       bind_text(db_, ins.s, 6, rec.prev);
       bind_text(db_, ins.s, 7, rec.hash);
       if (sqlite3_step(ins.s) != SQLITE_DONE) fail(db_, "insert");
+      last_seq = rec.seq;
+      last_hash = rec.hash;
+      out.push_back(std::move(rec));
     }
     exec("COMMIT");
-    return rec;
+    return out;
   } catch (...) {
     if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;

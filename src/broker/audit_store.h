@@ -46,6 +46,9 @@ class AuditStore {
   // On any failure rolls back and rethrows; nothing is stored.
   using BuildFn = std::function<AuditRecord(uint64_t last_seq, const std::string& last_hash)>;
   AuditRecord append(const BuildFn& build);
+  // The same for several records in one transaction (one fsync): each build
+  // is given the record before it. All or nothing.
+  std::vector<AuditRecord> append_batch(const std::vector<BuildFn>& builds);
 
   // Matching records, ascending seq. Throws std::invalid_argument on a bad query.
   std::vector<AuditRecord> query(const AuditQuery& q);

@@ -306,7 +306,9 @@ struct TransparentProxy::Impl {
   std::unique_ptr<InterceptContext> interception;
   std::map<std::string, size_t> per_guest;
   asio::io_context io;
-  asio::thread_pool pool{2};
+  // Broker calls (decisions, resolution, audit writes) run here; audit
+  // appends that overlap share one commit, so more than a couple of threads.
+  asio::thread_pool pool{4};
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   std::thread thread;
   uint16_t port = 0;

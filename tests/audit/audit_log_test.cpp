@@ -289,8 +289,12 @@ TEST_F(AuditLogTest, ConcurrentAppendsFormAGapFreeChain) {
   std::vector<std::thread> ts;
   for (int t = 0; t < kThreads; ++t)
     ts.emplace_back([&, t] {
-      for (int i = 0; i < kPer; ++i)
-        log.append(ev("packet:deny", "user-" + std::to_string(t), json{{"i", i}}));
+      for (int i = 0; i < kPer; ++i) {
+        // Commits are grouped; each caller still gets its own record back.
+        AuditRecord r = log.append(ev("packet:deny", "user-" + std::to_string(t), json{{"i", i}}));
+        EXPECT_EQ(r.sid, "user-" + std::to_string(t));
+        EXPECT_EQ(r.detail["i"], i);
+      }
     });
   for (auto& t : ts) t.join();
   auto v = log.verify();
