@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/deployment_ca.h"
+#include "support/temp_dir.h"
 #include "userspace/leaf_certs.h"
 
 namespace {
@@ -17,14 +18,8 @@ namespace {
 using zn::proxy::LeafCertAuthority;
 
 struct Ca {
-  Ca() {
-    char tmpl[] = "/tmp/zn-leaf-bench-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    paths = zn::broker::ensure_deployment_ca(dir + "/ca");
-  }
-  ~Ca() { std::filesystem::remove_all(dir); }
-  std::string dir;
-  zn::broker::DeploymentCaPaths paths;
+  zn::test::TempDir dir;
+  zn::broker::DeploymentCaPaths paths = zn::broker::ensure_deployment_ca(dir.file("ca"));
 };
 
 const Ca& ca() {

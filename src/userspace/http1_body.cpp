@@ -11,13 +11,6 @@ namespace {
 // refused so that no implementation can wrap it around.
 constexpr size_t kMaxChunkSizeDigits = 16;
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // qdtext / quoted-pair octets (RFC 9110 5.6.4), excluding DQUOTE and '\'.
 bool is_qdtext(unsigned char c) {
   return c == '\t' || c == ' ' || c == 0x21 || (c >= 0x23 && c != 0x5c && c != 0x7f);

@@ -95,6 +95,8 @@ ParseResult parse_response_head(std::string_view buf, const HttpLimits& limits, 
                                 ResponseHead& out);
 
 // Field-line syntax shared with the chunked trailer section (http1_body.cpp).
+// 0-15 for a hex digit (either case), -1 otherwise.
+int hex_value(char c);
 // tchar per RFC 9110 5.6.2.
 bool is_tchar(unsigned char c);
 // `line` is one field line without its CRLF. Returns nullptr and fills `out`,

@@ -69,7 +69,6 @@ class Exchange {
  public:
   Exchange(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
       : guest_(guest), conn_(connection), ctx_(ctx) {}
-  ~Exchange() { upstream_.reset(); }
 
   awaitable<void> run() {
     // g++ 12 miscompiles co_await in an if condition, and destroys

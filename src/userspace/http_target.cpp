@@ -1,16 +1,11 @@
 #include "userspace/http_target.h"
 
+#include "userspace/http1_message.h"
+
 namespace zn::http {
 namespace {
 
 constexpr char kHex[] = "0123456789ABCDEF";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // RFC 3986 2.3: the only characters whose escapes are equivalent to the
 // characters themselves, so decoding them never changes the meaning.

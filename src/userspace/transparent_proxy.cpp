@@ -29,7 +29,7 @@ using asio::use_awaitable;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
-constexpr uint16_t kHttpsPort = 443, kHttpPort = 80;
+constexpr uint16_t kHttpsPort = 443;
 
 // The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
 // with kernel memory per connection still bounded (two pipes).
@@ -162,8 +162,8 @@ struct TransparentProxy::Impl {
 
   // Only the loop thread touches per_guest.
   static std::string guest_key(int fd) {
-    sockaddr_storage ss = peer_of(fd);
-    return dns::endpoint_text(ss).substr(0, dns::endpoint_text(ss).rfind(':'));
+    const std::string peer = dns::endpoint_text(peer_of(fd));
+    return peer.substr(0, peer.rfind(':'));  // the address, without the port
   }
 
   awaitable<void> handle(tcp::socket guest, std::string guest_id) {

@@ -17,28 +17,11 @@
 #include <gtest/gtest.h>
 
 #include "broker/audit_log.h"
+#include "support/temp_dir.h"
 
 namespace zn::broker::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "zn-audit-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using zn::test::TempDir;
 
 // Runs SQL on the file through a separate raw connection (the tamperer).
 inline void raw_sql(const std::string& db, const std::string& sql) {

@@ -23,21 +23,13 @@
 #include <vector>
 
 #include "broker/deployment_ca.h"
+#include "support/temp_dir.h"
 #include "userspace/tls_contexts.h"
 
 namespace zn::proxy {
 namespace {
 
-namespace fs = std::filesystem;
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/zn-leaf-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
 
 std::time_t to_time_t(const ASN1_TIME* t) {
   struct tm tm {};
@@ -99,8 +91,8 @@ Handshake connect_to_leaf(const LeafCert& leaf, X509* ca, const std::string& hos
 
 class LeafCertsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ca = broker::ensure_deployment_ca(dir.path + "/ca"); }
-  TempDir dir;
+  void SetUp() override { ca = broker::ensure_deployment_ca(dir.file("ca")); }
+  test::TempDir dir;
   broker::DeploymentCaPaths ca;
 };
 
@@ -387,8 +379,8 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST_F(LeafCertsTest, CaLoadingErrorsAreClearAndNeverShowKeyBytes) {
-  auto other = broker::ensure_deployment_ca(dir.path + "/other");
-  std::string missing = dir.path + "/missing.pem";
+  auto other = broker::ensure_deployment_ca(dir.file("other"));
+  std::string missing = dir.file("missing.pem");
 
   std::string e = error_of([&] { LeafCertAuthority{missing, ca.key}; });
   EXPECT_NE(e.find(missing), std::string::npos) << e;
@@ -404,8 +396,8 @@ TEST_F(LeafCertsTest, CaLoadingErrorsAreClearAndNeverShowKeyBytes) {
   // A leaf (CA:FALSE) with its key cannot act as the CA.
   LeafCertAuthority authority(ca.cert, ca.key);
   auto leaf = authority.leaf_for("api.github.com");
-  std::string leaf_cert = dir.path + "/leaf.pem";
-  std::string leaf_key = dir.path + "/leaf.key";
+  std::string leaf_cert = dir.file("leaf.pem");
+  std::string leaf_key = dir.file("leaf.key");
   FILE* f = std::fopen(leaf_cert.c_str(), "w");
   PEM_write_X509(f, leaf->cert());
   std::fclose(f);

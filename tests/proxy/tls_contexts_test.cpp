@@ -17,21 +17,13 @@
 #include <vector>
 
 #include "broker/deployment_ca.h"
+#include "support/temp_dir.h"
 #include "userspace/leaf_certs.h"
 
 namespace zn::proxy {
 namespace {
 
-namespace fs = std::filesystem;
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/zn-tls-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
 
 struct Outcome {
   bool ok = false;  // both sides completed the handshake
@@ -103,8 +95,8 @@ std::string alpn_wire(const std::vector<std::string>& protos) {
 class TlsContextsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    upstream_ca = broker::ensure_deployment_ca(dir.path + "/upstream-ca", "test upstream CA");
-    other_ca = broker::ensure_deployment_ca(dir.path + "/other-ca", "some other CA");
+    upstream_ca = broker::ensure_deployment_ca(dir.file("upstream-ca"), "test upstream CA");
+    other_ca = broker::ensure_deployment_ca(dir.file("other-ca"), "some other CA");
     upstream = std::make_unique<LeafCertAuthority>(upstream_ca.cert, upstream_ca.key);
   }
 
@@ -151,7 +143,7 @@ class TlsContextsTest : public ::testing::Test {
     return run_handshake(client.get(), server.get());
   }
 
-  TempDir dir;
+  test::TempDir dir;
   broker::DeploymentCaPaths upstream_ca;
   broker::DeploymentCaPaths other_ca;
   std::unique_ptr<LeafCertAuthority> upstream;
@@ -205,7 +197,7 @@ TEST_F(TlsContextsTest, UpstreamAcceptsServerWhenExtraBundleHasItsCa) {
 }
 
 TEST_F(TlsContextsTest, UpstreamBundleWithSeveralCertificates) {
-  std::string bundle = dir.path + "/bundle.pem";
+  std::string bundle = dir.file("bundle.pem");
   {
     std::ofstream out(bundle);
     for (const auto* path : {&other_ca.cert, &upstream_ca.cert}) {
@@ -276,18 +268,18 @@ TEST_F(TlsContextsTest, UpstreamRejectsTls11OnlyServer) {
 }
 
 TEST_F(TlsContextsTest, UnreadableOrEmptyBundleThrows) {
-  std::string missing = dir.path + "/missing.pem";
+  std::string missing = dir.file("missing.pem");
   try {
     make_upstream_ctx(missing);
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
-  EXPECT_THROW(make_upstream_ctx(dir.path), std::runtime_error);  // a directory
-  std::string junk = dir.path + "/junk.pem";
+  EXPECT_THROW(make_upstream_ctx(dir.path().string()), std::runtime_error);  // a directory
+  std::string junk = dir.file("junk.pem");
   std::ofstream(junk) << "not a certificate\n";
   EXPECT_THROW(make_upstream_ctx(junk), std::runtime_error);
-  std::string empty = dir.path + "/empty.pem";
+  std::string empty = dir.file("empty.pem");
   std::ofstream(empty).flush();
   EXPECT_THROW(make_upstream_ctx(empty), std::runtime_error);
   EXPECT_NO_THROW(make_upstream_ctx(""));
