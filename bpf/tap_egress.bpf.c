@@ -2,10 +2,24 @@
 /*
  * TC egress on a microVM's TAP: everything that would reach the guest.
  *
- * Only ARP, neighbour discovery, and IP packets sent by host sockets that mark
- * themselves as answering guests (SO_MARK = ZN_MARK_HOST_REPLY: the proxy and
- * the DNS responder) pass. Forwarded traffic carries no such mark, so nothing
- * unsolicited from the host or the internet reaches the guest.
+ * A packet passed here ends at the guest, so the question for each pass is
+ * whether something beyond the link could have sent it:
+ *
+ *  pass:arp         ARP is not routed: only the host itself puts ARP on the
+ *                   TAP.
+ *  pass:nd          NS and NA only (zn_egress_nd), hop limit 255 (a router
+ *                   would have decremented it, so nothing forwarded passes),
+ *                   from the gateway's addresses, to the guest's addresses,
+ *                   its solicited-node groups or ff02::1, about the guest's
+ *                   (NS) or the gateway's (NA) addresses, in RFC 4861's exact
+ *                   shape; and the host's DAD for its own addresses (from ::
+ *                   to their solicited-node groups). No RA or redirect: the
+ *                   host does not send them.
+ *  pass:host_reply  IP from host sockets that mark themselves as answering
+ *                   guests (SO_MARK = ZN_MARK_HOST_REPLY: the proxy and the
+ *                   DNS responder). Forwarded traffic carries no such mark,
+ *                   so nothing unsolicited from the host or the internet
+ *                   reaches the guest.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -20,6 +34,7 @@
 
 #include "zn_abi.h"
 #include "zn_maps.h"
+#include "zn_nd.h"
 #include "zn_parse.h"
 #include "zn_verdict.h"
 
@@ -46,6 +61,66 @@ static __always_inline void zn_note_ip4(struct zn_pkt *p, struct iphdr *iph, voi
 	__builtin_memcpy(p->daddr, &iph->daddr, 4);
 	if (iph->ihl == 5)
 		zn_note_ports(p, iph + 1, data_end);
+}
+
+/* Neighbour discovery from the host to the guest (see the top of the file).
+ * The host's MAC is not part of the session, so the link-layer option is
+ * checked for type and size only. */
+static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_session *s,
+					struct zn_pkt *p, struct ipv6hdr *ip6h,
+					struct icmp6hdr *icmp6, void *data_end)
+{
+	__u8 type = icmp6->icmp6_type;
+	struct in6_addr *target = (void *)(icmp6 + 1);
+	__u8 *opt = (void *)(target + 1);
+	/* The host's own DAD for its TAP addresses comes from ::. */
+	int host_dad = type == NDISC_NEIGHBOUR_SOLICITATION && zn_ip6_is_unspecified(&ip6h->saddr);
+	int options;
+
+	if (type != NDISC_NEIGHBOUR_SOLICITATION && type != NDISC_NEIGHBOUR_ADVERTISEMENT)
+		return DROP(ZN_DROP_ND_SPOOF);
+	if (!zn_is_gateway_ip6(s, &ip6h->saddr) && !host_dad)
+		return DROP(ZN_DROP_ND_SPOOF);
+	if (icmp6->icmp6_code != 0)
+		return DROP(ZN_DROP_ND_MALFORMED);
+	options = zn_nd_option_count(skb, ip6h, ZN_ND_NSNA_LEN);
+	if (options < 0)
+		return DROP(ZN_DROP_ND_MALFORMED);
+	if ((void *)(target + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_L4);
+	if (options) {
+		if ((void *)(opt + ZN_ND_OPT_LEN) > data_end)
+			return DROP(ZN_DROP_TRUNCATED_L4);
+		if (opt[1] != 1)
+			return DROP(ZN_DROP_ND_MALFORMED);
+		if (opt[0] != (host_dad ? ZN_ND_OPT_NONCE
+					: type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ZN_ND_OPT_TARGET_LL
+										: ZN_ND_OPT_SOURCE_LL))
+			return DROP(ZN_DROP_ND_MALFORMED);
+	}
+	if (type == NDISC_NEIGHBOUR_SOLICITATION) {
+		if (icmp6->icmp6_dataun.un_data32[0] != 0)
+			return DROP(ZN_DROP_ND_MALFORMED);
+		if (host_dad) {
+			if (!zn_is_gateway_ip6(s, target))
+				return DROP(ZN_DROP_ND_SPOOF);
+			if (!zn_ip6_is_solicited_node_of(&ip6h->daddr, target->in6_u.u6_addr8))
+				return DROP(ZN_DROP_ND_SCOPE);
+			return zn_pass(p, ZN_PASS_ND);
+		}
+		if (!zn_is_guest_ip6(s, target))
+			return DROP(ZN_DROP_ND_SCOPE);
+		if (!zn_nd_ns_dest_ok(&ip6h->daddr, target))
+			return DROP(ZN_DROP_ND_SCOPE);
+		return zn_pass(p, ZN_PASS_ND);
+	}
+	if (icmp6->icmp6_dataun.un_data32[0] & bpf_htonl(0x1fffffff))
+		return DROP(ZN_DROP_ND_MALFORMED);
+	if (!zn_is_gateway_ip6(s, target))
+		return DROP(ZN_DROP_ND_SPOOF);
+	if (!zn_is_guest_ip6(s, &ip6h->daddr) && !zn_ip6_is_ff02(&ip6h->daddr, 1))
+		return DROP(ZN_DROP_ND_SCOPE);
+	return zn_pass(p, ZN_PASS_ND);
 }
 
 SEC("tc")
@@ -86,10 +161,12 @@ int zn_tap_egress(struct __sk_buff *skb)
 		__builtin_memcpy(p->saddr, &ip6h->saddr, 16);
 		__builtin_memcpy(p->daddr, &ip6h->daddr, 16);
 		zn_note_ports(p, ip6h + 1, data_end);
+		/* Any ND type with hop limit 255 is judged as ND, marked or not:
+		 * the proxy and DNS responder never send it. */
 		if (ip6h->nexthdr == IPPROTO_ICMPV6 && (void *)(icmp6 + 1) <= data_end &&
 		    ip6h->hop_limit == 255 && icmp6->icmp6_type >= NDISC_ROUTER_SOLICITATION &&
-		    icmp6->icmp6_type <= NDISC_NEIGHBOUR_ADVERTISEMENT)
-			return zn_pass(p, ZN_PASS_ND);
+		    icmp6->icmp6_type <= NDISC_REDIRECT)
+			return zn_egress_nd(skb, s, p, ip6h, icmp6, data_end);
 		break;
 	}
 	default:

@@ -2,10 +2,28 @@
 /*
  * TC ingress on a microVM's TAP: everything the guest sends. Default deny.
  *
- * Pass: ARP and IPv6 neighbour discovery from the guest's own addresses;
- * DNS (UDP/TCP 53, any destination) assigned to the host DNS socket; TCP to
- * the session's steered ports or to L4-allowed prefixes assigned to the proxy's
- * transparent listener. Every other exit is a named drop reason.
+ * The host forwards (a VM host must), so every pass below answers one
+ * question: can this packet leave the link? None can:
+ *
+ *  pass:arp        ARP from the guest's MAC and IPv4 address (or a 0.0.0.0
+ *                  probe). ARP is not IP: no host routes it, and the TAP has
+ *                  no proxy ARP or bridge to relay it.
+ *  pass:nd         RS/NS/NA (zn_ingress_nd) only to destinations the kernel
+ *                  never forwards: ff02::1, ff02::2 and solicited-node groups
+ *                  (link scope), and the gateway's own addresses, global or
+ *                  link-local (delivered locally). Hop limit 255, exact
+ *                  length, at most one option, so no payload rides along.
+ *  pass:dns        UDP/TCP 53 to any destination, and
+ *  pass:steer      TCP to the session's steered ports, and
+ *  pass:l4         TCP to an L4-allowed prefix: each is assigned to a host
+ *                  socket (bpf_sk_assign) and marked ZN_MARK_STEER, which the
+ *                  policy rule routes to the local table, so the stack
+ *                  delivers it to that socket; the forwarding path drops any
+ *                  packet that carries an assigned socket besides
+ *                  (ip_forward/ip6_forward: skb->sk). What leaves the host
+ *                  afterwards is the proxy's or DNS responder's own traffic.
+ *
+ * Every other exit is a named drop reason.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -21,6 +39,7 @@
 
 #include "zn_abi.h"
 #include "zn_maps.h"
+#include "zn_nd.h"
 #include "zn_parse.h"
 #include "zn_verdict.h"
 
@@ -287,37 +306,103 @@ static __always_inline int zn_ingress_udp_dns6(struct __sk_buff *skb, struct zn_
 	return zn_pass(p, ZN_PASS_DNS);
 }
 
-/* Router/neighbour solicitations and neighbour advertisements from the guest's
- * own addresses (or :: during DAD); an advertisement may only claim the guest's
- * addresses, so the guest cannot take over the gateway's. */
+/* Neighbour discovery from the guest, passed only in the forms that stay on
+ * the link (see the top of this file):
+ *   RS  to ff02::2, from the guest's address (with its link-layer address)
+ *       or from :: (without one);
+ *   NS  for a gateway address, to that address's solicited-node group or to
+ *       the address itself, from the guest's address, optionally with the
+ *       guest's link-layer address;
+ *   NS  for the guest's own address from :: (DAD) to that address's
+ *       solicited-node group, with no option or one nonce (RFC 7527);
+ *   NA  for the guest's own address, from it, to a gateway address or
+ *       ff02::1, optionally with the guest's link-layer address.
+ * Code 0, reserved bits 0, hop limit 255, no trailing bytes, nothing else. */
 static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_session *s,
 					 struct zn_pkt *p, struct ipv6hdr *ip6h,
 					 struct icmp6hdr *icmp6, void *data_end)
 {
 	__u8 type = icmp6->icmp6_type;
-	int src_ok;
+	struct in6_addr *target = (void *)(icmp6 + 1);
+	__u8 *opt;
+	int from_unspec, options;
 
+	/* A router decrements the hop limit: 255 proves the sender is on the link. */
 	if (ip6h->hop_limit != 255)
 		return DROP(ZN_DROP_ND_SPOOF);
+	/* RA and redirects are a router's to send, and a guest is no router. */
 	if (type != NDISC_ROUTER_SOLICITATION && type != NDISC_NEIGHBOUR_SOLICITATION &&
 	    type != NDISC_NEIGHBOUR_ADVERTISEMENT)
 		return DROP(ZN_DROP_ND_SPOOF);
-	src_ok = (!zn_ip6_is_zero(s->guest_ip6) && zn_ip6_eq(&ip6h->saddr, s->guest_ip6)) ||
-		 (!zn_ip6_is_zero(s->guest_ip6_ll) && zn_ip6_eq(&ip6h->saddr, s->guest_ip6_ll));
-	if (type == NDISC_NEIGHBOUR_ADVERTISEMENT) {
-		struct in6_addr *target = (void *)(icmp6 + 1);
+	from_unspec = zn_ip6_is_unspecified(&ip6h->saddr);
+	/* :: is a source only before the guest has an address (DAD, an early RS). */
+	if (!zn_is_guest_ip6(s, &ip6h->saddr) && !(from_unspec && type != NDISC_NEIGHBOUR_ADVERTISEMENT))
+		return DROP(ZN_DROP_ND_SPOOF);
 
-		if (!src_ok)
-			return DROP(ZN_DROP_ND_SPOOF);
-		if ((void *)(target + 1) > data_end)
+	if (icmp6->icmp6_code != 0)
+		return DROP(ZN_DROP_ND_MALFORMED);
+	if (type == NDISC_ROUTER_SOLICITATION) {
+		options = zn_nd_option_count(skb, ip6h, ZN_ND_RS_LEN);
+		opt = (void *)(icmp6 + 1);
+	} else {
+		options = zn_nd_option_count(skb, ip6h, ZN_ND_NSNA_LEN);
+		opt = (void *)(target + 1);
+	}
+	if (options < 0)
+		return DROP(ZN_DROP_ND_MALFORMED);
+	if (type != NDISC_ROUTER_SOLICITATION && (void *)(target + 1) > data_end)
+		return DROP(ZN_DROP_TRUNCATED_L4);
+	if (options) {
+		if ((void *)(opt + ZN_ND_OPT_LEN) > data_end)
 			return DROP(ZN_DROP_TRUNCATED_L4);
-		if (!(zn_ip6_eq(target, s->guest_ip6) || zn_ip6_eq(target, s->guest_ip6_ll)))
+		if (opt[1] != 1)
+			return DROP(ZN_DROP_ND_MALFORMED);
+		if (from_unspec) {
+			/* RFC 4861 4.1, 7.2.2: no link-layer address from ::. */
+			if (type != NDISC_NEIGHBOUR_SOLICITATION || opt[0] != ZN_ND_OPT_NONCE)
+				return DROP(ZN_DROP_ND_MALFORMED);
+		} else {
+			if (opt[0] != (type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ZN_ND_OPT_TARGET_LL
+									   : ZN_ND_OPT_SOURCE_LL))
+				return DROP(ZN_DROP_ND_MALFORMED);
+			if (!zn_mac_eq(opt + 2, s->guest_mac))
+				return DROP(ZN_DROP_ND_SPOOF);
+		}
+	}
+
+	switch (type) {
+	case NDISC_ROUTER_SOLICITATION:
+		if (icmp6->icmp6_dataun.un_data32[0] != 0)
+			return DROP(ZN_DROP_ND_MALFORMED);
+		if (!zn_ip6_is_ff02(&ip6h->daddr, 2))
+			return DROP(ZN_DROP_ND_SCOPE);
+		return zn_pass(p, ZN_PASS_ND);
+	case NDISC_NEIGHBOUR_SOLICITATION:
+		if (icmp6->icmp6_dataun.un_data32[0] != 0)
+			return DROP(ZN_DROP_ND_MALFORMED);
+		if (from_unspec) {
+			/* DAD: the guest asks whether its own address is taken. */
+			if (!zn_is_guest_ip6(s, target))
+				return DROP(ZN_DROP_ND_SPOOF);
+			if (!zn_ip6_is_solicited_node_of(&ip6h->daddr, target->in6_u.u6_addr8))
+				return DROP(ZN_DROP_ND_SCOPE);
+			return zn_pass(p, ZN_PASS_ND);
+		}
+		/* The gateway is the guest's only neighbour. */
+		if (!zn_is_gateway_ip6(s, target) || !zn_nd_ns_dest_ok(&ip6h->daddr, target))
+			return DROP(ZN_DROP_ND_SCOPE);
+		return zn_pass(p, ZN_PASS_ND);
+	default: /* NDISC_NEIGHBOUR_ADVERTISEMENT */
+		/* Flags R, S, O; the other 29 bits are reserved. */
+		if (icmp6->icmp6_dataun.un_data32[0] & bpf_htonl(0x1fffffff))
+			return DROP(ZN_DROP_ND_MALFORMED);
+		/* Only its own addresses, so the guest cannot take over the gateway's. */
+		if (!zn_is_guest_ip6(s, target))
 			return DROP(ZN_DROP_ND_SPOOF);
+		if (!zn_is_gateway_ip6(s, &ip6h->daddr) && !zn_ip6_is_ff02(&ip6h->daddr, 1))
+			return DROP(ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	}
-	if (!src_ok && !zn_ip6_is_unspecified(&ip6h->saddr))
-		return DROP(ZN_DROP_ND_SPOOF);
-	return zn_pass(p, ZN_PASS_ND);
 }
 
 static __always_inline int zn_is_ip6_exthdr(__u8 nexthdr)

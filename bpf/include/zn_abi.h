@@ -61,7 +61,9 @@
 	X(DROP_HOST_SERVICE, "drop:host_service")                             \
 	X(DROP_NO_LISTENER, "drop:no_listener")                               \
 	X(DROP_ASSIGN_FAILED, "drop:assign_failed")                           \
-	X(DROP_UNSOLICITED, "drop:unsolicited")
+	X(DROP_UNSOLICITED, "drop:unsolicited")                               \
+	X(DROP_ND_SCOPE, "drop:nd_scope")                                     \
+	X(DROP_ND_MALFORMED, "drop:nd_malformed")
 
 #define ZN_VERDICT_ENUM_(ident, name) ZN_##ident,
 enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT };
@@ -87,6 +89,11 @@ struct zn_session {
 	__u16 steered_ports[ZN_MAX_STEERED_PORTS]; /* TCP, network order, 0 = unused */
 	__u32 event_rate;           /* drop events per second to userspace */
 	__u32 event_burst;
+	/* The host's link-local on the TAP, the other address guests find the
+	 * gateway by; all zero = not known (an adopted device), and then any
+	 * link-local unicast address stands for it, which still cannot leave
+	 * the link. Last, so the offsets of the fields above did not move. */
+	__u8 gateway_ip6_ll[16];
 };
 
 /* zn_listeners (one entry): where the host sockets live that guests reach. */

@@ -17,7 +17,17 @@
 #define NDISC_NEIGHBOUR_SOLICITATION 135
 #define NDISC_NEIGHBOUR_ADVERTISEMENT 136
 #define NDISC_REDIRECT 137
-/* Enough linear bytes for Ethernet + IPv6 + ICMPv6 NA or a TCP header. */
+/* ND option types (RFC 4861 4.6, RFC 7527 for the DAD nonce). */
+#define ZN_ND_OPT_SOURCE_LL 1
+#define ZN_ND_OPT_TARGET_LL 2
+#define ZN_ND_OPT_NONCE 14
+/* Bytes of an RS (ICMPv6 header + reserved) and of an NS/NA (+ target)
+ * before their options; the one option a message may carry is 8 bytes. */
+#define ZN_ND_RS_LEN 8
+#define ZN_ND_NSNA_LEN 24
+#define ZN_ND_OPT_LEN 8
+/* Enough linear bytes for Ethernet + IPv6 + the longest ND message passed
+ * (86 bytes) or a TCP header. */
 #define ZN_PULL_LEN 128
 
 /* ARP for Ethernet/IPv4, addresses included. */
@@ -73,6 +83,29 @@ static __always_inline int zn_ip6_is_unspecified(const struct in6_addr *a)
 {
 	return (a->in6_u.u6_addr32[0] | a->in6_u.u6_addr32[1] |
 		a->in6_u.u6_addr32[2] | a->in6_u.u6_addr32[3]) == 0;
+}
+
+/* fe80::/10: never routed off the link it was received on. */
+static __always_inline int zn_ip6_is_link_local(const struct in6_addr *a)
+{
+	return a->in6_u.u6_addr8[0] == 0xfe && (a->in6_u.u6_addr8[1] & 0xc0) == 0x80;
+}
+
+/* ff02::1 (all nodes) and ff02::2 (all routers): link-scoped groups. */
+static __always_inline int zn_ip6_is_ff02(const struct in6_addr *a, __u8 last)
+{
+	return a->in6_u.u6_addr32[0] == bpf_htonl(0xff020000) && a->in6_u.u6_addr32[1] == 0 &&
+	       a->in6_u.u6_addr32[2] == 0 && a->in6_u.u6_addr32[3] == bpf_htonl(last);
+}
+
+/* ff02::1:ffXX:XXXX, the solicited-node group of addr (RFC 4291 2.7.1). */
+static __always_inline int zn_ip6_is_solicited_node_of(const struct in6_addr *group,
+						       const __u8 *addr)
+{
+	return group->in6_u.u6_addr32[0] == bpf_htonl(0xff020000) &&
+	       group->in6_u.u6_addr32[1] == 0 && group->in6_u.u6_addr32[2] == bpf_htonl(1) &&
+	       group->in6_u.u6_addr8[12] == 0xff && group->in6_u.u6_addr8[13] == addr[13] &&
+	       group->in6_u.u6_addr8[14] == addr[14] && group->in6_u.u6_addr8[15] == addr[15];
 }
 
 /* Makes the first ZN_PULL_LEN bytes (or the whole packet) directly readable. */

@@ -16,6 +16,7 @@ dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t sessio
   s.guest_ip6 = net.guest_ip6;
   s.guest_ip6_ll = net.guest_ip6_ll;
   s.gateway_ip6 = net.gateway_ip6;
+  s.gateway_ip6_ll = net.gateway_ip6_ll;
   return s;
 }
 

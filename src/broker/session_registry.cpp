@@ -89,6 +89,9 @@ void SessionRegistry::install_locked(Session& s, bool created_device) {
     entry.steered_ports = s.plan.steered_ports;
     entry.event_rate = options_.event_rate;
     entry.event_burst = options_.event_burst;
+    // An adopted device's link-local comes from its own MAC, not from the
+    // plan: zero tells the datapath it is not known (any link-local stands in).
+    if (s.record.adopted) entry.gateway_ip6_ll = {};
     // Rules before the session entry: the first steered packet sees them.
     apply_l4_change(*options_.maps, s.record.session_idx, {}, s.plan);
     options_.maps->put_session(s.ifindex, entry);

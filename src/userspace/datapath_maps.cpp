@@ -43,6 +43,7 @@ zn_session to_abi(const SessionEntry& e) {
   if (e.guest_ip6) std::memcpy(s.guest_ip6, e.guest_ip6->s6_addr, 16);
   std::memcpy(s.guest_ip6_ll, e.guest_ip6_ll.s6_addr, 16);
   std::memcpy(s.gateway_ip6, e.gateway_ip6.s6_addr, 16);
+  std::memcpy(s.gateway_ip6_ll, e.gateway_ip6_ll.s6_addr, 16);
   for (size_t i = 0; i < e.steered_ports.size(); ++i) {
     if (e.steered_ports[i] == 0) throw std::invalid_argument("steered port 0");
     s.steered_ports[i] = htons(e.steered_ports[i]);

@@ -34,6 +34,7 @@ struct SessionEntry {
   std::optional<in6_addr> guest_ip6;
   in6_addr guest_ip6_ll{};
   in6_addr gateway_ip6{};
+  in6_addr gateway_ip6_ll{};  // the host's link-local on the device; zero = not known
   std::vector<uint16_t> steered_ports{80, 443};  // host order
   uint32_t event_rate = 20;                      // drop events per second
   uint32_t event_burst = 40;

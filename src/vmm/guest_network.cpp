@@ -52,6 +52,7 @@ GuestNetwork guest_network(const AddressPlan& plan, unsigned slot) {
   g.gateway_ip6.s6_addr[15] = 1;
   g.guest_ip6.s6_addr[15] = 2;
   g.guest_ip6_ll = eui64_link_local(g.guest_mac);
+  g.gateway_ip6_ll = eui64_link_local(g.host_mac);
   return g;
 }
 

@@ -30,6 +30,9 @@ struct GuestNetwork {
   in6_addr guest_ip6{};    // ::2 of the slot's /64
   in6_addr guest_ip6_ll{}; // EUI-64 link-local of guest_mac
   in6_addr gateway_ip6{};  // ::1
+  // EUI-64 link-local of host_mac: what the kernel gives a TAP created with
+  // host_mac (addr_gen_mode 0); neighbour discovery is checked against it.
+  in6_addr gateway_ip6_ll{};
   static constexpr unsigned kPrefix4 = 24, kPrefix6 = 64, kMtu = 1500;
 };
 

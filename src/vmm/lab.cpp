@@ -3,11 +3,14 @@
 #include <fcntl.h>
 
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <exception>
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
+#include <vector>
 
 #include "common/netns.h"
 #include "vmm/lab_state.h"
@@ -46,6 +49,39 @@ void write_sysctl(const std::string& key, const std::string& value) {
 
 void bring_up_loopback(RouteNetlink& nl) { nl.configure_link(nl.link_index("lo"), {}); }
 
+// Link-local addresses skip duplicate address detection too (the lab's
+// addresses already carry IFA_F_NODAD): each lab link joins exactly two
+// namespaces of the lab, so there is nothing to detect, and a tentative
+// address is one the kernel will not use yet. Set before the namespace's
+// devices exist: a device copies "default" when it is created.
+void skip_dad() {
+  write_sysctl("net/ipv6/conf/all/accept_dad", "0");
+  write_sysctl("net/ipv6/conf/default/accept_dad", "0");
+}
+
+// Returns once the named links of the current namespace pass traffic: up
+// and running, no address tentative. Both settle asynchronously after the
+// calls that configure them return (carrier changes and address completion
+// run from kernel work queues that wait for the RTNL lock, which other
+// namespaces' set-up and teardown hold for long stretches), and until then
+// a link silently drops what it is given. Waiting for the state itself, not
+// for a time, is what makes the first packet through a new lab reliable.
+void wait_settled(const std::string& ns, const std::vector<std::string>& links) {
+  NetnsScope in_ns(ns);
+  RouteNetlink nl;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto pending = nl.unsettled(links);
+    if (pending.empty()) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string what;
+      for (const auto& p : pending) what += (what.empty() ? "" : ", ") + p;
+      throw std::runtime_error("lab namespace " + ns + " not ready after 10 s: " + what);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 std::string cidr(const in_addr& a, unsigned len) { return to_string(a) + "/" + std::to_string(len); }
 std::string cidr(const in6_addr& a, unsigned len) { return to_string(a) + "/" + std::to_string(len); }
 
@@ -53,6 +89,7 @@ void build_host_and_inet(const std::string& host, const std::string& inet) {
   using namespace lab_plan;
   {
     NetnsScope in_inet(inet);
+    skip_dad();
     RouteNetlink nl;
     bring_up_loopback(nl);
     int lo = nl.link_index("lo");
@@ -61,6 +98,7 @@ void build_host_and_inet(const std::string& host, const std::string& inet) {
   }
   {
     NetnsScope in_host(host);
+    skip_dad();
     RouteNetlink nl;
     bring_up_loopback(nl);
     UniqueFd inet_fd(::open(netns_path(inet).c_str(), O_RDONLY | O_CLOEXEC));
@@ -92,6 +130,8 @@ void build_host_and_inet(const std::string& host, const std::string& inet) {
     nl.add_route(kUpstreamNet4, "198.18.255.2");
     nl.add_route(kUpstreamNet6, "2001:db8:18:ff::2");
   }
+  wait_settled(host, {"lo", kHostUplink});
+  wait_settled(inet, {"lo", kInetDownlink});
 }
 
 }  // namespace
@@ -182,6 +222,7 @@ LabGuest Lab::add_guest(const std::string& name) {
   }
   {
     NetnsScope in_guest(g.netns);
+    skip_dad();
     RouteNetlink nl;
     bring_up_loopback(nl);
     create_tap(lab_plan::kGuestEth, {g.guest_mac, lab_plan::kGuestMtu,
@@ -198,6 +239,9 @@ LabGuest Lab::add_guest(const std::string& name) {
     stop_pump_process(pump);  // unrecorded, nothing else could ever stop it
     throw;
   }
+  // Both TAPs have carrier since their fds were opened above.
+  wait_settled(host_netns(), {g.tap_name});
+  wait_settled(g.netns, {"lo", lab_plan::kGuestEth});
   guests_.push_back(g);
   return g;
 }

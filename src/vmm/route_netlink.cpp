@@ -6,9 +6,11 @@
 #include <netlink/errno.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/link/veth.h>
 #include <netlink/route/route.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -99,6 +101,16 @@ void RouteNetlink::create_veth(const std::string& name, const std::string& peer_
   check_nl(rc, "create veth " + name + " <-> " + peer_name);
 }
 
+void RouteNetlink::use_eui64_link_local(int ifindex) {
+  rtnl_link* raw = nullptr;
+  check_nl(rtnl_link_get_kernel(sock_, ifindex, nullptr, &raw), "get link #" + std::to_string(ifindex));
+  NlObject<rtnl_link> current(raw);
+  NlObject<rtnl_link> change(rtnl_link_alloc());
+  check_nl(rtnl_link_inet6_set_addr_gen_mode(change.get(), IN6_ADDR_GEN_MODE_EUI64), "addr_gen_mode");
+  check_nl(rtnl_link_change(sock_, current.get(), change.get(), 0),
+           "set addr_gen_mode of " + std::string(rtnl_link_get_name(current.get())));
+}
+
 void RouteNetlink::add_address(int ifindex, const std::string& cidr) {
   NlAddr local = parse_nl_addr(cidr);
   NlObject<rtnl_addr> addr(rtnl_addr_alloc());
@@ -119,6 +131,36 @@ std::vector<std::string> RouteNetlink::addresses(int ifindex) {
     if (rtnl_addr_get_ifindex(addr) != ifindex) continue;
     char buf[128];
     out.emplace_back(nl_addr2str(rtnl_addr_get_local(addr), buf, sizeof buf));
+  }
+  return out;
+}
+
+std::vector<std::string> RouteNetlink::unsettled(const std::vector<std::string>& link_names) {
+  std::vector<std::string> out;
+  std::vector<int> ifindexes;
+  for (const auto& name : link_names) {
+    rtnl_link* raw = nullptr;
+    int rc = rtnl_link_get_kernel(sock_, 0, name.c_str(), &raw);
+    if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) {
+      out.push_back("link " + name + " missing");
+      continue;
+    }
+    check_nl(rc, "get link " + name);
+    NlObject<rtnl_link> link(raw);
+    ifindexes.push_back(rtnl_link_get_ifindex(raw));
+    const unsigned flags = rtnl_link_get_flags(raw);
+    if ((flags & IFF_UP) && !(flags & IFF_RUNNING)) out.push_back("link " + name + " not running");
+  }
+  nl_cache* raw_addrs = nullptr;
+  check_nl(rtnl_addr_alloc_cache(sock_, &raw_addrs), "dump addresses");
+  NlCache addrs(raw_addrs);
+  for (nl_object* obj = nl_cache_get_first(raw_addrs); obj; obj = nl_cache_get_next(obj)) {
+    auto* addr = reinterpret_cast<rtnl_addr*>(obj);
+    if (rtnl_addr_get_family(addr) != AF_INET6 || !(rtnl_addr_get_flags(addr) & IFA_F_TENTATIVE)) continue;
+    if (std::find(ifindexes.begin(), ifindexes.end(), rtnl_addr_get_ifindex(addr)) == ifindexes.end()) continue;
+    char buf[128];
+    out.push_back(std::string("address ") + nl_addr2str(rtnl_addr_get_local(addr), buf, sizeof buf) +
+                  " tentative");
   }
   return out;
 }

@@ -69,10 +69,20 @@ class RouteNetlink {
   // A veth pair whose peer is created directly in the namespace open as peer_netns_fd.
   void create_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd);
 
+  // Link-local address from the MAC (EUI-64), whatever the namespace's
+  // default addr_gen_mode: the datapath knows a gateway's link-local in
+  // advance this way. Takes effect when the link next comes up.
+  void use_eui64_link_local(int ifindex);
   // cidr like "198.19.0.1/24". IPv6 addresses get IFA_F_NODAD: usable at once,
   // which a lab (and a TAP that must answer immediately) needs.
   void add_address(int ifindex, const std::string& cidr);
   std::vector<std::string> addresses(int ifindex);  // CIDR strings, both families
+  // What still keeps the named links from passing traffic, empty when
+  // nothing: a link that is missing, or up but not yet running (the kernel
+  // activates its queue when it gets round to the carrier change,
+  // asynchronously), and IPv6 addresses on them still tentative (not yet
+  // local, their solicited-node group not yet joined).
+  std::vector<std::string> unsettled(const std::vector<std::string>& link_names);
 
   // Main-table unicast route: dst_cidr (e.g. "0.0.0.0/0", "2001:db8:18::/48") via gateway.
   void add_route(const std::string& dst_cidr, const std::string& gateway);

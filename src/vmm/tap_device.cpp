@@ -40,6 +40,8 @@ int create_tap(const std::string& name, const TapSettings& settings) {
   RouteNetlink nl;
   try {
     int ifindex = nl.link_index(name);
+    // Before the link comes up, which is when the kernel makes its link-local.
+    if (settings.mac) nl.use_eui64_link_local(ifindex);
     nl.configure_link(ifindex, {settings.mac, settings.mtu, settings.up});
     for (const auto& cidr : settings.addresses) nl.add_address(ifindex, cidr);
     return ifindex;

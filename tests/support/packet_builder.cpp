@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -120,6 +121,35 @@ Bytes nd_target(const in6_addr& target) {
   Bytes b(4, 0);
   append(b, &target, 16);
   return b;
+}
+
+Bytes nd_target(const in6_addr& target, uint8_t flags) {
+  Bytes b = nd_target(target);
+  b[0] = flags;
+  return b;
+}
+
+Bytes nd_option(uint8_t type, const Bytes& data, uint8_t len8) {
+  if (len8 == 0) len8 = static_cast<uint8_t>((2 + data.size() + 7) / 8);
+  Bytes b{type, len8};
+  b.insert(b.end(), data.begin(), data.end());
+  b.resize(std::max<size_t>(b.size(), size_t{len8} * 8), 0);
+  return b;
+}
+
+Bytes nd_lladdr(uint8_t type, const Mac& mac) { return nd_option(type, Bytes(mac.begin(), mac.end())); }
+
+in6_addr solicited_node(const in6_addr& addr) {
+  in6_addr g = ip6("ff02::1:ff00:0");
+  g.s6_addr[13] = addr.s6_addr[13];
+  g.s6_addr[14] = addr.s6_addr[14];
+  g.s6_addr[15] = addr.s6_addr[15];
+  return g;
+}
+
+Bytes concat(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 Bytes truncate(Bytes b, size_t len) {

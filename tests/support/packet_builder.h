@@ -36,6 +36,16 @@ Bytes icmp_echo();
 Bytes icmp6(uint8_t type, const Bytes& body = Bytes(4, 0));
 // Neighbour advertisement / solicitation body: 4 reserved/flag bytes + target.
 Bytes nd_target(const in6_addr& target);
+// The same with the NA flag bits (R 0x80, S 0x40, O 0x20) in the first byte.
+Bytes nd_target(const in6_addr& target, uint8_t flags);
+// One ND option: type, length in units of 8 bytes (len8 = 0: computed from
+// data), then data, zero-padded to the length.
+Bytes nd_option(uint8_t type, const Bytes& data, uint8_t len8 = 0);
+// A source (type 1) or target (type 2) link-layer address option.
+Bytes nd_lladdr(uint8_t type, const Mac& mac);
+// ff02::1:ffXX:XXXX for addr.
+in6_addr solicited_node(const in6_addr& addr);
+Bytes concat(Bytes a, const Bytes& b);
 
 Bytes truncate(Bytes b, size_t len);
 

@@ -15,6 +15,192 @@ namespace {
 constexpr uint16_t kArp = 0x0806, kIp4 = 0x0800, kIp6 = 0x86dd;
 constexpr uint8_t kNs = 135, kNa = 136, kRs = 133, kRa = 134;
 
+
+// IPv6 neighbour discovery, both ways. A forwarding host routes whatever ND
+// it is not the destination of, so every form the guest may send is listed
+// as a positive fixture and everything around it as a hostile one: off-link
+// and beyond-link-scope destinations, foreign targets and groups, and room
+// for payload (options, trailing bytes, reserved bits, codes).
+std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
+  const auto in = Direction::kIngress;
+  const auto out = Direction::kEgress;
+  const in6_addr unspecified = ip6("::");
+  const in6_addr all_nodes = ip6("ff02::1");
+  const in6_addr all_routers = ip6("ff02::2");
+  const in6_addr offlink = ip6("2001:db8:18::13");      // the lab's stand-in internet
+  const in6_addr other_guest = ip6("2001:db8:19:1::2");  // the next slot's guest
+  const Mac attacker{0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+  const Bytes slla = nd_lladdr(1, g.guest_mac);
+  const Bytes tlla = nd_lladdr(2, g.guest_mac);
+  const Bytes nonce = nd_option(14, Bytes{1, 2, 3, 4, 5, 6});
+  auto frame = [&](const in6_addr& src, const in6_addr& dst, const Bytes& icmp, uint8_t hop = 255) {
+    return eth(g.guest_mac, g.host_mac, kIp6, ipv6(src, dst, IPPROTO_ICMPV6, icmp, hop));
+  };
+  auto rs = [&](const in6_addr& src, const in6_addr& dst, const Bytes& options = {}) {
+    return frame(src, dst, icmp6(kRs, concat(Bytes(4, 0), options)));
+  };
+  auto ns = [&](const in6_addr& src, const in6_addr& dst, const in6_addr& target, const Bytes& options = {}) {
+    return frame(src, dst, icmp6(kNs, concat(nd_target(target), options)));
+  };
+  auto na = [&](const in6_addr& src, const in6_addr& dst, const in6_addr& target, const Bytes& options = {},
+                uint8_t flags = 0x60) {
+    return frame(src, dst, icmp6(kNa, concat(nd_target(target, flags), options)));
+  };
+  auto to_guest = [&](const in6_addr& src, const in6_addr& dst, uint8_t type, const Bytes& body, uint8_t hop = 255) {
+    return eth(g.host_mac, g.guest_mac, kIp6, ipv6(src, dst, IPPROTO_ICMPV6, icmp6(type, body), hop));
+  };
+  const Bytes host_slla = nd_lladdr(1, g.host_mac), host_tlla = nd_lladdr(2, g.host_mac);
+  auto with_code = [](Bytes f, uint8_t code) { f[14 + 40 + 1] = code; return f; };
+  auto with_trailer = [](Bytes f) { f.insert(f.end(), 8, 0xaa); return f; };
+
+  return {
+      // What a guest's stack sends: every form passes.
+      {"nd_rs_all_routers", in, rs(g.guest_ip6_ll, all_routers, slla), ZN_PASS_ND, 0,
+       "router solicitation to ff02::2 with the guest's link-layer address"},
+      {"nd_rs_unspecified", in, rs(unspecified, all_routers), ZN_PASS_ND, 0,
+       "router solicitation from :: (no address yet), no option"},
+      {"nd_ns_gateway_group", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, slla), ZN_PASS_ND,
+       0, "who has the gateway: its solicited-node group"},
+      {"nd_ns_gateway_ll_group", in,
+       ns(g.guest_ip6_ll, solicited_node(g.gateway_ip6_ll), g.gateway_ip6_ll, slla), ZN_PASS_ND, 0,
+       "who has the gateway's link-local"},
+      {"nd_ns_nud_gateway", in, ns(g.guest_ip6, g.gateway_ip6, g.gateway_ip6), ZN_PASS_ND, 0,
+       "unreachability probe unicast to the gateway"},
+      {"nd_ns_nud_gateway_ll", in, ns(g.guest_ip6_ll, g.gateway_ip6_ll, g.gateway_ip6_ll, slla), ZN_PASS_ND, 0,
+       "unreachability probe unicast to the gateway's link-local"},
+      {"nd_ns_dad", in, ns(unspecified, solicited_node(g.guest_ip6), g.guest_ip6), ZN_PASS_ND, 0,
+       "duplicate address detection from ::"},
+      {"nd_ns_dad_nonce", in, ns(unspecified, solicited_node(g.guest_ip6_ll), g.guest_ip6_ll, nonce), ZN_PASS_ND, 0,
+       "DAD with the nonce Linux adds (RFC 7527)"},
+      {"nd_na_to_gateway", in, na(g.guest_ip6, g.gateway_ip6, g.guest_ip6, tlla), ZN_PASS_ND, 0,
+       "solicited advertisement answering the gateway"},
+      {"nd_na_to_gateway_ll", in, na(g.guest_ip6_ll, g.gateway_ip6_ll, g.guest_ip6_ll), ZN_PASS_ND, 0,
+       "advertisement to the gateway's link-local"},
+      {"nd_na_unsolicited", in, na(g.guest_ip6, all_nodes, g.guest_ip6, tlla, 0x20), ZN_PASS_ND, 0,
+       "unsolicited advertisement to ff02::1"},
+      // Off the link: these are what a forwarding host would route away.
+      {"nd_ns_offlink_global", in, ns(g.guest_ip6, offlink, offlink), ZN_DROP_ND_SCOPE, 0,
+       "solicitation to an internet address"},
+      {"nd_ns_offlink_gateway_target", in, ns(g.guest_ip6, offlink, g.gateway_ip6, slla), ZN_DROP_ND_SCOPE, 0,
+       "the gateway as target, an internet address as destination"},
+      {"nd_rs_offlink_global", in, rs(g.guest_ip6, offlink, slla), ZN_DROP_ND_SCOPE, 0,
+       "router solicitation to an internet address"},
+      {"nd_na_offlink_global", in, na(g.guest_ip6, offlink, g.guest_ip6, tlla), ZN_DROP_ND_SCOPE, 0,
+       "advertisement to an internet address"},
+      {"nd_rs_site_multicast", in, rs(g.guest_ip6, ip6("ff05::2"), slla), ZN_DROP_ND_SCOPE, 0,
+       "all site routers: beyond link scope"},
+      {"nd_na_global_multicast", in, na(g.guest_ip6, ip6("ff0e::1"), g.guest_ip6, tlla), ZN_DROP_ND_SCOPE, 0,
+       "global-scope multicast"},
+      {"nd_ns_site_solicited_group", in, ns(g.guest_ip6, ip6("ff05::1:ff00:1"), g.gateway_ip6), ZN_DROP_ND_SCOPE,
+       0, "the gateway's solicited-node group number at site scope"},
+      {"nd_ns_other_guest", in, ns(g.guest_ip6, other_guest, other_guest, slla), ZN_DROP_ND_SCOPE, 0,
+       "solicitation to another guest"},
+      {"nd_na_other_guest", in, na(g.guest_ip6, other_guest, g.guest_ip6, tlla), ZN_DROP_ND_SCOPE, 0,
+       "advertisement to another guest"},
+      {"nd_ns_all_nodes", in, ns(g.guest_ip6, all_nodes, g.gateway_ip6), ZN_DROP_ND_SCOPE, 0,
+       "a solicitation goes to a solicited-node group or the target"},
+      {"nd_ns_foreign_target", in, ns(g.guest_ip6, solicited_node(offlink), offlink, slla), ZN_DROP_ND_SCOPE, 0,
+       "who has an internet address: the gateway is the only neighbour"},
+      {"nd_ns_foreign_target_to_gateway", in, ns(g.guest_ip6, g.gateway_ip6, offlink), ZN_DROP_ND_SCOPE, 0,
+       "unicast to the gateway asking for another address"},
+      {"nd_dad_foreign_group", in, ns(unspecified, solicited_node(g.gateway_ip6), g.guest_ip6), ZN_DROP_ND_SCOPE,
+       0, "DAD sent to another address's solicited-node group"},
+      {"nd_dad_offlink", in, ns(unspecified, offlink, g.guest_ip6), ZN_DROP_ND_SCOPE, 0,
+       "DAD sent to an internet address"},
+      {"nd_dad_foreign_target", in, ns(unspecified, solicited_node(g.gateway_ip6), g.gateway_ip6),
+       ZN_DROP_ND_SPOOF, 0, "DAD for the gateway's address"},
+      // Spoofing.
+      {"nd_na_claims_gateway", in, na(g.guest_ip6, all_nodes, g.gateway_ip6, tlla), ZN_DROP_ND_SPOOF, 0,
+       "the guest claims the gateway's address"},
+      {"nd_na_from_unspecified", in, na(unspecified, all_nodes, g.guest_ip6), ZN_DROP_ND_SPOOF, 0,
+       "an advertisement needs a source"},
+      {"nd_router_advert", in, frame(g.guest_ip6_ll, all_nodes, icmp6(kRa, Bytes(12, 0))), ZN_DROP_ND_SPOOF, 0,
+       "a guest is no router"},
+      {"nd_redirect", in, frame(g.guest_ip6_ll, g.gateway_ip6_ll, icmp6(137, Bytes(36, 0))), ZN_DROP_ND_SPOOF, 0,
+       "redirects are a router's"},
+      {"nd_hop_limit_64", in,
+       frame(g.guest_ip6, solicited_node(g.gateway_ip6), icmp6(kNs, nd_target(g.gateway_ip6)), 64),
+       ZN_DROP_ND_SPOOF, 0, "routed (off-link) neighbour discovery"},
+      {"nd_foreign_source", in, ns(ip6("fe80::1"), solicited_node(g.gateway_ip6), g.gateway_ip6),
+       ZN_DROP_ND_SPOOF, 0, "solicitation from a link-local that is not the guest's"},
+      {"nd_ns_slla_foreign_mac", in,
+       ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nd_lladdr(1, attacker)),
+       ZN_DROP_ND_SPOOF, 0, "source link-layer address of another MAC"},
+      {"nd_na_tlla_foreign_mac", in, na(g.guest_ip6, g.gateway_ip6, g.guest_ip6, nd_lladdr(2, attacker)),
+       ZN_DROP_ND_SPOOF, 0, "target link-layer address of another MAC"},
+      // Room for payload.
+      {"nd_ns_two_options", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, concat(slla, slla)),
+       ZN_DROP_ND_MALFORMED, 0, "two source link-layer options"},
+      {"nd_ns_oversized_option", in,
+       ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nd_option(1, Bytes(14, 0x41), 2)),
+       ZN_DROP_ND_MALFORMED, 0, "a 16-byte link-layer option"},
+      {"nd_na_large_option", in, na(g.guest_ip6, all_nodes, g.guest_ip6, nd_option(2, Bytes(1014, 0x41))),
+       ZN_DROP_ND_MALFORMED, 0, "a kilobyte of option"},
+      {"nd_ns_unknown_option", in,
+       ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nd_option(200, Bytes(6, 0x41))),
+       ZN_DROP_ND_MALFORMED, 0, "option type 200"},
+      {"nd_rs_mtu_option", in, rs(g.guest_ip6, all_routers, nd_option(5, Bytes(6, 0))), ZN_DROP_ND_MALFORMED, 0,
+       "an MTU option has no place in a solicitation"},
+      {"nd_na_source_ll_option", in, na(g.guest_ip6, all_nodes, g.guest_ip6, slla), ZN_DROP_ND_MALFORMED, 0,
+       "an advertisement carries the target link-layer option, not the source's"},
+      {"nd_ns_nonce_from_address", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nonce),
+       ZN_DROP_ND_MALFORMED, 0, "a nonce belongs to DAD only"},
+      {"nd_dad_slla", in, ns(unspecified, solicited_node(g.guest_ip6), g.guest_ip6, slla), ZN_DROP_ND_MALFORMED, 0,
+       "DAD must not carry a link-layer address (RFC 4861 4.3)"},
+      {"nd_rs_unspecified_slla", in, rs(unspecified, all_routers, slla), ZN_DROP_ND_MALFORMED, 0,
+       "a solicitation from :: must not carry a link-layer address"},
+      {"nd_ns_trailing_bytes", in, with_trailer(ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6)),
+       ZN_DROP_ND_MALFORMED, 0, "8 bytes after the IPv6 payload"},
+      {"nd_ns_code_1", in, with_code(ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6), 1),
+       ZN_DROP_ND_MALFORMED, 0, "ICMPv6 code 1"},
+      {"nd_rs_reserved_bits", in, frame(g.guest_ip6, all_routers, icmp6(kRs, Bytes{0xde, 0xad, 0xbe, 0xef})),
+       ZN_DROP_ND_MALFORMED, 0, "32 reserved bits carrying data"},
+      {"nd_na_reserved_bits", in, na(g.guest_ip6, all_nodes, g.guest_ip6, tlla, 0x3f), ZN_DROP_ND_MALFORMED, 0,
+       "reserved bits set beside the flags"},
+      {"nd_ns_short", in, frame(g.guest_ip6, solicited_node(g.gateway_ip6), icmp6(kNs, Bytes(12, 0))),
+       ZN_DROP_ND_MALFORMED, 0, "solicitation shorter than its target"},
+      // From the host to the guest.
+      {"egress_nd_advert", out,
+       to_guest(g.gateway_ip6, g.guest_ip6, kNa, concat(nd_target(g.gateway_ip6, 0xc0), host_tlla)),
+       ZN_PASS_ND, 0, "the host answers neighbour discovery"},
+      {"egress_nd_advert_all_nodes", out, to_guest(g.gateway_ip6_ll, all_nodes, kNa, nd_target(g.gateway_ip6_ll, 0xa0)),
+       ZN_PASS_ND, 0, "unsolicited advertisement of the gateway's link-local"},
+      {"egress_nd_solicit_group", out,
+       to_guest(g.gateway_ip6, solicited_node(g.guest_ip6), kNs, concat(nd_target(g.guest_ip6), host_slla)),
+       ZN_PASS_ND, 0, "the host resolves the guest"},
+      {"egress_nd_solicit_ll", out,
+       to_guest(g.gateway_ip6_ll, solicited_node(g.guest_ip6_ll), kNs, concat(nd_target(g.guest_ip6_ll), host_slla)),
+       ZN_PASS_ND, 0, "the host resolves the guest's link-local"},
+      {"egress_nd_nud", out, to_guest(g.gateway_ip6, g.guest_ip6, kNs, nd_target(g.guest_ip6)), ZN_PASS_ND, 0,
+       "the host probes the guest unicast"},
+      {"egress_nd_host_dad", out,
+       to_guest(ip6("::"), solicited_node(g.gateway_ip6_ll), kNs,
+                concat(nd_target(g.gateway_ip6_ll), nd_option(14, Bytes(6, 7)))),
+       ZN_PASS_ND, 0, "the host's DAD for its link-local on the TAP"},
+      {"egress_nd_host_dad_foreign_target", out,
+       to_guest(ip6("::"), solicited_node(g.guest_ip6), kNs, nd_target(g.guest_ip6)), ZN_DROP_ND_SPOOF, 0,
+       "DAD from :: towards the guest for the guest's own address"},
+      {"egress_nd_forwarded", out, to_guest(offlink, g.guest_ip6, kNs, nd_target(g.guest_ip6), 254),
+       ZN_DROP_UNSOLICITED, 0, "ND-shaped packet routed in from the internet"},
+      {"egress_nd_from_internet_source", out, to_guest(offlink, g.guest_ip6, kNa, nd_target(offlink, 0x60)),
+       ZN_DROP_ND_SPOOF, 0, "hop limit 255 but a source that is not the gateway"},
+      {"egress_nd_router_advert", out, to_guest(g.gateway_ip6_ll, all_nodes, kRa, Bytes(12, 0)), ZN_DROP_ND_SPOOF,
+       ZN_MARK_HOST_REPLY, "no router advertisements, marked or not"},
+      {"egress_nd_redirect", out, to_guest(g.gateway_ip6_ll, g.guest_ip6_ll, 137, Bytes(36, 0)), ZN_DROP_ND_SPOOF, 0,
+       "no redirects"},
+      {"egress_nd_advert_claims_guest", out, to_guest(g.gateway_ip6, all_nodes, kNa, nd_target(g.guest_ip6, 0x20)),
+       ZN_DROP_ND_SPOOF, 0, "the host's side claiming the guest's address"},
+      {"egress_nd_solicit_foreign_target", out,
+       to_guest(g.gateway_ip6, solicited_node(offlink), kNs, nd_target(offlink)), ZN_DROP_ND_SCOPE, 0,
+       "asking the guest about an address it does not have"},
+      {"egress_nd_advert_other_guest", out, to_guest(g.gateway_ip6, other_guest, kNa, nd_target(g.gateway_ip6, 0x40)),
+       ZN_DROP_ND_SCOPE, 0, "advertisement addressed to another guest"},
+      {"egress_nd_unknown_option", out,
+       to_guest(g.gateway_ip6, g.guest_ip6, kNa, concat(nd_target(g.gateway_ip6, 0x40), nd_option(200, Bytes(6, 0)))),
+       ZN_DROP_ND_MALFORMED, 0, "option type 200 towards the guest"},
+  };
+}
+
 }  // namespace
 
 void PrintTo(const VerdictFixture& f, std::ostream* os) { *os << f.name << " (" << f.why << ")"; }
@@ -28,6 +214,7 @@ dp::SessionEntry FixtureGuest::session() const {
   s.guest_ip6 = guest_ip6;
   s.guest_ip6_ll = guest_ip6_ll;
   s.gateway_ip6 = gateway_ip6;
+  s.gateway_ip6_ll = gateway_ip6_ll;
   s.steered_ports = {80, 443};
   s.event_rate = 1000;
   s.event_burst = 100000;
@@ -42,8 +229,6 @@ std::vector<VerdictFixture> verdict_fixtures() {
   const in_addr google = ip4("8.8.8.8");
   const in6_addr upstream6 = ip6("2001:db8:18::10");
   const in6_addr google6 = ip6("2001:4860:4860::8888");
-  const in6_addr all_nodes = ip6("ff02::1");
-  const in6_addr unspecified = ip6("::");
   const Mac bcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   const Mac zero{};
   const Mac attacker{0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
@@ -66,7 +251,7 @@ std::vector<VerdictFixture> verdict_fixtures() {
     return tags;
   };
 
-  return {
+  std::vector<VerdictFixture> fixtures = {
       // ARP
       {"arp_request", in, eth(g.guest_mac, bcast, kArp, arp_req), ZN_PASS_ARP, 0,
        "the guest asks for its gateway"},
@@ -172,28 +357,6 @@ std::vector<VerdictFixture> verdict_fixtures() {
        ZN_DROP_IP6_MULTICAST, 0, "mDNS query"},
       {"ip6_echo", in, from_guest6(upstream6, IPPROTO_ICMPV6, icmp6(128, Bytes(4, 0))), ZN_DROP_ICMP, 0,
        "ping6"},
-      {"nd_solicit_link_local", in,
-       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 255, &g.guest_ip6_ll),
-       ZN_PASS_ND, 0, "who has the gateway"},
-      {"nd_solicit_dad", in,
-       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.guest_ip6)), 255, &unspecified),
-       ZN_PASS_ND, 0, "duplicate address detection from ::"},
-      {"nd_router_solicit", in, from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kRs), 255, &g.guest_ip6_ll),
-       ZN_PASS_ND, 0, "router solicitation"},
-      {"nd_advert_own", in,
-       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.guest_ip6)), 255, &g.guest_ip6),
-       ZN_PASS_ND, 0, "the guest advertises its own address"},
-      {"nd_advert_gateway", in,
-       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.gateway_ip6)), 255, &g.guest_ip6),
-       ZN_DROP_ND_SPOOF, 0, "the guest claims the gateway's address"},
-      {"nd_router_advert", in, from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kRa, Bytes(12, 0)), 255, &g.guest_ip6_ll),
-       ZN_DROP_ND_SPOOF, 0, "a guest is no router"},
-      {"nd_hop_limit_64", in,
-       from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 64, &g.guest_ip6_ll),
-       ZN_DROP_ND_SPOOF, 0, "routed (off-link) neighbour discovery"},
-      {"nd_foreign_source", in,
-       [&] { in6_addr other = ip6("fe80::1"); return from_guest6(all_nodes, IPPROTO_ICMPV6, icmp6(kNs, nd_target(g.gateway_ip6)), 255, &other); }(),
-       ZN_DROP_ND_SPOOF, 0, "solicitation from a link-local that is not the guest's"},
       // Egress (towards the guest)
       {"egress_arp", out, eth(g.host_mac, g.guest_mac, kArp, arp(2, g.host_mac, g.gateway_ip4, g.guest_mac, g.guest_ip4)),
        ZN_PASS_ARP, 0, "the host answers ARP"},
@@ -203,15 +366,15 @@ std::vector<VerdictFixture> verdict_fixtures() {
        "forwarded or unmarked traffic"},
       {"egress_steer_mark_only", out, to_guest4(tcp(22, 40000, 0x02)), ZN_DROP_UNSOLICITED, ZN_MARK_STEER,
        "the steering mark is no licence to reach the guest"},
-      {"egress_nd_advert", out,
-       eth(g.host_mac, g.guest_mac, kIp6, ipv6(g.gateway_ip6, g.guest_ip6, IPPROTO_ICMPV6, icmp6(kNa, nd_target(g.gateway_ip6)), 255)),
-       ZN_PASS_ND, 0, "the host answers neighbour discovery"},
       {"egress_ip6_unmarked", out,
        eth(g.host_mac, g.guest_mac, kIp6, ipv6(upstream6, g.guest_ip6, IPPROTO_UDP, udp(53, 40000))),
        ZN_DROP_UNSOLICITED, 0, "unsolicited IPv6"},
       {"egress_lldp", out, eth(g.host_mac, g.guest_mac, 0x88cc, Bytes(40, 0)), ZN_DROP_ETHERTYPE, 0,
        "neither ARP nor IP towards the guest"},
   };
+  auto nd = nd_fixtures(g);
+  fixtures.insert(fixtures.end(), nd.begin(), nd.end());
+  return fixtures;
 }
 
 FixtureDatapath::FixtureDatapath()

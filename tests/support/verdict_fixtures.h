@@ -42,6 +42,7 @@ struct FixtureGuest {
   in6_addr guest_ip6 = ip6("2001:db8:19::2");
   in6_addr guest_ip6_ll = ip6("fe80::7a:6eff:fe00:1");
   in6_addr gateway_ip6 = ip6("2001:db8:19::1");
+  in6_addr gateway_ip6_ll = ip6("fe80::7a:6eff:feff:1");  // EUI-64 of host_mac
   dp::SessionEntry session() const;
 };
 

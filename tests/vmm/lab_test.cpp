@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -29,6 +30,21 @@ bool run_dir_exists(const std::string& prefix) {
 }
 
 using testing::udp_round_trip;
+
+// Addresses (with DAD state), neighbours and routes of a namespace: what a
+// failed round trip needs to be diagnosed.
+std::string ip6_state(const std::string& ns) {
+  std::string out = "--- " + ns + "\n";
+  const std::string cmd = "ip netns exec " + ns +
+                          " sh -c 'ip -6 addr; ip -6 neigh; ip -6 route; ip -s link;"
+                          " awk \"\\$2 != 0\" /proc/net/snmp6' 2>&1";
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  return out;
+}
 
 // Removes the lab even if a test released it or failed half-way.
 struct LabCleanup {
@@ -88,7 +104,8 @@ TEST_F(LabTest, TwoGuestsReachGatewayAndUpstreamThenTeardownLeavesNothing) {
       EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip6)));
       // Upstream: forwarded by the host namespace to the stand-in internet.
       EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "198.18.0.10"));
-      EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "2001:db8:18::13"));
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "2001:db8:18::13"))
+          << ip6_state(g.netns) << ip6_state(lab.host_netns()) << ip6_state(lab.inet_netns());
       // And the other way: the internet reaches the guest (routes back to 198.19/16).
       EXPECT_TRUE(udp_round_trip(lab.inet_netns(), g.netns, to_string(g.guest_ip4)));
     }
@@ -97,6 +114,29 @@ TEST_F(LabTest, TwoGuestsReachGatewayAndUpstreamThenTeardownLeavesNothing) {
   }
   EXPECT_TRUE(namespaces_of(prefix_).empty());
   EXPECT_FALSE(run_dir_exists(prefix_));
+}
+
+// The flake this guards against: IPv6 from a new lab to the stand-in internet
+// failing now and then, because up()/add_guest() returned while links were
+// still being activated or addresses still tentative (kernel work that runs
+// later, and later still while other namespaces hold the RTNL lock). They
+// return only once every lab link passes traffic.
+TEST_F(LabTest, UpAndAddGuestReturnOnlyWhenEveryLinkIsReady) {
+  Lab lab = Lab::up(prefix_);
+  const LabGuest g0 = lab.add_guest("g0");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> links = {
+      {lab.host_netns(), {"lo", "inet0", g0.tap_name}},
+      {lab.inet_netns(), {"lo", "eth0"}},
+      {g0.netns, {"lo", "eth0"}}};
+  for (const auto& [ns, names] : links) {
+    NetnsScope in_ns(ns);
+    const auto pending = RouteNetlink().unsettled(names);
+    EXPECT_TRUE(pending.empty()) << ns << ": " << (pending.empty() ? "" : pending.front()) << "\n" << ip6_state(ns);
+  }
+  // Link-locals too are usable at once: the host reaches the guest's.
+  EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, to_string(g0.guest_ip6_ll) + "%" + g0.tap_name));
+  EXPECT_TRUE(udp_round_trip(g0.netns, lab.inet_netns(), "2001:db8:18::13"))
+      << ip6_state(g0.netns) << ip6_state(lab.host_netns()) << ip6_state(lab.inet_netns());
 }
 
 TEST_F(LabTest, AttachFindsLabOfEarlierProcessAndDoesNotOwnIt) {

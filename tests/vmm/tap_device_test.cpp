@@ -3,6 +3,9 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
 #include <system_error>
 
 #include "common/netns.h"
@@ -41,6 +44,32 @@ TEST(TapDevice, CreateConfigureDelete) {
   EXPECT_TRUE(delete_tap("zt0"));
   EXPECT_FALSE(nl.find_link("zt0"));
   EXPECT_FALSE(delete_tap("zt0"));
+}
+
+// The datapath checks neighbour discovery against the gateway's link-local,
+// computed from the host MAC: the TAP must have exactly that one even where
+// the namespace's default would make another (here: random).
+TEST(TapDevice, LinkLocalIsEui64OfItsMacWhateverTheDefaultMode) {
+  ZN_REQUIRE_ROOT();
+  TestNetns ns("tapll");
+  NetnsScope in_ns(ns.name());
+  {
+    std::ofstream mode("/proc/sys/net/ipv6/conf/default/addr_gen_mode");
+    mode << "3";  // IN6_ADDR_GEN_MODE_RANDOM
+  }
+  const MacAddress mac{0x02, 0x7a, 0x6e, 0xff, 0x00, 0x09};
+  int ifindex = create_tap("zt0", {mac, 1500, {}});
+  UniqueFd fd = open_tap("zt0");  // carrier: the kernel makes the link-local now
+  const std::string want = to_string(eui64_link_local(mac)) + "/64";
+  RouteNetlink nl;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 300; ++i) {
+    addrs = nl.addresses(ifindex);
+    if (std::any_of(addrs.begin(), addrs.end(), [](const std::string& a) { return a.rfind("fe80:", 0) == 0; }))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(contains(addrs, want)) << "want " << want << ", have " << (addrs.empty() ? "none" : addrs.front());
 }
 
 TEST(TapDevice, CreateRefusesExistingName) {

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * IPv6 neighbour discovery between a guest and its gateway, for both TAP
+ * programs. ND is the only traffic either program passes without steering it
+ * to a host socket, and a forwarding host routes whatever it is not the
+ * destination of: so ND passes only when its destination keeps it on the
+ * link (link-local unicast, ff02:: groups, the gateway's own addresses) and
+ * its shape is exactly what RFC 4861 describes, with no room for payload.
+ */
+#ifndef ZN_ND_H
+#define ZN_ND_H
+
+#include <linux/bpf.h>
+#include <linux/icmpv6.h>
+#include <linux/ipv6.h>
+#include "zn_abi.h"
+#include "zn_parse.h"
+
+static __always_inline int zn_is_guest_ip6(const struct zn_session *s, const struct in6_addr *a)
+{
+	return (!zn_ip6_is_zero(s->guest_ip6) && zn_ip6_eq(a, s->guest_ip6)) ||
+	       (!zn_ip6_is_zero(s->guest_ip6_ll) && zn_ip6_eq(a, s->guest_ip6_ll));
+}
+
+/* The host's addresses on the TAP. When the session does not know the host's
+ * link-local (zero), any link-local unicast address stands for it: wrong only
+ * in being generous, and still an address the kernel never routes off-link. */
+static __always_inline int zn_is_gateway_ip6(const struct zn_session *s, const struct in6_addr *a)
+{
+	if (!zn_ip6_is_zero(s->gateway_ip6) && zn_ip6_eq(a, s->gateway_ip6))
+		return 1;
+	if (zn_ip6_is_zero(s->gateway_ip6_ll))
+		return zn_ip6_is_link_local(a);
+	return zn_ip6_eq(a, s->gateway_ip6_ll);
+}
+
+/* A neighbour solicitation's destination: the target's solicited-node group
+ * (address resolution) or the target itself (unreachability detection). */
+static __always_inline int zn_nd_ns_dest_ok(const struct in6_addr *dst, const struct in6_addr *target)
+{
+	return zn_ip6_is_solicited_node_of(dst, target->in6_u.u6_addr8) || zn_ip6_eq(dst, target->in6_u.u6_addr8);
+}
+
+/* The frame carries exactly the IPv6 packet (no trailing bytes), and the
+ * message is its fixed part alone or followed by one 8-byte option.
+ * Returns 0, 1 (one option follows) or -1 (wrong length). */
+static __always_inline int zn_nd_option_count(const struct __sk_buff *skb, const struct ipv6hdr *ip6h,
+					      __u32 fixed_len)
+{
+	__u32 payload_len = bpf_ntohs(ip6h->payload_len);
+
+	if (skb->len != sizeof(struct ethhdr) + sizeof(*ip6h) + payload_len)
+		return -1;
+	if (payload_len == fixed_len)
+		return 0;
+	if (payload_len == fixed_len + ZN_ND_OPT_LEN)
+		return 1;
+	return -1;
+}
+
+#endif /* ZN_ND_H */
