@@ -43,6 +43,19 @@ TEST(PathPattern, LiteralPathsMatchExactly) {
   EXPECT_FALSE(p.matches("v1/charges"));
 }
 
+// Rules only allow, so case-sensitive matching is the safe side of a
+// case-folding backend (IIS): "/V1/x" is not inside "/v1/**" and is refused,
+// it never reaches a route the rule did not name.
+TEST(PathPattern, CaseIsSignificant) {
+  auto p = pat("/v1/**");
+  EXPECT_TRUE(p.matches("/v1/x"));  // positive control
+  EXPECT_FALSE(p.matches("/V1/x"));
+  EXPECT_FALSE(p.matches("/v1/x") && p.matches("/V1/X"));
+  auto star = pat("/repos/*/issues");
+  EXPECT_FALSE(star.matches("/repos/a/ISSUES"));
+  EXPECT_FALSE(star.matches("/REPOS/a/issues"));
+}
+
 TEST(PathPattern, RejectsWhatCouldNotMatchANormalisedPath) {
   for (const char* bad : {"", "repos", "/a/../b", "/a/./b", "/a%2fb", "/a\\b", "/a?x=1", "/a#f",
                           "/re*pos", "/***"}) {
