@@ -113,13 +113,17 @@ wait_tcp() {
 # zerod_start NETNS DIR PIN_ROOT [EXTRA_JSON]: zerod with its own state dir,
 # control socket $DIR/zerod.sock and config $DIR/zerod.json (EXTRA_JSON is
 # merged into the config). Stopped (SIGTERM) on cleanup. Sets ZEROD_PID.
+# The lab's stand-in internet (198.18.0.0/16, 2001:db8:18::/48) is a
+# benchmarking range zerod refuses unless its config allows it; the guest
+# pool 198.19.0.0/16 next to it stays refused.
 ZEROD_PID=""
 zerod_start() {
   local netns=$1 dir=$2 pins=$3 extra=${4:-'{}'}
   mkdir -p "$dir"
   jq -n --arg ns "$netns" --arg pins "$pins" --arg state "$dir/state" --arg sock "$dir/zerod.sock" \
     --argjson extra "$extra" \
-    '{netns: $ns, pin_root: $pins, state_dir: $state, control_socket: $sock} + $extra' > "$dir/zerod.json"
+    '{netns: $ns, pin_root: $pins, state_dir: $state, control_socket: $sock,
+      upstream_allow: ["198.18.0.0/16", "2001:db8:18::/48"]} + $extra' > "$dir/zerod.json"
   "$(zerod_bin)" --config "$dir/zerod.json" > "$dir/zerod.log" 2>&1 < /dev/null &
   ZEROD_PID=$!
   on_exit "kill_wait $ZEROD_PID"

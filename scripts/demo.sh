@@ -67,6 +67,7 @@ cat > "$WORK/zerod.json" << JSON
 { "netns": "$PREFIX-host", "pin_root": "/sys/fs/bpf/zeroness-$PREFIX",
   "state_dir": "$WORK/state", "control_socket": "$WORK/zerod.sock",
   "upstream_ca_bundle": "$WORK/labca.pem",
+  "upstream_allow": ["198.18.0.0/16", "2001:db8:18::/48"],
   "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],
                   "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
                   "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] } }

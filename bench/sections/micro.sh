@@ -39,7 +39,9 @@ micro_pairs() {
 
 section_micro() {
   micro_pairs http_bench http_parse_request_head=baseline_find_head_end \
-    http_rewrite_request_head=baseline_copy_head http_normalise_target=baseline_copy_head
+    http_rewrite_request_head=baseline_copy_head http_normalise_target=baseline_copy_head \
+    scrub_response_body/1=baseline_memcpy_body scrub_response_body/4=baseline_memcpy_body \
+    scrub_response_body/16=baseline_memcpy_body
   micro_pairs leaf_cert_bench BM_LeafForMiss=BM_LeafForHit
   local bin="$BUILD_DIR/bench/policy_match_bench" out="$WORK/policy_match_bench.json" min_time=0.2
   if [ ! -x "$bin" ]; then

@@ -12,15 +12,17 @@ namespace {
 constexpr std::string_view kEventNames[] = {
     "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
     "egress:rate_limited",
+    "egress:error",  // allowed, but no upstream could be connected
     "dns:allow",      "dns:deny",
     "packet:deny",
     "resource:read",  "resource:write",  "resource:deny",
     "command:run",    "command:reject",
     "session:create", "session:update",  "session:delete",
+    "secret:reflected",  // an upstream sent an injected secret back; scrubbed
 };
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:", "dns:", "packet:", "resource:", "command:", "session:",
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

@@ -9,6 +9,7 @@
 
 #include "broker/host_pattern.h"
 #include "broker/policy_parser.h"
+#include "userspace/destination_class.h"
 
 namespace zn::broker {
 namespace {
@@ -51,7 +52,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
                                  "metrics_port", "proxy_idle_timeout_ms", "proxy_max_connections_per_guest",
                                  "proxy_header_timeout_ms", "approval_timeout_ms",
-                                 "upstream_ca_bundle"};
+                                 "upstream_ca_bundle", "upstream_allow", "nat64_prefix"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
@@ -91,6 +92,33 @@ DaemonConfig parse_daemon_config(const std::string& text) {
         c.dns_static[*normalized].push_back(a.get<std::string>());
       }
     }
+  }
+  // The pools feed the proxy's guard too: each must be a prefix of its family.
+  for (const auto& [key, family] :
+       {std::pair{"address_pool_ipv4", AF_INET}, std::pair{"address_pool_ipv6", AF_INET6}}) {
+    const std::string& text = key == std::string("address_pool_ipv4") ? c.address_pool_ipv4 : c.address_pool_ipv6;
+    auto pool = proxy::AddressPrefix::parse(text);
+    if (!pool || pool->network.family != family || text.find('/') == std::string::npos)
+      fail(std::string("$.") + key, "must be an " + std::string(family == AF_INET ? "IPv4" : "IPv6") +
+                                        " prefix with no host bits, e.g. " +
+                                        (family == AF_INET ? "198.19.0.0/16" : "2001:db8:19::/48"));
+  }
+  if (doc.contains("upstream_allow")) {
+    const json& u = doc["upstream_allow"];
+    if (!u.is_array()) fail("$.upstream_allow", "must be an array of address prefixes");
+    for (size_t i = 0; i < u.size(); ++i) {
+      const std::string path = "$.upstream_allow[" + std::to_string(i) + "]";
+      if (!u[i].is_string()) fail(path, "must be a string");
+      if (!proxy::AddressPrefix::parse(u[i].get<std::string>()))
+        fail(path, "must be an address or prefix with no host bits, e.g. 198.18.0.0/16");
+      c.upstream_allow.push_back(u[i].get<std::string>());
+    }
+  }
+  c.nat64_prefix = get_string(doc, "nat64_prefix", c.nat64_prefix);
+  if (!c.nat64_prefix.empty()) {
+    auto p = proxy::AddressPrefix::parse(c.nat64_prefix);
+    if (!p || p->network.family != AF_INET6 || p->length != 96)
+      fail("$.nat64_prefix", "must be an IPv6 /96 prefix, e.g. 64:ff9b::/96");
   }
   if (doc.contains("dns_upstream")) {
     const json& u = doc["dns_upstream"];

@@ -30,6 +30,15 @@ struct DaemonConfig {
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.
   std::string upstream_ca_bundle;
+  // Destinations the proxy may reach although they are refused by default
+  // (special-purpose ranges such as the lab's 198.18.0.0/16). Only the
+  // operator's config can name them, never a guest-facing policy. A prefix
+  // opens the host's own addresses or a guest pool only when it lies inside
+  // that local prefix or pool (e.g. "198.18.255.1/32"), never by covering it.
+  std::vector<std::string> upstream_allow;  // "198.18.0.0/16", "2001:db8:18::/48"
+  // A NAT64 prefix (a /96, e.g. "64:ff9b::/96"): addresses in it are judged
+  // as the IPv4 address they carry. "" = NAT64 addresses are refused.
+  std::string nat64_prefix;
 
   std::string state_file() const { return state_dir + "/sessions.json"; }
   std::string audit_db() const { return state_dir + "/audit.db"; }

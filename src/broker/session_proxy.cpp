@@ -68,6 +68,9 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   if (port != 443) {
     // Raw TCP: only to a destination an L4 rule put in the datapath.
     if (!in_l4_plan(*s, dst, port)) return reset(d, "no L4 rule for this destination", facts);
+    // A rule naming an address (or a name that resolved to one) does not
+    // open the host itself, a guest pool or a special-purpose range.
+    if (auto why = guard_->refusal(dst)) return reset(d, *why, facts);
     if (!rate_.take(d.session, s->policy->policy().rate)) {
       audit_.append({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
       d.reason = "rate limited";
@@ -91,6 +94,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
       d.mode = proxy::ConnectionMode::kIntercept;
       return d;
     }
+    if (auto why = guard_->refusal(*named)) return reset(d, *why, facts);
     d.mode = proxy::ConnectionMode::kPassthrough;
     d.addresses = {*named};
     return d;
@@ -128,6 +132,10 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
       out.reason = "address not named by a rule";
       return out;
     }
+    if (auto why = guard_->refusal(*literal)) {
+      out.reason = *why;  // a rule naming the address is not enough for a refused class
+      return out;
+    }
     out.addresses = {*literal};
     return out;
   }
@@ -139,12 +147,18 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
     out.reason = "name was not resolved through governed DNS";
     return out;
   }
+  std::string refused;
   for (const dns::IpAddress& a : resolver_.resolve_now(host)) {
     if (std::find(told.begin(), told.end(), a) == told.end()) continue;
-    if (proxy::classify_destination(a).internal()) continue;  // a name rule never reaches inside
+    // Never the host itself, a guest, or a special-purpose range unless
+    // zerod's own config allows it, whatever name pointed there.
+    if (auto why = guard_->refusal(a)) {
+      refused = *why;
+      continue;
+    }
     out.addresses.push_back(a);
   }
-  if (out.addresses.empty()) out.reason = "no permitted upstream address";
+  if (out.addresses.empty()) out.reason = refused.empty() ? "no permitted upstream address" : refused;
   return out;
 }
 
@@ -184,7 +198,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   d.status = 0;
   d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
   if (v.action == RequestAction::kAsk) {
-    d.hold_ticket = approvals_.hold(facts.session, host->name, facts.method, facts.path);
+    d.hold_ticket = approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
     audit_.append({"egress:ask",
                    facts.session,
                    {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
@@ -221,7 +235,27 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::str
   if (resource == p.resources.end()) return std::nullopt;
   auto token = resource->second.fields.find("accessToken");
   if (token == resource->second.fields.end()) return std::nullopt;
-  return proxy::Injection{"Authorization", "Bearer " + token->second, {"Authorization", "Proxy-Authorization"}};
+  // The token itself is what an echoing upstream must not hand back, in
+  // whatever encoding: "Bearer " is no part of the secret.
+  return proxy::Injection{
+      "Authorization", "Bearer " + token->second, {"Authorization", "Proxy-Authorization"}, {token->second}};
+}
+
+std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
+  std::vector<proxy::ScrubSecret> out;
+  std::optional<Session> s = sessions_.get(session);
+  if (!s) return out;
+  const Policy& p = s->policy->policy();
+  for (const auto& rule : p.allow) {
+    if (!rule.identity) continue;
+    auto resource = p.resources.find(*rule.identity);
+    if (resource == p.resources.end()) continue;
+    auto token = resource->second.fields.find("accessToken");
+    if (token == resource->second.fields.end()) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == token->second; }))
+      out.push_back({*rule.identity, token->second});
+  }
+  return out;
 }
 
 void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
@@ -230,14 +264,49 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
                            {"mode", "intercept"},  {"bytes_up", r.bytes_from_guest},
                            {"bytes_down", r.bytes_to_guest}, {"duration_ms", r.duration.count()}};
   if (!r.identity.empty()) detail["identity"] = r.identity;
-  if (!r.error.empty()) detail[r.forwarded ? "error" : "reason"] = r.error;
-  audit_.append({r.forwarded ? "egress:allow" : "egress:deny", r.session, std::move(detail)});
+  if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
+  if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
+  // No upstream could be connected: an error, never an egress:allow.
+  audit_.append({r.upstream_failed ? "egress:error" : r.forwarded ? "egress:allow" : "egress:deny", r.session,
+                 std::move(detail)});
+  if (r.reflected_in_head + r.reflected_in_body > 0) {
+    // The upstream sent an injected secret back; the proxy replaced it before
+    // the guest saw it. Where and how it was encoded, never the value.
+    nlohmann::json where = nlohmann::json::array();
+    if (r.reflected_in_head > 0) where.push_back("header");
+    if (r.reflected_in_body > 0) where.push_back("body");
+    audit_.append({"secret:reflected", r.session,
+                   {{"host", r.host},
+                    {"method", r.method},
+                    {"path", r.path},
+                    {"status", r.status},
+                    {"identity", r.reflected_identities},
+                    {"where", where},
+                    {"encodings", r.reflected_encodings},
+                    {"matches", r.reflected_in_head + r.reflected_in_body}}});
+  }
 }
 
 void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {
+  if (!c.refused.empty()) {
+    // The connect-time guard refused every address (the broker's own check
+    // passed: the local table or a resolution changed in between).
+    audit_.append({"egress:deny", c.session, {{"host", c.host}, {"mode", "passthrough"}, {"reason", c.refused}}});
+    return;
+  }
+  if (c.upstream.empty()) {
+    // Nothing was connected: not an egress:allow.
+    audit_.append({"egress:error", c.session,
+                   {{"host", c.host},
+                    {"mode", "passthrough"},
+                    {"reason", c.end},
+                    {"duration_ms", c.duration.count()}}});
+    return;
+  }
   audit_.append({"egress:allow", c.session,
                  {{"host", c.host},
                   {"mode", "passthrough"},
+                  {"upstream", c.upstream},
                   {"bytes_up", c.bytes_from_guest},
                   {"bytes_down", c.bytes_to_guest},
                   {"duration_ms", c.duration.count()},

@@ -2,6 +2,8 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 #include "userspace/http1_body.h"
 #include "userspace/http_rewrite.h"
 #include "userspace/http_target.h"
+#include "userspace/secret_scrubber.h"
 #include "userspace/tls_contexts.h"
 #include "userspace/asio_endpoint.h"
 
@@ -40,6 +43,7 @@ struct Upstream {
   std::unique_ptr<tcp::socket> socket;
   std::unique_ptr<ByteStream> stream;
   std::string buffered;  // read past the end of the last response
+  std::string connected;  // "198.18.0.10:443": the address and port connected
 
   bool open() const { return stream != nullptr; }
   void reset() {
@@ -51,6 +55,7 @@ struct Upstream {
     socket.reset();
     buffered.clear();
     host.clear();
+    connected.clear();
   }
 };
 
@@ -239,6 +244,18 @@ class Exchange {
   awaitable<std::optional<Refusal>> forward(const http::RequestHead& req, const http::NormalisedTarget& target,
                                             const RequestDecision& decision, RequestSummary& summary,
                                             bool& response_started) {
+    if (!session_secrets_loaded_) {
+      // Once per connection, before its first response: an upstream may
+      // replay on this connection what it was given on another one.
+      session_secrets_loaded_ = true;
+      const std::string session = conn_.session;
+      std::vector<ScrubSecret> secrets =
+          co_await off_loop(ctx_.pool, [&] { return ctx_.policy.session_secrets(session); });
+      for (ScrubSecret& s : secrets) {
+        scrubber_.add_secret(s.secret, s.identity);  // one too big is refused again if ever injected
+        OPENSSL_cleanse(s.secret.data(), s.secret.size());
+      }
+    }
     std::optional<Injection> injection;
     if (decision.rule && !decision.rule->identity.empty()) {
       injection = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
@@ -247,21 +264,41 @@ class Exchange {
     struct Cleanse {
       std::optional<Injection>& i;
       ~Cleanse() {
-        if (i) OPENSSL_cleanse(i->value.data(), i->value.size());
+        if (!i) return;
+        OPENSSL_cleanse(i->value.data(), i->value.size());
+        for (std::string& s : i->scrub) OPENSSL_cleanse(s.data(), s.size());
       }
     } cleanse{injection};
+    if (injection) {
+      // From the first injection to the end of the guest connection, every
+      // response is scrubbed of every secret injected on it (an upstream
+      // that echoes the request must not hand the credential back).
+      // A broker that names no substring gets the whole injected value
+      // scrubbed (cleansed with the rest).
+      if (injection->scrub.empty()) injection->scrub.push_back(injection->value);
+      bool scrubbable = true;
+      for (const std::string& secret : injection->scrub)
+        scrubbable = scrubbable && scrubber_.add_secret(secret, decision.rule->identity);
+      if (!scrubbable)
+        co_return Refusal{403, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n"};
+    }
 
     http::ResponseHead resp;
-    // A reused upstream may have closed while idle: a bodiless request is
-    // retried once on a fresh connection.
+    // A reused upstream may have closed while idle: a request whose head
+    // could not be written, or a bodiless one that got no answer, is retried
+    // once on a fresh connection. The body is read from the guest only once,
+    // so it goes with whichever attempt first delivered the head.
+    bool body_sent = false;
     for (int attempt = 0;; ++attempt) {
       if (upstream_.open() && upstream_.host != decision.host) upstream_.reset();
       const bool reused = upstream_.open();
       if (!reused) {
-        std::optional<Refusal> refused = co_await connect_upstream(decision.host);
+        std::optional<Refusal> refused = co_await connect_upstream(decision.host, summary);
         if (refused) co_return refused;
       }
-      std::string out = http::forwarded_request_head(req, target, decision.host, injection ? &*injection : nullptr);
+      summary.upstream = upstream_.connected;
+      std::string out = http::forwarded_request_head(req, target, decision.host, injection ? &*injection : nullptr,
+                                                     scrubber_.armed());
       bool sent = true;
       try {
         co_await with_deadline(upstream_.stream->write_all(out), ctx_.idle_timeout);
@@ -274,7 +311,10 @@ class Exchange {
         if (reused && attempt == 0) continue;
         throw std::runtime_error("upstream write failed");
       }
-      if (attempt == 0) co_await forward_request_body(req, summary);
+      if (!body_sent) {
+        body_sent = true;
+        co_await forward_request_body(req, summary);
+      }
       const bool got = co_await read_response_head(req, resp);
       if (got) break;
       upstream_.reset();
@@ -287,48 +327,88 @@ class Exchange {
     const bool guest_speaks_11 = req.version_minor == 1;
     const bool chunk_out = upstream_unframed && guest_speaks_11;
     close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11);
-    const std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
+    // A compressed body could not be scanned for a reflected secret: it
+    // never reaches the guest (the upstream was asked for identity).
+    if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone && !http::identity_content_encoding(resp))
+      throw std::runtime_error("upstream compressed a response that must be scanned for secrets");
+    std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
+    // Names, values, the reason phrase: same-length replacement keeps the
+    // head well-formed.
+    note_reflections(summary, scrubber_.scrub(out_head), true);
     response_started = true;
     summary.status = resp.status;
     // A guest that stops reading holds the exchange no longer than an idle one.
     co_await with_deadline(guest_.write_all(out_head), ctx_.idle_timeout);
     summary.bytes_to_guest += out_head.size();
     if (resp.framing != http::BodyFraming::kNone) {
-      http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
-      std::string piece;
-      for (;;) {
-        piece.clear();
-        http::BodyDecoder::Step step = decoder.feed(upstream_.buffered, piece);
-        upstream_.buffered.erase(0, step.consumed);
-        if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
-        if (!piece.empty()) {
-          if (chunk_out) piece = http::chunk_frame(piece);
-          co_await with_deadline(guest_.write_all(piece), ctx_.idle_timeout);
-          summary.bytes_to_guest += piece.size();
+      // The decoded payload is one stream for the scrubber, whatever the
+      // upstream's chunk or read boundaries: a match split across them is
+      // still found, at the cost of holding back a partial match (at most
+      // the longest pattern less one byte) until the next piece or the end.
+      SecretScrubber::Stream scrub(scrubber_);
+      std::exception_ptr failed;
+      try {
+        http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
+        std::string piece, clean;
+        for (;;) {
+          piece.clear();
+          clean.clear();
+          http::BodyDecoder::Step step = decoder.feed(upstream_.buffered, piece);
+          upstream_.buffered.erase(0, step.consumed);
+          if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
+          scrub.feed(piece, clean);
+          if (step.done) scrub.finish(clean);
+          // Sent before the next read: a streamed response is not delayed
+          // beyond the partial match held back.
+          co_await send_body(clean, chunk_out, summary);
+          if (step.done) break;
+          size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
+          if (n == 0) {
+            if (resp.framing != http::BodyFraming::kUntilClose) throw std::runtime_error("upstream body truncated");
+            clean.clear();
+            scrub.finish(clean);
+            co_await send_body(clean, chunk_out, summary);
+            break;
+          }
+          upstream_.buffered.append(buf_, n);
         }
-        if (step.done) break;
-        size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
-        if (n == 0) {
-          if (resp.framing == http::BodyFraming::kUntilClose) break;
-          throw std::runtime_error("upstream body truncated");
-        }
-        upstream_.buffered.append(buf_, n);
+        if (chunk_out) co_await with_deadline(guest_.write_all(http::kLastChunk), ctx_.idle_timeout);
+      } catch (...) {
+        failed = std::current_exception();
       }
-      if (chunk_out) co_await with_deadline(guest_.write_all(http::kLastChunk), ctx_.idle_timeout);
+      note_reflections(summary, scrub.report(), false);
+      if (failed) std::rethrow_exception(failed);
     }
     if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose) upstream_.reset();
     co_return std::nullopt;
   }
 
-  awaitable<std::optional<Refusal>> connect_upstream(const std::string& host) {
+  // Connects (and for TLS, handshakes with) the first of the broker's
+  // addresses that the guard still allows and that answers. A Refusal when
+  // the broker or the guard refused them all (nothing left the proxy: an
+  // egress:deny with the reason); throws when none could be connected (an
+  // egress:error, summary.upstream_failed).
+  awaitable<std::optional<Refusal>> connect_upstream(const std::string& host, RequestSummary& summary) {
     const std::string session = conn_.session;
     UpstreamAddresses where =
         co_await off_loop(ctx_.pool, [&] { return ctx_.policy.resolve_upstream(session, host); });
-    if (where.addresses.empty())
+    if (where.addresses.empty()) {
+      summary.error = where.reason;
       co_return Refusal{403, "zeroness: blocked by policy (" + where.reason + ")\n"};
+    }
     auto executor = co_await asio::this_coro::executor;
-    std::string last_error = "no address";
+    std::string last_error = "no address", refused;
+    bool attempted = false;
     for (const dns::IpAddress& a : where.addresses) {
+      // The backstop, on the very address about to be connected: the local
+      // table or a resolution may have changed since the broker checked.
+      std::optional<std::string> why =
+          ctx_.guard ? ctx_.guard->refusal(a) : std::optional<std::string>("no destination guard");
+      if (why) {
+        refused = *why;
+        continue;
+      }
+      attempted = true;
       auto socket = std::make_unique<tcp::socket>(executor);
       try {
         co_await with_deadline(socket->async_connect(endpoint_of(a, conn_.port), use_awaitable),
@@ -348,11 +428,17 @@ class Exchange {
         upstream_.socket = std::move(socket);
         upstream_.stream = std::move(stream);
         upstream_.host = host;
+        upstream_.connected = upstream_text(a, conn_.port);
         co_return std::nullopt;
       } catch (const std::exception& e) {
         last_error = e.what();
       }
     }
+    if (!attempted) {
+      summary.error = refused;
+      co_return Refusal{403, "zeroness: blocked by policy (" + refused + ")\n"};
+    }
+    summary.upstream_failed = true;
     throw std::runtime_error("upstream unreachable: " + last_error);
   }
 
@@ -424,6 +510,30 @@ class Exchange {
     }
   }
 
+  awaitable<void> send_body(std::string& clean, bool chunk_out, RequestSummary& summary) {
+    if (clean.empty()) co_return;
+    if (chunk_out) clean = http::chunk_frame(clean);
+    co_await with_deadline(guest_.write_all(clean), ctx_.idle_timeout);
+    summary.bytes_to_guest += clean.size();
+  }
+
+  // What the scrubber replaced, for the audit (secret:reflected): counts,
+  // encodings and identity names, never the value.
+  void note_reflections(RequestSummary& summary, const ScrubReport& r, bool head) {
+    if (r.matches == 0) return;
+    (head ? summary.reflected_in_head : summary.reflected_in_body) += r.matches;
+    for (const std::string& e : r.encoding_names())
+      if (std::find(summary.reflected_encodings.begin(), summary.reflected_encodings.end(), e) ==
+          summary.reflected_encodings.end())
+        summary.reflected_encodings.push_back(e);
+    for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
+      const std::string& who = scrubber_.label(i);
+      if ((r.secrets >> i & 1) && std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(),
+                                           who) == summary.reflected_identities.end())
+        summary.reflected_identities.push_back(who);
+    }
+  }
+
   // The audit write may wait on the disk: off the loop too.
   awaitable<void> report(RequestSummary& summary, Clock::time_point start) {
     summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -442,6 +552,9 @@ class Exchange {
   std::string in_;
   Upstream upstream_;
   bool close_after_ = false;
+  // Armed at the first injection; wipes its patterns when the connection ends.
+  SecretScrubber scrubber_;
+  bool session_secrets_loaded_ = false;
   char buf_[kReadChunk];
 };
 

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "userspace/byte_stream.h"
+#include "userspace/destination_guard.h"
 #include "userspace/http1_message.h"
 #include "userspace/proxy_policy.h"
 
@@ -29,6 +30,9 @@ struct InterceptContext {
   std::chrono::milliseconds idle_timeout;     // keep-alive wait and any stalled transfer
   std::chrono::milliseconds connect_timeout;  // upstream TCP connect + TLS handshake
   InterceptCounters& counters;
+  // Judges each upstream address immediately before it is connected; null
+  // refuses every connect (fail closed).
+  const DestinationGuard* guard = nullptr;
 };
 
 // Runs until the guest closes, a request is refused (refusals close the

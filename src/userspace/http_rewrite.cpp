@@ -68,12 +68,16 @@ std::string_view reason_phrase(int status) {
 }
 
 std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target, std::string_view host,
-                                   const proxy::Injection* injection) {
+                                   const proxy::Injection* injection, bool scanned_response) {
   std::vector<std::string> drop = connection_tokens(request.headers);
   if (injection != nullptr) {
     drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());
     drop.push_back(injection->header);  // the guest never supplies its own copy
   }
+  // A response on a connection with a secret is scanned for its reflection
+  // (secret_scrubber.h); compressed, it could not be.
+  const bool identity_only = injection != nullptr || scanned_response;
+  if (identity_only) drop.push_back("Accept-Encoding");
   std::string out;
   out.reserve(256 + request.target.size() + request.headers.size() * 48);
   out.append(request.method).append(" ").append(target.path);
@@ -85,6 +89,7 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
     append_header(out, h.name, h.value);
   }
   if (injection != nullptr) append_header(out, injection->header, injection->value);
+  if (identity_only) append_header(out, "Accept-Encoding", "identity");
   switch (request.framing) {
     case BodyFraming::kContentLength:
       append_header(out, "Content-Length", std::to_string(request.content_length));
@@ -97,6 +102,23 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   }
   out.append("\r\n");
   return out;
+}
+
+bool identity_content_encoding(const ResponseHead& response) {
+  for (const Header& h : response.headers) {
+    if (!iequals(h.name, "content-encoding")) continue;
+    size_t pos = 0;
+    while (pos <= h.value.size()) {
+      size_t comma = h.value.find(',', pos);
+      if (comma == std::string::npos) comma = h.value.size();
+      std::string_view token = std::string_view(h.value).substr(pos, comma - pos);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      if (!token.empty() && !iequals(token, "identity")) return false;
+      pos = comma + 1;
+    }
+  }
+  return true;
 }
 
 std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close) {

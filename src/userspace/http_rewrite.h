@@ -14,9 +14,17 @@
 namespace zn::http {
 
 // The request head for the upstream: origin-form from the normalised target,
-// Host as authorised, body framing from the parsed framing.
+// Host as authorised, body framing from the parsed framing. With an
+// injection, or `scanned_response` (a secret was injected earlier on this
+// connection), the guest's Accept-Encoding is replaced by `identity`: the
+// response must come back scannable for the secret's reflection.
 std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
-                                   std::string_view host, const proxy::Injection* injection);
+                                   std::string_view host, const proxy::Injection* injection,
+                                   bool scanned_response = false);
+
+// Whether a response's Content-Encoding leaves its body as sent (absent, or
+// only "identity"): the only bodies the reflection scrubber can scan.
+bool identity_content_encoding(const ResponseHead& response);
 
 // The response head for the guest. `chunked`: the body is re-chunked (the
 // upstream sent chunked or close-delimited); otherwise the upstream's length,

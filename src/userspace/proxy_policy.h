@@ -79,6 +79,16 @@ struct Injection {
   std::string value;   // the secret: never logged, cleansed after use
   // Guest-supplied headers the rule owns, removed before forwarding.
   std::vector<std::string> strip;
+  // The secret itself (the token, not "Bearer token"): from this request to
+  // the end of the guest connection, every response is scrubbed of it in
+  // each of its usual encodings. Never logged, cleansed after use.
+  std::vector<std::string> scrub;
+};
+
+// A secret the session may have injected somewhere, and whose it is.
+struct ScrubSecret {
+  std::string identity;
+  std::string secret;  // never logged, cleansed after use
 };
 
 struct UpstreamAddresses {
@@ -95,6 +105,17 @@ struct RequestSummary {
   uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
   std::chrono::milliseconds duration{0};
   std::string error;  // "" or why it failed or was refused
+  // An injected secret came back from the upstream in this response and was
+  // replaced before the guest saw it (secret:reflected): how often, where,
+  // in which encodings ("raw", "base64", ...), and whose (identity names).
+  uint64_t reflected_in_head = 0, reflected_in_body = 0;
+  std::vector<std::string> reflected_encodings, reflected_identities;
+  // The address and port actually connected ("198.18.0.10:443"); "" when
+  // no upstream connection was made.
+  std::string upstream;
+  // No upstream address could be connected (refused by none, reachable by
+  // none): an egress:error, never an egress:allow.
+  bool upstream_failed = false;
 };
 
 struct ConnectionSummary {
@@ -102,6 +123,10 @@ struct ConnectionSummary {
   uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
   std::chrono::milliseconds duration{0};
   std::string end;  // "closed", "upstream unreachable", ...
+  std::string upstream;  // the address and port actually connected; "" if none
+  // Every upstream address was refused by the DestinationGuard at connect
+  // time (egress:deny): why ("local address", "guest pool", ...).
+  std::string refused;
 };
 
 class ProxyPolicy {
@@ -116,6 +141,14 @@ class ProxyPolicy {
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.
   virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;
+  // Every secret the session's policy could inject: each intercepted
+  // connection of the session is scrubbed of them from its first request,
+  // injected there or not (an upstream may hand back on one connection what
+  // it was given on another). Default: none.
+  virtual std::vector<ScrubSecret> session_secrets(const std::string& session) {
+    (void)session;
+    return {};
+  }
   virtual void on_request_done(const RequestSummary& summary) = 0;
   virtual void on_closed(const ConnectionSummary& summary) = 0;
 };

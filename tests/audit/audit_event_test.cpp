@@ -16,7 +16,8 @@ TEST(AuditEventNames, AcceptsExactlyTheDesignSet) {
   const char* good[] = {"egress:allow",   "egress:deny",    "egress:ask",     "egress:approved",
                         "egress:rate_limited", "dns:allow", "dns:deny",     "packet:deny",
                         "resource:read",  "resource:write", "resource:deny", "command:run",
-                        "command:reject", "session:create", "session:update", "session:delete"};
+                        "command:reject", "session:create", "session:update", "session:delete",
+                        "secret:reflected"};
   for (const char* n : good) {
     EXPECT_TRUE(is_audit_event_name(n)) << n;
     EXPECT_NO_THROW(validate_audit_event(ev(n, "user-1"))) << n;
@@ -30,6 +31,7 @@ TEST(AuditEventNames, AcceptsExactlyTheDesignSet) {
   }
   EXPECT_TRUE(is_audit_event_prefix("egress:"));
   EXPECT_TRUE(is_audit_event_prefix("session:"));
+  EXPECT_TRUE(is_audit_event_prefix("secret:"));
   EXPECT_FALSE(is_audit_event_prefix("egress"));
   EXPECT_FALSE(is_audit_event_prefix("e"));
 }

@@ -66,6 +66,10 @@ class ZerodTest : public ::testing::Test {
                    {"proxy_header_timeout_ms", 2000},
                    {"proxy_max_connections_per_guest", 64},
                    {"approval_timeout_ms", 4000},
+                   // The lab's stand-in internet is a benchmarking range that
+                   // zerod refuses by default; the guest pool 198.19.0.0/16
+                   // next to it must stay refused, hence /16 and not /15.
+                   {"upstream_allow", {"198.18.0.0/16", "2001:db8:18::/48"}},
                    {"dns_static",
                     {{"api.github.com", {"198.18.0.10"}},
                      {"api.stripe.com", {"198.18.0.11"}},

@@ -32,7 +32,24 @@ TEST(HttpRewrite, TheIdentityReplacesEveryCredentialTheRuleOwns) {
   const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
   EXPECT_EQ(out,
             "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAuthorization: Bearer sk_test_1\r\n"
-            "Content-Length: 3\r\n\r\n");
+            "Accept-Encoding: identity\r\nContent-Length: 3\r\n\r\n");
+}
+
+// The response to a request carrying a secret is scanned for its
+// reflection: the guest cannot ask for a compressed one.
+TEST(HttpRewrite, WithAnIdentityTheUpstreamIsAskedForAnUncompressedResponse) {
+  RequestHead h = parse(
+      "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept-Encoding: gzip, br\r\n"
+      "accept-encoding: deflate\r\nAccept: */*\r\n\r\n");
+  proxy::Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization"}};
+  const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
+  EXPECT_EQ(out,
+            "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept: */*\r\nAuthorization: Bearer sk_test_1\r\n"
+            "Accept-Encoding: identity\r\n\r\n");
+  // Positive control: without an identity the guest's choice goes through.
+  const std::string plain = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", nullptr);
+  EXPECT_NE(plain.find("Accept-Encoding: gzip, br\r\n"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("identity"), std::string::npos) << plain;
 }
 
 TEST(HttpRewrite, ResponseHeadKeepsLengthOrRechunks) {
@@ -49,6 +66,28 @@ TEST(HttpRewrite, ResponseHeadKeepsLengthOrRechunks) {
   pr = parse_response_head("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", HttpLimits{}, true, r);
   ASSERT_EQ(r.framing, BodyFraming::kNone);
   EXPECT_EQ(forwarded_response_head(r, false, false), "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n");
+}
+
+TEST(HttpRewrite, OnAScannedConnectionEveryRequestAsksForIdentity) {
+  RequestHead h = parse("GET /v1/b HTTP/1.1\r\nHost: api.stripe.com\r\nAccept-Encoding: gzip\r\n\r\n");
+  const std::string out =
+      forwarded_request_head(h, NormalisedTarget{"/v1/b", "", false}, "api.stripe.com", nullptr, true);
+  EXPECT_EQ(out, "GET /v1/b HTTP/1.1\r\nHost: api.stripe.com\r\nAccept-Encoding: identity\r\n\r\n");
+}
+
+TEST(HttpRewrite, OnlyAnIdentityContentEncodingIsScannable) {
+  auto head = [](const std::string& extra) {
+    ResponseHead r;
+    parse_response_head("HTTP/1.1 200 OK\r\n" + extra + "Content-Length: 1\r\n\r\n", HttpLimits{}, false, r);
+    return r;
+  };
+  EXPECT_TRUE(identity_content_encoding(head("")));
+  EXPECT_TRUE(identity_content_encoding(head("Content-Encoding: identity\r\n")));
+  EXPECT_TRUE(identity_content_encoding(head("Content-Encoding: IDENTITY , identity\r\n")));
+  EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: gzip\r\n")));
+  EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: identity, br\r\n")));
+  EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: identity\r\nContent-Encoding: deflate\r\n")));
+  EXPECT_FALSE(identity_content_encoding(head("content-encoding: x-gzip\r\n")));
 }
 
 TEST(HttpRewrite, ProxyResponsesCloseAndCarryTheirLength) {

@@ -12,12 +12,33 @@ line each, for the test to read.
 
 Special targets: .../bytes/N answers N bytes (chunked when ?chunked),
 /status/N answers status N.
+
+.../reflect/VARIANT is a hostile upstream that hands every request header back
+(as httpbin's /headers, an error page or a redirect would), so tests can check
+that zerod scrubs an injected secret from what the guest receives:
+  cl        Content-Length body with every encoding (raw, JSON, HTML, URL,
+            hex, base64 std/url at every alignment), written a few bytes at a time
+  chunked   the same, chunked, chunk sizes 1..13 bytes, flushes and sleeps
+  close     the same, HTTP/1.0 style: no length, ended by closing
+  headers   302 with the secret in the reason phrase, Location (URL-encoded),
+            Set-Cookie (raw), X-Echo-* (raw, base64) and a raw body
+  html      400 error page quoting the request, HTML-escaped
+  gzip      the cl body gzip-compressed, whatever Accept-Encoding said
+  empty/N   status N (204, 304) reflecting in headers only, no body
+  replay    the Authorization of the previous request this server saw (a
+            response to a request that carried no secret itself)
+HEAD on any of them sends the head alone.
 """
+import base64
+import gzip
 import hashlib
+import html
 import json
 import socket
 import ssl
 import sys
+import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -44,6 +65,10 @@ class Echo(BaseHTTPRequestHandler):
     def _answer(self):
         body = self._body()
         path = self.path.split("?")[0]
+        if "/reflect/" in path:
+            self._log(body)
+            self._reflect(path.split("/reflect/", 1)[1])
+            return
         if "/bytes/" in path:
             n = int(path.rsplit("/bytes/", 1)[1])
             payload = (b"z" * n)
@@ -66,8 +91,7 @@ class Echo(BaseHTTPRequestHandler):
             "body": body.decode("latin-1"),
             "server": self.server.server_address[0],
         }
-        with open(self.server.log_path, "a") as log:
-            log.write(json.dumps(seen) + "\n")
+        self._log(body)
         echo = dict(seen)
         echo["headers"] = [
             [k, "sha256:" + hashlib.sha256(v.encode()).hexdigest()]
@@ -75,6 +99,135 @@ class Echo(BaseHTTPRequestHandler):
             for k, v in self.headers.items()
         ]
         self._send(status, json.dumps(echo).encode(), "application/json")
+
+    def _log(self, body):
+        seen = {
+            "method": self.command,
+            "target": self.path,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body": body.decode("latin-1"),
+            "server": self.server.server_address[0],
+        }
+        with open(self.server.log_path, "a") as log:
+            log.write(json.dumps(seen) + "\n")
+        if "/reflect/replay" not in self.path:
+            self.server.last_auth = self.headers.get("Authorization", "")
+
+    # --- hostile reflection -------------------------------------------------
+
+    def _secrets(self):
+        """Each header value, and for credentials the token after the scheme."""
+        out = []
+        for k, v in self.headers.items():
+            out.append(v)
+            if " " in v and k.lower() in ("authorization", "proxy-authorization"):
+                out.append(v.split(" ", 1)[1])
+        return out
+
+    def _everything(self):
+        """The request headers in every encoding an echoing server might use."""
+        lines = "".join("%s: %s\r\n" % (k, v) for k, v in self.headers.items())
+        parts = [
+            "raw:\n" + lines,
+            "httpbin:\n" + json.dumps({"headers": dict(self.headers.items())}, indent=2),
+            "json-slash:\n" + json.dumps(dict(self.headers.items())).replace("/", "\\/"),
+            "json-utf8:\n" + json.dumps(dict(self.headers.items()), ensure_ascii=False),
+            "html:\n" + html.escape(lines),
+            "url:\n" + urllib.parse.quote(lines, safe=""),
+            "url-lower:\n" + "".join(
+                c if c.isalnum() or c in "-._~" else "".join("%%%02x" % b for b in c.encode())
+                for c in lines),
+            "form:\n" + urllib.parse.urlencode(list(self.headers.items())),
+            "b64:\n" + base64.b64encode(lines.encode()).decode(),
+            "hex:\n" + lines.encode().hex(),
+            "b64url:\n" + base64.urlsafe_b64encode(lines.encode()).decode().rstrip("="),
+        ]
+        for v in self._secrets():
+            for prefix in ("user:", "u:", "ab:", ""):
+                blob = (prefix + v).encode()
+                parts.append("basic: Basic " + base64.b64encode(blob).decode())
+                parts.append("b64url: " + base64.urlsafe_b64encode(blob).decode().rstrip("="))
+        return ("\n".join(parts) + "\n").encode()
+
+    def _dribble(self, data, framed):
+        """Writes in pieces of 1..13 bytes (chunks when framed), flushing each
+        and now and then pausing, so a match is split across TLS records,
+        reads and chunk boundaries."""
+        i, n = 0, 0
+        while i < len(data):
+            size = 1 + (n * 7) % 13
+            part = data[i:i + size]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if framed else part)
+            self.wfile.flush()
+            if n % 97 == 0:
+                time.sleep(0.003)
+            i += size
+            n += 1
+
+    def _reflect(self, variant):
+        head_only = self.command == "HEAD"
+        auth = self.headers.get("Authorization", "")
+        token = auth.split(" ", 1)[1] if " " in auth else auth
+        if variant in ("cl", "gzip"):
+            data = self._everything()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            if variant == "gzip":
+                data = gzip.compress(data)
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if not head_only:
+                self._dribble(data, False)
+        elif variant == "chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if not head_only:
+                self._dribble(self._everything(), True)
+                self.wfile.write(b"0\r\n\r\n")
+        elif variant == "close":
+            self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+            if not head_only:
+                self._dribble(self._everything(), False)
+            self.close_connection = True
+            # The end of the body is the end of the connection: over TLS it
+            # must be a clean one (close_notify), or it reads as a truncation.
+            if isinstance(self.connection, ssl.SSLSocket):
+                try:
+                    self.connection.settimeout(2)
+                    self.connection.unwrap()
+                except (OSError, ValueError):
+                    pass
+        elif variant == "headers":
+            data = "".join("%s: %s\n" % (k, v) for k, v in self.headers.items()).encode()
+            self.send_response(302, "Found " + token)
+            self.send_header("Location", "https://login.example/next?auth=" + urllib.parse.quote(auth, safe=""))
+            self.send_header("Set-Cookie", "session=%s; Path=/; Secure" % token)
+            self.send_header("X-Echo-Authorization", auth)
+            self.send_header("X-Echo-B64", base64.b64encode(auth.encode()).decode())
+            self.send_header("X-Echo-" + base64.urlsafe_b64encode(token.encode()).decode().rstrip("="), "1")
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if not head_only:
+                self.wfile.write(data)
+        elif variant == "html":
+            lines = "".join("%s: %s\n" % (k, v) for k, v in self.headers.items())
+            page = ("<!DOCTYPE html><html><head><title>400 Bad Request</title></head><body>"
+                    "<h1>Bad Request</h1><p>Your request could not be understood:</p><pre>%s</pre>"
+                    "<p>Token: <code>%s</code></p></body></html>" % (html.escape(lines), html.escape(token)))
+            self._send(400, page.encode(), "text/html; charset=utf-8")
+        elif variant == "replay":
+            self._send(200, ("previous Authorization: %s\n" % self.server.last_auth).encode(), "text/plain")
+        elif variant.startswith("empty/"):
+            self.send_response(int(variant[len("empty/"):]))
+            self.send_header("X-Echo-Authorization", auth)
+            self.send_header("Set-Cookie", "t=" + urllib.parse.quote(token, safe=""))
+            self.end_headers()
+        else:
+            self._send(404, b"no such reflection\n", "text/plain")
 
     def _send(self, status, payload, ctype):
         self.send_response(status)
@@ -93,6 +246,7 @@ class Server(ThreadingHTTPServer):
     def __init__(self, address, port, log_path):
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self.log_path = log_path
+        self.last_auth = ""
         super().__init__((address, port), Echo)
 
 
