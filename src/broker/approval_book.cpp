@@ -10,8 +10,8 @@ void ApprovalBook::expire(Entry& e, Clock::time_point now) {
   if (e.state == ApprovalState::kPending && now >= e.expires) e.state = ApprovalState::kExpired;
 }
 
-uint64_t ApprovalBook::hold(const std::string& session, const std::string& host, const std::string& method,
-                            const std::string& path, Clock::time_point now) {
+uint64_t ApprovalBook::hold(const std::string& session, const std::string& scheme, const std::string& host,
+                            const std::string& method, const std::string& path, Clock::time_point now) {
   std::lock_guard lock(mu_);
   uint64_t ticket = 0;
   // Tickets name a request in operator commands: random, so one cannot be
@@ -22,7 +22,7 @@ uint64_t ApprovalBook::hold(const std::string& session, const std::string& host,
     ticket &= 0x001fffffffffffffULL;  // exact in JSON numbers
   }
   Entry e;
-  e.request = {ticket, session, host, method, path, std::chrono::system_clock::now(),
+  e.request = {ticket, session, scheme, host, method, path, std::chrono::system_clock::now(),
                std::chrono::system_clock::now() + ttl_};
   e.expires = now + ttl_;
   entries_.emplace(ticket, std::move(e));

@@ -18,7 +18,9 @@ enum class ApprovalState { kPending, kApproved, kDenied, kExpired, kUnknown };
 
 struct HeldRequest {
   uint64_t ticket = 0;
-  std::string session, host, method, path;
+  std::string session;
+  std::string scheme;  // "https" (intercepted TLS) or "http" (port 80)
+  std::string host, method, path;
   std::chrono::system_clock::time_point held_at, expires_at;
 };
 
@@ -28,8 +30,8 @@ class ApprovalBook {
   explicit ApprovalBook(std::chrono::milliseconds ttl) : ttl_(ttl) {}
 
   // A new pending ticket (unguessable, never 0).
-  uint64_t hold(const std::string& session, const std::string& host, const std::string& method,
-                const std::string& path, Clock::time_point now = Clock::now());
+  uint64_t hold(const std::string& session, const std::string& scheme, const std::string& host,
+                const std::string& method, const std::string& path, Clock::time_point now = Clock::now());
   // The proxy polls: a final state is returned once and the ticket is gone.
   ApprovalState take(uint64_t ticket, Clock::time_point now = Clock::now());
   // An operator's decision; nullopt if the ticket is unknown or no longer

@@ -45,8 +45,12 @@ AuditRecord AuditLog::append(AuditEvent ev) {
   // Group commit: the first waiter finding no commit in flight becomes the
   // writer for everything queued, so concurrent appends share one fsync.
   // Each caller still returns only once its own record is durable.
-  committed_.wait(lk, [&] { return mine.done || !writing_; });
-  if (!mine.done) {
+  // A writer commits at most kMaxBatch entries, which need not include its
+  // own: it then writes again (or another caller does) until its record is
+  // done, so no append returns while its record is still queued.
+  for (;;) {
+    committed_.wait(lk, [&] { return mine.done || !writing_; });
+    if (mine.done) break;
     writing_ = true;
     std::vector<Pending*> batch;
     const size_t n = std::min(queue_.size(), kMaxBatch);

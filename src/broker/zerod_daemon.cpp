@@ -33,6 +33,18 @@ std::vector<ResolvedAddress> to_resolved(const std::vector<dns::IpAddress>& addr
   return out;
 }
 
+// The guard from zerod's config: the guest pools refused, the configured
+// allowances and NAT64 prefix (validated by parse_daemon_config).
+std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c) {
+  proxy::GuardConfig g;
+  for (const std::string* pool : {&c.address_pool_ipv4, &c.address_pool_ipv6})
+    if (auto p = proxy::AddressPrefix::parse(*pool)) g.guest_pools.push_back(*p);
+  for (const std::string& text : c.upstream_allow)
+    if (auto p = proxy::AddressPrefix::parse(text)) g.allow.push_back(*p);
+  if (!c.nat64_prefix.empty()) g.nat64 = proxy::AddressPrefix::parse(c.nat64_prefix);
+  return std::make_shared<const proxy::DestinationGuard>(std::move(g), std::make_shared<proxy::LocalAddresses>());
+}
+
 const json& require(const json& args, const char* key) {
   if (!args.contains(key) || !args[key].is_string())
     throw SessionError(std::string("missing \"") + key + "\" (string)");
@@ -77,7 +89,25 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.egress_prog_fd = datapath_->egress_prog_fd();
   o.addresses = vmm::AddressPlan::parse(config_.address_pool_ipv4, config_.address_pool_ipv6);
   resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
-  o.resolve = [this](const std::string& name) { return to_resolved(resolver_->resolve_now(name)); };
+  // Where the proxy may connect: made here, in zerod's namespace (entered
+  // above), so the local-table watcher's netlink sockets see this host's
+  // addresses. Shared by the broker's checks and the proxy's connect-time one.
+  const std::shared_ptr<const proxy::DestinationGuard> guard = make_guard(config_);
+  o.resolve = [this, guard](const std::string& name) {
+    // An L4 rule's name never puts the host itself, a guest pool or a
+    // special-purpose range into the datapath (the proxy refuses them too).
+    std::vector<dns::IpAddress> kept;
+    for (const dns::IpAddress& a : resolver_->resolve_now(name)) {
+      if (auto why = guard->refusal(a)) {
+        spdlog::warn("L4 rule host {}: {} refused ({})", name, a.to_string(), *why);
+        audit_->append({"egress:deny", "", {{"host", name}, {"address", a.to_string()}, {"reason", *why},
+                                            {"stage", "l4 rule"}}});
+        continue;
+      }
+      kept.push_back(a);
+    }
+    return to_resolved(kept);
+  };
   o.state_path = config_.state_file();
   o.event_rate = config_.drop_event_rate;
   o.event_burst = config_.drop_event_burst;
@@ -97,7 +127,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   approvals_ = std::make_unique<ApprovalBook>(std::chrono::milliseconds(config_.approval_timeout_ms));
-  proxy_policy_ = std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_);
+  proxy_policy_ =
+      std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_, guard);
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
@@ -106,6 +137,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_config.ca_cert_path = ca_.cert;
   proxy_config.ca_key_path = ca_.key;
   proxy_config.upstream_ca_bundle = config_.upstream_ca_bundle;
+  proxy_config.guard = guard;
   proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
@@ -224,14 +256,16 @@ void ZerodDaemon::register_verbs() {
     registry_->remove(id);
     dns_policy_->forget(id);
     approvals_->forget_session(id);
+    proxy_policy_->forget_session(id);
     spdlog::info("session {} deleted", id);
     return json{{"deleted", id}};
   });
   control_->handle("approval.list", [this](const json&) {
     json out = json::array();
     for (const HeldRequest& h : approvals_->pending())
-      out.push_back({{"ticket", h.ticket}, {"session", h.session}, {"host", h.host}, {"method", h.method},
-                     {"path", h.path}, {"expires", format_audit_ts(h.expires_at)}});
+      out.push_back({{"ticket", h.ticket}, {"session", h.session}, {"scheme", h.scheme}, {"host", h.host},
+                     {"method", h.method}, {"path", h.path}, {"url", h.scheme + "://" + h.host + h.path},
+                     {"expires", format_audit_ts(h.expires_at)}});
     return out;
   });
   for (const bool approve : {true, false}) {
@@ -313,7 +347,8 @@ std::string ZerodDaemon::render_metrics() const {
   for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
            {"accepted", p.accepted}, {"spliced", p.allowed}, {"intercepted", p.intercepted},
            {"reset", p.denied}, {"hello_timeout", p.timed_out}, {"tls_handshake_failure", p.tls_handshake_failures},
-           {"busy", p.rejected_busy}, {"guest_cap", p.rejected_guest_cap}, {"idle_closed", p.idle_closed}})
+           {"busy", p.rejected_busy}, {"guest_cap", p.rejected_guest_cap}, {"idle_closed", p.idle_closed},
+           {"accept_error", p.accept_errors}})
     out += prometheus_line("zn_proxy_connections_total", {{"result", result}}, n);
   out += "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
          "# TYPE zn_proxy_requests_total counter\n";

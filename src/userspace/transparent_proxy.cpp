@@ -30,6 +30,7 @@ using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
 constexpr uint16_t kHttpsPort = 443;
+constexpr std::chrono::milliseconds kMinAcceptBackoff{10}, kMaxAcceptBackoff{1000};
 
 // The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
 // with kernel memory per connection still bounded (two pipes).
@@ -137,12 +138,23 @@ struct TransparentProxy::Impl {
   Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p) {}
 
   awaitable<void> accept_loop(tcp::acceptor& acceptor) {
+    asio::steady_timer backoff(io);
+    std::chrono::milliseconds delay = kMinAcceptBackoff;
     for (;;) {
       auto [ec, socket] = co_await acceptor.async_accept(as_tuple);
       if (ec) {
         if (ec == asio::error::operation_aborted) co_return;
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays in
+        // the backlog and accept would fail again at once. Back off
+        // (doubling, capped) instead of spinning the loop every other
+        // connection needs; the backlog is served when resources return.
+        accept_errors++;
+        backoff.expires_after(delay);
+        co_await backoff.async_wait(as_tuple);
+        delay = std::min(delay * 2, kMaxAcceptBackoff);
         continue;
       }
+      delay = kMinAcceptBackoff;
       accepted++;
       if (active >= config.max_connections) {
         rejected_busy++;
@@ -218,21 +230,39 @@ struct TransparentProxy::Impl {
       co_return;
     }
     tcp::socket upstream(io);
-    bool connected = false;
+    bool connected = false, attempted = false;
+    std::string refused;
     for (const dns::IpAddress& a : decision.addresses) {
+      // The backstop, on the very address about to be connected: the local
+      // table or a resolution may have changed since the broker checked.
+      if (auto why = guard->refusal(a)) {
+        refused = *why;
+        continue;
+      }
+      attempted = true;
       upstream = tcp::socket(io);
       asio::steady_timer deadline(io, config.connect_timeout);
       auto r = co_await (upstream.async_connect(endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
       if (r.index() == 0 && !std::get<0>(std::get<0>(r))) {
         connected = true;
+        summary.upstream = upstream_text(a, decision.port);
         break;
       }
     }
     if (!connected) {
-      upstream_failures++;
       reset(guest);
-      summary.end = "upstream unreachable";
-      policy.on_closed(summary);
+      if (!attempted) {
+        denied++;
+        summary.refused = refused;
+        summary.end = "refused";
+      } else {
+        upstream_failures++;
+        summary.end = "upstream unreachable";
+      }
+      summary.duration =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      co_await asio::co_spawn(
+          pool, [this, &summary]() -> awaitable<void> { policy.on_closed(summary); co_return; }, use_awaitable);
       co_return;
     }
     allowed++;
@@ -299,6 +329,7 @@ struct TransparentProxy::Impl {
 
   ProxyConfig config;
   ProxyPolicy& policy;
+  std::shared_ptr<const DestinationGuard> guard;
   std::unique_ptr<LeafCertAuthority> leaves;
   SslCtxPtr guest_tls;
   std::optional<UpstreamTls> upstream_tls;
@@ -314,12 +345,16 @@ struct TransparentProxy::Impl {
   uint16_t port = 0;
   std::atomic<size_t> active{0};
   std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0},
-      idle_closed{0}, intercepted{0}, tls_handshake_failures{0}, rejected_guest_cap{0};
+      idle_closed{0}, intercepted{0}, tls_handshake_failures{0}, rejected_guest_cap{0}, accept_errors{0};
 };
 
 TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     : impl_(std::make_unique<Impl>(std::move(config), policy)) {
   const ProxyConfig& c = impl_->config;
+  // Fail closed: without a configured guard, no allowance at all and this
+  // namespace's own addresses.
+  impl_->guard =
+      c.guard ? c.guard : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<LocalAddresses>());
   if (!c.ca_cert_path.empty()) {
     impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
     impl_->guest_tls = make_guest_facing_ctx();
@@ -327,6 +362,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),
                                                    http::HttpLimits{}, c.header_timeout, c.idle_timeout,
                                                    c.connect_timeout, impl_->intercept_counters});
+    impl_->interception->guard = impl_->guard.get();
   }
   uint16_t port = impl_->config.port;
   for (const std::string& address : impl_->config.addresses) {
@@ -367,6 +403,7 @@ ProxyCounters TransparentProxy::counters() const {
   c.requests_denied = i.intercept_counters.denied;
   c.bad_requests = i.intercept_counters.bad_requests;
   c.rejected_guest_cap = i.rejected_guest_cap;
+  c.accept_errors = i.accept_errors;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/destination_guard.h"
 #include "userspace/proxy_policy.h"
 
 namespace zn::proxy {
@@ -34,12 +35,18 @@ struct ProxyConfig {
   // for upstreams on top of the system store ("" = system store only).
   std::string ca_cert_path, ca_key_path;
   std::string upstream_ca_bundle;
+  // Judges every upstream address immediately before it is connected, on
+  // every path (the broker checked it already; this is the backstop against
+  // a resolution or a table that changed in between). Null: the strictest
+  // guard (no allowance, this namespace's local table).
+  std::shared_ptr<const DestinationGuard> guard;
 };
 
 struct ProxyCounters {
   uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0,
            idle_closed = 0, intercepted = 0, tls_handshake_failures = 0, requests = 0, requests_allowed = 0,
-           requests_denied = 0, bad_requests = 0, rejected_guest_cap = 0;
+           requests_denied = 0, bad_requests = 0, rejected_guest_cap = 0,
+           accept_errors = 0;  // failed accepts (EMFILE...), each followed by a backoff
 };
 
 class TransparentProxy {

@@ -2,6 +2,7 @@
 // concurrency and rejection of malformed events.
 #include <sys/stat.h>
 
+#include <atomic>
 #include <regex>
 #include <set>
 #include <thread>
@@ -308,6 +309,50 @@ TEST_F(AuditLogTest, ConcurrentAppendsFormAGapFreeChain) {
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(json::parse(sink.lines[i])["seq"], i + 1);
   for (int t = 0; t < kThreads; ++t)
     EXPECT_EQ(log.query({.sid = "user-" + std::to_string(t)}).size(), static_cast<size_t>(kPer));
+}
+
+// More appenders waiting than one commit takes (the batch is 256): a writer
+// whose own record was not in the batch it committed must not return before
+// its record is durable. The first commit of each round is held in the sink
+// until every other appender is queued behind it; which waiter then becomes
+// the next writer is up to the scheduler, so several rounds make the old
+// behaviour (returning a record never committed) all but certain to show.
+TEST_F(AuditLogTest, MoreConcurrentAppendersThanABatchEachGetTheirOwnDurableRecord) {
+  constexpr int kThreads = 600, kRounds = 5;
+  std::atomic<int> started{0};
+  std::atomic<bool> hold_first{true};
+  AuditLogOptions o = opts();
+  auto inner = o.sink;
+  o.sink = [&, inner](const std::string& line) {
+    if (hold_first.exchange(false)) {
+      for (int i = 0; i < 500 && started.load() < kThreads; ++i) std::this_thread::sleep_for(10ms);
+      std::this_thread::sleep_for(300ms);  // the last starters reach the queue
+    }
+    inner(line);
+  };
+  AuditLog log(o);
+  std::set<uint64_t> seqs;
+  for (int round = 0; round < kRounds; ++round) {
+    started = 0;
+    hold_first = true;
+    std::vector<std::thread> ts;
+    std::vector<AuditRecord> got(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+      ts.emplace_back([&, t] {
+        started++;
+        got[t] = log.append(ev("packet:deny", "user-1", json{{"t", t}}));
+      });
+    for (auto& t : ts) t.join();
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_NE(got[t].seq, 0u) << "round " << round << ": append " << t << " returned before its record was committed";
+      EXPECT_EQ(got[t].detail["t"], t);
+      seqs.insert(got[t].seq);
+    }
+  }
+  EXPECT_EQ(seqs.size(), static_cast<size_t>(kThreads * kRounds));
+  auto v = log.verify();
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(v.records, static_cast<uint64_t>(kThreads * kRounds));
 }
 
 TEST_F(AuditLogTest, MalformedEventsWriteNothing) {

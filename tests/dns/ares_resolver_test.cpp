@@ -144,13 +144,21 @@ class DnsmasqUpstream {
 class AresResolverTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::geteuid() == 0) upstream_ = new DnsmasqUpstream();
+    if (::geteuid() != 0) return;
+    // Thrown here, gtest 1.12 would skip the suite: fail each test instead.
+    try {
+      upstream_ = new DnsmasqUpstream();
+    } catch (const std::exception& e) {
+      setup_error_ = e.what();
+    }
   }
+  static inline std::string setup_error_;
   static void TearDownTestSuite() {
     delete upstream_;
     upstream_ = nullptr;
   }
   void SetUp() override {
+    ASSERT_TRUE(setup_error_.empty()) << "suite setup failed: " << setup_error_;
     if (!upstream_) GTEST_SKIP() << "needs root (namespaces)";
   }
 

@@ -172,15 +172,32 @@ TEST_F(HandlerTest, ResolverFailureIsServfailAndCounted) {
 TEST_F(HandlerTest, LateResolverCallbackAfterHandlerIsGoneIsHarmless) {
   DeferredResolver deferred;
   auto alive = std::make_shared<bool>(true);
+  int dropped_by_gate = 0, answered = 0;
+  auto gate = [alive, &dropped_by_gate](std::function<void()> f) {
+    if (*alive)
+      f();
+    else
+      ++dropped_by_gate;
+  };
+  // Positive control: while the handler lives, the same path answers.
   {
-    QueryHandler h(policy_, deferred, {}, [alive](std::function<void()> f) {
-      if (*alive) f();
-    });
-    h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [](std::optional<Bytes>) {});
+    QueryHandler h(policy_, deferred, {}, gate);
+    h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [&](std::optional<Bytes>) { ++answered; });
+    deferred.callbacks.at(0)(ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
+    EXPECT_EQ(answered, 1);
+    EXPECT_EQ(h.pending(), 0u);
+  }
+  {
+    QueryHandler h(policy_, deferred, {}, gate);
+    h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [&](std::optional<Bytes>) { ++answered; });
+    EXPECT_EQ(h.pending(), 1u);
     *alive = false;  // what the responder's gate does on shutdown
   }
-  deferred.callbacks[0](ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
-  SUCCEED();
+  // The handler is gone: its callback must reach the gate, which drops it,
+  // and never the destroyed handler or the query's reply function.
+  deferred.callbacks.at(1)(ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
+  EXPECT_EQ(dropped_by_gate, 1);
+  EXPECT_EQ(answered, 1);
 }
 
 TEST_F(HandlerTest, AllowedNamesNeedingEscapesAreNotResolved) {

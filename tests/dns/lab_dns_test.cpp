@@ -25,6 +25,16 @@ class LabDnsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (::geteuid() != 0) return;
+    // A setup failure must fail every test, not skip it (gtest 1.12 skips a
+    // suite whose SetUpTestSuite throws): keep the reason for SetUp.
+    try {
+      set_up_lab();
+    } catch (const std::exception& e) {
+      setup_error_ = e.what();
+      TearDownTestSuite();
+    }
+  }
+  static void set_up_lab() {
     env_ = new LabDatapath({"g0"}, 1);
     policy_ = new RecordingPolicy();
     const auto& g = env_->guest(0);
@@ -49,12 +59,14 @@ class LabDnsTest : public ::testing::Test {
     env_ = nullptr;
   }
   void SetUp() override {
+    ASSERT_TRUE(setup_error_.empty()) << "suite setup failed: " << setup_error_;
     if (!env_) GTEST_SKIP() << "needs root";
   }
   static zn::test::CommandResult dig(const std::string& args) {
     return zn::test::run_in_netns(env_->guest(0).netns, "dig +tries=1 +time=3 " + args);
   }
 
+  static inline std::string setup_error_;
   static LabDatapath* env_;
   static RecordingPolicy* policy_;
   static StaticResolver* resolver_;

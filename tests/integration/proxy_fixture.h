@@ -16,6 +16,14 @@
 
 namespace zn::test {
 
+// How often `needle` occurs in `haystack` (non-overlapping).
+inline size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
 class ProxyTest : public ZerodTest {
  protected:
   void configure(json& config) override {
@@ -70,8 +78,11 @@ class ProxyTest : public ZerodTest {
   }
   std::string p(const std::string& name) const { return (pki_ / name).string(); }
   static void sh(const std::string& cmd) { ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd; }
-  pid_t spawn_in_inet(std::vector<std::string> argv) {
-    argv.insert(argv.begin(), {"ip", "netns", "exec", lab_->inet_netns()});
+  pid_t spawn_in_inet(std::vector<std::string> argv) { return spawn_in(lab_->inet_netns(), std::move(argv)); }
+  // A server in namespace `ns`, its output discarded; stopped at TearDown
+  // when added to servers_.
+  static pid_t spawn_in(const std::string& ns, std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"ip", "netns", "exec", ns});
     pid_t pid = ::fork();
     if (pid == 0) {
       std::vector<char*> a;
@@ -102,6 +113,21 @@ class ProxyTest : public ZerodTest {
   std::string upstream_log() const { return slurp(pki_ / "upstream.log"); }
   CommandResult curl(const std::string& args) {
     return guest("curl -s -m 5 --cacert " + p("guest-trust.pem") + " " + args);
+  }
+  // The egress events, once every one of `needles` is in them (or as they
+  // are after 5 s). A request's or connection's event is written after the
+  // guest has its answer (a connection's as it closes), so a test reading
+  // the audit right after curl returns would race zerod.
+  std::string egress_events(const std::vector<std::string>& needles) {
+    std::string events;
+    for (int i = 0; i < 100; ++i) {
+      events = egress_events();
+      bool all = true;
+      for (const std::string& n : needles) all = all && events.find(n) != std::string::npos;
+      if (all) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    return events;
   }
   std::string egress_events() {
     // Read-only, as znctl reads it: zerod keeps writing meanwhile.

@@ -1,6 +1,8 @@
 // zerod as a process in the lab: sessions over the control socket, governed
 // DNS from a real guest, policy updates under load, kill -9 and re-adoption,
 // and an audit trail that verifies and holds no secret.
+#include <set>
+
 #include "integration/zerod_fixture.h"
 
 namespace zn::test {
@@ -63,6 +65,29 @@ TEST_F(ZerodTest, BadRequestsAreRefusedAndChangeNothing) {
   EXPECT_FALSE(call("session.delete", {{"id", "nobody"}})["ok"]);
   EXPECT_FALSE(call("no.such.verb")["ok"]);
   EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+}
+
+// A deleted session's rate bucket goes with it: a session re-created under
+// the same id starts with a full burst, not the old one's empty bucket.
+// Every request to port 80 takes a token before its verdict, so 403 (default
+// deny) means a token was there and 429 means none was.
+TEST_F(ZerodTest, ARecreatedSessionDoesNotInheritTheDeletedOnesRateBucket) {
+  const std::string rated = R"({"policy":{"allow":[{"host":"api.github.com"}],"rate":{"burst":5,"per_second":1}}})";
+  const json spec = {{"id", "user-1"}, {"policy", rated}, {"device", "zn-tap0"}, {"slot", 0}};
+  // Six requests in one curl (one connection each: a refusal closes it).
+  const std::string six = "for i in 1 2 3 4 5 6; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
+                          "-H 'Host: evil.example' http://198.18.0.13/; done";
+  ASSERT_TRUE(call("session.create", spec)["ok"]);
+  const std::string first = guest(six).output;
+  // Positive control: the bucket empties (the limit is really in force).
+  EXPECT_EQ(first.substr(first.size() - 4), "429 ") << first;
+  ASSERT_TRUE(call("session.delete", {{"id", "user-1"}})["ok"]);
+  ASSERT_TRUE(call("session.create", spec)["ok"]);
+  // Four quick requests: an inherited bucket has refilled at most a token
+  // or two by now; a fresh one holds five.
+  const std::string again = guest("for i in 1 2 3 4; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
+                                  "-H 'Host: evil.example' http://198.18.0.13/; done").output;
+  EXPECT_EQ(again, "403 403 403 403 ") << again;
 }
 
 TEST_F(ZerodTest, PolicyUpdateAppliesAtOnceWhileTheGuestLoops) {
@@ -192,6 +217,22 @@ TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   EXPECT_TRUE(json::parse(usage.output).contains("error"));
   auto progs = run(znctl + " prog show");
   EXPECT_EQ(json::parse(progs.output).size(), 2u);
+  // Maps only: the pinned programs beside them are not listed as maps.
+  auto maps = run(znctl + " map list");
+  ASSERT_EQ(maps.exit_code, 0);
+  std::set<std::string> names;
+  for (const auto& m : json::parse(maps.output)) {
+    names.insert(m["name"].get<std::string>());
+    EXPECT_EQ(m["pinned"].get<std::string>().find("tap_"), std::string::npos) << m.dump();
+  }
+  EXPECT_TRUE(names.count("zn_sessions")) << maps.output;
+  EXPECT_TRUE(names.count("zn_l4_allow")) << maps.output;
+  EXPECT_FALSE(names.count("zn_tap_ingress")) << maps.output;
+  for (const auto& m : json::parse(maps.output))
+    if (m["name"] == "zn_sessions") {
+      EXPECT_EQ(m["key_bytes"], 4);  // ifindex
+      EXPECT_GT(m["value_bytes"], 4);
+    }
   auto stats = run(znctl + " stats user-1");
   EXPECT_TRUE(json::parse(stats.output).contains("user-1"));
   auto sessions = run(znctl + " map dump zn_sessions");

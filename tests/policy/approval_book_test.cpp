@@ -12,8 +12,8 @@ using namespace std::chrono_literals;
 TEST(ApprovalBook, AnApprovalIsForItsTicketOnlyAndReadOnce) {
   ApprovalBook book(10s);
   const auto t0 = ApprovalBook::Clock::now();
-  const uint64_t a = book.hold("s", "api.internal", "DELETE", "/x", t0);
-  const uint64_t b = book.hold("s", "api.internal", "DELETE", "/y", t0);
+  const uint64_t a = book.hold("s", "https", "api.internal", "DELETE", "/x", t0);
+  const uint64_t b = book.hold("s", "https", "api.internal", "DELETE", "/y", t0);
   EXPECT_NE(a, b);
   EXPECT_EQ(book.pending(t0).size(), 2u);
   auto decided = book.decide(a, true, t0);
@@ -28,7 +28,7 @@ TEST(ApprovalBook, AnApprovalIsForItsTicketOnlyAndReadOnce) {
 TEST(ApprovalBook, ADecisionCannotBeReplayedOrChanged) {
   ApprovalBook book(10s);
   const auto t0 = ApprovalBook::Clock::now();
-  const uint64_t a = book.hold("s", "h", "POST", "/", t0);
+  const uint64_t a = book.hold("s", "https", "h", "POST", "/", t0);
   EXPECT_TRUE(book.decide(a, false, t0));
   EXPECT_FALSE(book.decide(a, true, t0));
   EXPECT_FALSE(book.decide(a, false, t0));
@@ -40,7 +40,7 @@ TEST(ApprovalBook, ADecisionCannotBeReplayedOrChanged) {
 TEST(ApprovalBook, UndecidedTicketsExpireAndCannotBeApprovedLate) {
   ApprovalBook book(2s);
   const auto t0 = ApprovalBook::Clock::now();
-  const uint64_t a = book.hold("s", "h", "POST", "/", t0);
+  const uint64_t a = book.hold("s", "https", "h", "POST", "/", t0);
   EXPECT_TRUE(book.pending(t0 + 1s).size() == 1u);
   EXPECT_TRUE(book.pending(t0 + 2s).empty());
   EXPECT_FALSE(book.decide(a, true, t0 + 3s));
@@ -50,8 +50,8 @@ TEST(ApprovalBook, UndecidedTicketsExpireAndCannotBeApprovedLate) {
 TEST(ApprovalBook, ADeletedSessionsHeldRequestsAreDenied) {
   ApprovalBook book(10s);
   const auto t0 = ApprovalBook::Clock::now();
-  const uint64_t a = book.hold("gone", "h", "POST", "/", t0);
-  const uint64_t b = book.hold("kept", "h", "POST", "/", t0);
+  const uint64_t a = book.hold("gone", "https", "h", "POST", "/", t0);
+  const uint64_t b = book.hold("kept", "https", "h", "POST", "/", t0);
   book.forget_session("gone");
   EXPECT_EQ(book.take(a, t0), ApprovalState::kDenied);
   EXPECT_EQ(book.take(b, t0), ApprovalState::kPending);
@@ -63,7 +63,7 @@ TEST(ApprovalBook, TicketsAreNotSequential) {
   uint64_t prev = 0;
   int consecutive = 0;
   for (int i = 0; i < 200; ++i) {
-    const uint64_t t = book.hold("s", "h", "GET", "/");
+    const uint64_t t = book.hold("s", "https", "h", "GET", "/");
     EXPECT_NE(t, 0u);
     EXPECT_LE(t, (1ULL << 53));
     if (t == prev + 1) ++consecutive;

@@ -112,6 +112,17 @@ std::string ip_text(int family, const void* bytes) {
 }
 
 // Walks a pinned map and decodes the layouts of bpf/include/zn_abi.h.
+// True if fd is a BPF map (not a program or link): the kernel says which in
+// the fd's fdinfo ("map_type:" lines only for maps). libbpf 1.1 has no typed
+// info call to ask instead.
+bool is_map_fd(int fd) {
+  std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
+  std::string line;
+  while (std::getline(info, line))
+    if (line.rfind("map_type:", 0) == 0) return true;
+  return false;
+}
+
 json dump_map(int fd, const std::string& name) {
   json out = json::array();
   std::vector<uint8_t> key(256), next(256), value(4096);
@@ -226,8 +237,8 @@ std::map<std::string, std::map<std::string, VerbEntry>> verbs() {
                              print(r, [&] {
                                for (const auto& h : r)
                                  std::cout << h["ticket"] << "  " << h["session"].get<std::string>() << "  "
-                                           << h["method"].get<std::string>() << " https://"
-                                           << h["host"].get<std::string>() << h["path"].get<std::string>()
+                                           << h["method"].get<std::string>() << " "
+                                           << h["url"].get<std::string>()
                                            << "  expires " << h["expires"].get<std::string>() << "\n";
                              });
                              return 0;
@@ -289,9 +300,11 @@ std::map<std::string, std::map<std::string, VerbEntry>> verbs() {
                         for (const auto& e : std::filesystem::directory_iterator(g.pin_root)) {
                           int fd = bpf_obj_get(e.path().c_str());
                           if (fd < 0) continue;
+                          // Programs are pinned beside the maps; the info call
+                          // would fill a map struct with a program's fields.
                           bpf_map_info info{};
                           uint32_t len = sizeof(info);
-                          if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type != 0)
+                          if (is_map_fd(fd) && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
                             r.push_back({{"id", info.id}, {"name", info.name}, {"type", info.type},
                                          {"key_bytes", info.key_size}, {"value_bytes", info.value_size},
                                          {"max_entries", info.max_entries}, {"pinned", e.path().string()}});
