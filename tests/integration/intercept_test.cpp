@@ -283,6 +283,27 @@ TEST_F(InterceptTest, AnUpstreamWithTheWrongCertificateIs502) {
   EXPECT_NE(events.find("\"status\":502"), std::string::npos) << events;
 }
 
+// A kept-alive upstream connection that the upstream reset while idle: the
+// next request's head cannot be written, so it is retried on a fresh
+// connection, and its body must go with it (it was once skipped on the
+// retry: the upstream waited for it and the guest got a 502).
+TEST_F(InterceptTest, ARequestRetriedAfterAFailedWriteOnAReusedUpstreamCarriesItsBody) {
+  const fs::path script = dir_ / "retry.sh";
+  std::ofstream(script) << "exec 3<>/dev/tcp/198.18.0.10/80\n"
+                           "printf 'GET /repos/reset-after HTTP/1.1\\r\\nHost: api.github.com\\r\\n\\r\\n' >&3\n"
+                           "sleep 1\n"
+                           "printf 'GET /repos/with-body HTTP/1.1\\r\\nHost: api.github.com\\r\\n"
+                           "Content-Length: 11\\r\\nConnection: close\\r\\n\\r\\nhello-body!' >&3\n"
+                           "timeout 8 cat <&3\n";
+  const std::string out = guest("bash " + script.string()).output;
+  EXPECT_EQ(count(out, "HTTP/1.1 200"), 2u) << out;
+  EXPECT_NE(out.find("\"target\": \"/repos/with-body\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"body\": \"hello-body!\""), std::string::npos) << out;
+  const std::string log = upstream_log();
+  EXPECT_EQ(count(log, "/repos/with-body"), 1u) << log;
+  EXPECT_NE(log.find("\"body\": \"hello-body!\""), std::string::npos) << log;
+}
+
 TEST_F(InterceptTest, AGuestThatDoesNotTrustTheDeploymentCaGetsNothing) {
   auto r = guest("curl -s -m 5 https://api.stripe.com/v1/charges");
   EXPECT_EQ(r.exit_code, 60) << r.output;  // certificate problem

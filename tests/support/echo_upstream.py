@@ -11,7 +11,7 @@ line each, for the test to read.
   echo_upstream.py ADDRESS PORT LOG [CERT KEY]
 
 Special targets: .../bytes/N answers N bytes (chunked when ?chunked),
-/status/N answers status N.
+/status/N answers status N; .../reset-after answers, then resets the connection.
 
 .../reflect/VARIANT is a hostile upstream that hands every request header back
 (as httpbin's /headers, an error page or a redirect would), so tests can check
@@ -36,6 +36,7 @@ import html
 import json
 import socket
 import ssl
+import struct
 import sys
 import time
 import urllib.parse
@@ -93,6 +94,11 @@ class Echo(BaseHTTPRequestHandler):
         }
         self._log(body)
         echo = dict(seen)
+        if path.endswith("/reset-after"):
+            # Answers as if the connection stays open (no Connection: close),
+            # then resets it: the proxy's next write on it fails.
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         echo["headers"] = [
             [k, "sha256:" + hashlib.sha256(v.encode()).hexdigest()]
             if k.lower() in ("authorization", "proxy-authorization") else [k, v]
