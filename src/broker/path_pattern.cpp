@@ -56,10 +56,18 @@ std::optional<PathPattern> PathPattern::parse(std::string_view text, std::string
   if (text.size() > kMaxPath) return fail("path longer than 1024 characters");
   if (text.find_first_of("%\\?#") != std::string_view::npos)
     return fail("path patterns match normalised paths: no '%', '\\\\', '?' or '#'");
+  // What normalise_target refuses or merges away (http_target.h) could
+  // never match: such a rule would be dead, so it is an error, not a no-op.
+  if (text.find(';') != std::string_view::npos) return fail("no ';' (requests with path parameters are refused)");
+  if (text.find("//") != std::string_view::npos) return fail("no '//' (requests have merged slashes)");
+  for (unsigned char c : text)
+    if (c <= 0x20 || c >= 0x7f) return fail("only visible ASCII");
   PathPattern p;
   p.text_ = std::string(text);
   for (auto seg : split_segments(text)) {
     if (seg == "." || seg == "..") return fail("no '.' or '..' segments");
+    if (!seg.empty() && seg.back() == '.')
+      return fail("no segment ending in '.' (requests with one are refused as ambiguous)");
     if (seg.find('*') != std::string_view::npos && seg != "*" && seg != "**")
       return fail("'*' and '**' must be whole segments");
     p.segments_.emplace_back(seg);
