@@ -85,15 +85,7 @@ class Echo(BaseHTTPRequestHandler):
             self._send(200, payload, "application/octet-stream")
             return
         status = int(path[len("/status/"):]) if path.startswith("/status/") else 200
-        seen = {
-            "method": self.command,
-            "target": self.path,
-            "headers": [[k, v] for k, v in self.headers.items()],
-            "body": body.decode("latin-1"),
-            "server": self.server.server_address[0],
-        }
-        self._log(body)
-        echo = dict(seen)
+        echo = dict(self._log(body))
         if path.endswith("/reset-after"):
             # Answers as if the connection stays open (no Connection: close),
             # then resets it: the proxy's next write on it fails.
@@ -118,6 +110,7 @@ class Echo(BaseHTTPRequestHandler):
             log.write(json.dumps(seen) + "\n")
         if "/reflect/replay" not in self.path:
             self.server.last_auth = self.headers.get("Authorization", "")
+        return seen
 
     # --- hostile reflection -------------------------------------------------
 
