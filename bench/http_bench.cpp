@@ -11,10 +11,10 @@
 #include <random>
 #include <string>
 
-#include "userspace/http1_message.h"
-#include "userspace/http_rewrite.h"
-#include "userspace/http_target.h"
-#include "userspace/secret_scrubber.h"
+#include "userspace/http/message.h"
+#include "userspace/http/rewrite.h"
+#include "userspace/http/target.h"
+#include "userspace/proxy/secret_scrubber.h"
 
 namespace {
 

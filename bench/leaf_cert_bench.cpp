@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/deployment_ca.h"
+#include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
-#include "userspace/leaf_certs.h"
+#include "userspace/tls/leaf_certs.h"
 
 namespace {
 

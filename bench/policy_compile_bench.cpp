@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/compiled_policy.h"
-#include "broker/datapath_plan.h"
-#include "broker/policy_parser.h"
+#include "broker/policy/compiled.h"
+#include "broker/policy/datapath_plan.h"
+#include "broker/policy/parser.h"
 #include "support/verdict_fixtures.h"
 #include "synthetic_policy.h"
 

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "broker/compiled_policy.h"
-#include "broker/host_pattern.h"
-#include "broker/path_pattern.h"
-#include "broker/policy_parser.h"
+#include "broker/policy/compiled.h"
+#include "broker/policy/host_pattern.h"
+#include "broker/policy/path_pattern.h"
+#include "broker/policy/parser.h"
 #include "synthetic_policy.h"
 
 namespace {

@@ -21,7 +21,7 @@
 
 #include "passthrough.skel.h"
 #include "support/verdict_fixtures.h"
-#include "userspace/verdict_names.h"
+#include "userspace/datapath/verdict_names.h"
 
 namespace {
 

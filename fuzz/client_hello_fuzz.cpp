@@ -5,13 +5,13 @@
 //   cmake --build build-fuzz --target client_hello_fuzz
 // or directly:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     fuzz/client_hello_fuzz.cpp src/userspace/client_hello.cpp -lssl -lcrypto \
+//     fuzz/client_hello_fuzz.cpp src/userspace/tls/client_hello.cpp -lssl -lcrypto \
 //     -o client_hello_fuzz
 // Run (a corpus directory is optional; -max_total_time bounds the run):
 //   mkdir -p /tmp/ch_corpus && ./client_hello_fuzz -max_total_time=60 /tmp/ch_corpus
 //
 // Besides "no crash / no sanitizer report", it checks the result's invariants.
-#include "userspace/client_hello.h"
+#include "userspace/tls/client_hello.h"
 
 #include <openssl/err.h>
 

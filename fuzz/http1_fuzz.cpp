@@ -17,9 +17,9 @@
 #include <string>
 #include <string_view>
 
-#include "userspace/http1_body.h"
-#include "userspace/http1_message.h"
-#include "userspace/http_target.h"
+#include "userspace/http/body.h"
+#include "userspace/http/message.h"
+#include "userspace/http/target.h"
 
 namespace {
 

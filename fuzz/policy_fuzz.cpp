@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "broker/compiled_policy.h"
-#include "broker/policy_parser.h"
+#include "broker/policy/compiled.h"
+#include "broker/policy/parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

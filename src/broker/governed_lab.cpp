@@ -1,9 +1,9 @@
 #include "broker/governed_lab.h"
 
 #include "common/netns.h"
-#include "userspace/bpffs.h"
-#include "userspace/datapath.h"
-#include "userspace/tc_attachment.h"
+#include "userspace/datapath/bpffs.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/tc_attachment.h"
 
 namespace zn::broker {
 

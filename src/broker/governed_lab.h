@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "userspace/datapath_maps.h"
-#include "vmm/guest_network.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/maps.h"
+#include "vmm/host/guest_network.h"
+#include "vmm/lab/lab.h"
 
 namespace zn::broker {
 

@@ -5,13 +5,13 @@ pkg_check_modules(CARES REQUIRED IMPORTED_TARGET GLOBAL libcares)
 find_package(spdlog REQUIRED)
 
 target_sources(zn_userspace PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/dns_address.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_static_resolver.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_ares_resolver.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_message.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_query_handler.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_transparent.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/dns_responder.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/net/address.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dns/static_resolver.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dns/ares_resolver.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dns/message.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dns/query_handler.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/net/transparent_socket.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dns/responder.cpp)
 # ASIO_STANDALONE: the header-only standalone Asio (libasio-dev), no Boost.
 target_compile_definitions(zn_userspace PRIVATE ASIO_STANDALONE ASIO_NO_DEPRECATED)
 target_link_libraries(zn_userspace PUBLIC Threads::Threads

@@ -5,19 +5,19 @@
 # well-kept one.
 find_package(OpenSSL REQUIRED)
 target_sources(zn_userspace PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/byte_stream.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/client_hello.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/destination_guard.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/http1_body.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/http1_message.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/http_intercept.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/http_rewrite.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/http_target.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/leaf_certs.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/local_addresses.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/secret_scrubber.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/tls_contexts.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/transparent_proxy.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/proxy/byte_stream.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tls/client_hello.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/proxy/destination_guard.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http/body.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http/message.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/proxy/intercept.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http/rewrite.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/http/target.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tls/leaf_certs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/net/local_addresses.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/proxy/secret_scrubber.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tls/contexts.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/proxy/transparent_proxy.cpp)
 target_link_libraries(zn_userspace PUBLIC OpenSSL::SSL OpenSSL::Crypto)
-# local_addresses.cpp: the kernel's local table and addresses, over netlink.
+# net/local_addresses.cpp: the kernel's local table and addresses, over netlink.
 target_link_libraries(zn_userspace PRIVATE PkgConfig::LIBNL)

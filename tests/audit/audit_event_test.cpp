@@ -3,8 +3,8 @@
 #include <regex>
 
 #include "audit_test_util.h"
-#include "broker/audit_chain.h"
-#include "broker/audit_event.h"
+#include "broker/audit/chain.h"
+#include "broker/audit/event.h"
 
 namespace zn::broker {
 namespace {

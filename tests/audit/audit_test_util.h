@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/audit_log.h"
+#include "broker/audit/log.h"
 #include "support/temp_dir.h"
 
 namespace zn::broker::test {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "support/verdict_fixtures.h"
-#include "userspace/drop_events.h"
-#include "userspace/verdict_names.h"
+#include "userspace/datapath/drop_events.h"
+#include "userspace/datapath/verdict_names.h"
 
 namespace zn::test {
 namespace {

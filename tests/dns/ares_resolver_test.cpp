@@ -15,10 +15,10 @@
 
 #include "common/netns.h"
 #include "dns/dns_test_util.h"
-#include "userspace/dns_ares_resolver.h"
-#include "userspace/dns_responder.h"
-#include "userspace/dns_transparent.h"
-#include "vmm/named_netns.h"
+#include "userspace/dns/ares_resolver.h"
+#include "userspace/dns/responder.h"
+#include "userspace/net/transparent_socket.h"
+#include "vmm/host/named_netns.h"
 
 namespace zn::dns::test {
 namespace {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "userspace/dns_transparent.h"
+#include "userspace/net/transparent_socket.h"
 
 namespace zn::dns::test {
 namespace {

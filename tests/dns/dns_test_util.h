@@ -2,7 +2,7 @@
 // small socket clients for the DNS tests.
 #pragma once
 
-#include "userspace/dns_ldns.h"
+#include "userspace/dns/ldns.h"
 #include <sys/socket.h>
 
 #include <chrono>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "userspace/dns_message.h"
-#include "userspace/dns_policy.h"
+#include "userspace/dns/message.h"
+#include "userspace/dns/policy.h"
 
 namespace zn::dns::test {
 

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "dns/dns_test_util.h"
-#include "userspace/dns_query_handler.h"
-#include "userspace/dns_static_resolver.h"
-#include "userspace/dns_transparent.h"
+#include "userspace/dns/query_handler.h"
+#include "userspace/dns/static_resolver.h"
+#include "userspace/net/transparent_socket.h"
 
 namespace zn::dns::test {
 namespace {

@@ -9,9 +9,9 @@
 #include "dns/dns_test_util.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
-#include "userspace/dns_responder.h"
-#include "userspace/dns_static_resolver.h"
-#include "vmm/ip_address.h"
+#include "userspace/dns/responder.h"
+#include "userspace/dns/static_resolver.h"
+#include "vmm/host/ip_address.h"
 
 namespace zn::dns::test {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "dns/dns_test_util.h"
-#include "userspace/dns_message.h"
+#include "userspace/dns/message.h"
 
 namespace zn::dns::test {
 namespace {

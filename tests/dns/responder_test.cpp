@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "dns/dns_test_util.h"
-#include "userspace/dns_responder.h"
-#include "userspace/dns_static_resolver.h"
-#include "userspace/dns_transparent.h"
+#include "userspace/dns/responder.h"
+#include "userspace/dns/static_resolver.h"
+#include "userspace/net/transparent_socket.h"
 
 namespace zn::dns::test {
 namespace {

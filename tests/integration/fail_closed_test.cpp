@@ -17,11 +17,11 @@
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
 #include "support/verdict_fixtures.h"
-#include "userspace/bpffs.h"
-#include "userspace/datapath.h"
-#include "userspace/datapath_maps.h"
-#include "userspace/tc_attachment.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/bpffs.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/maps.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "vmm/lab/lab.h"
 
 namespace zn::test {
 namespace {

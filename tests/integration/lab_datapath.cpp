@@ -7,7 +7,7 @@
 
 #include "broker/governed_lab.h"
 #include "common/netns.h"
-#include "userspace/bpffs.h"
+#include "userspace/datapath/bpffs.h"
 
 namespace zn::test {
 

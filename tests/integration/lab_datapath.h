@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "support/host_sockets.h"
-#include "userspace/datapath.h"
-#include "userspace/datapath_maps.h"
-#include "userspace/tc_attachment.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/maps.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "vmm/lab/lab.h"
 
 namespace zn::test {
 

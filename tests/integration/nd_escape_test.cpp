@@ -24,10 +24,10 @@
 #include "common/netns.h"
 #include "integration/lab_datapath.h"
 #include "support/packet_builder.h"
-#include "userspace/tc_attachment.h"
-#include "userspace/verdict_names.h"
-#include "vmm/ip_address.h"
-#include "vmm/unique_fd.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "userspace/datapath/verdict_names.h"
+#include "vmm/host/ip_address.h"
+#include "vmm/host/unique_fd.h"
 
 namespace zn::test {
 namespace {

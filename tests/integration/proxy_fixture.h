@@ -11,7 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "broker/audit_store.h"
+#include "broker/audit/store.h"
 #include "integration/zerod_fixture.h"
 
 namespace zn::test {

@@ -13,8 +13,8 @@
 
 #include "common/netns.h"
 #include "integration/proxy_fixture.h"
-#include "userspace/destination_guard.h"
-#include "userspace/local_addresses.h"
+#include "userspace/proxy/destination_guard.h"
+#include "userspace/net/local_addresses.h"
 
 namespace zn::test {
 namespace {

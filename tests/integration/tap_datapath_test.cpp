@@ -14,10 +14,10 @@
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
 #include "support/verdict_fixtures.h"
-#include "userspace/drop_events.h"
-#include "userspace/tc_attachment.h"
-#include "userspace/verdict_names.h"
-#include "vmm/ip_address.h"
+#include "userspace/datapath/drop_events.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "userspace/datapath/verdict_names.h"
+#include "vmm/host/ip_address.h"
 
 namespace zn::test {
 namespace {

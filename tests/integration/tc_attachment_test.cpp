@@ -7,9 +7,9 @@
 #include "common/netns.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
-#include "userspace/datapath.h"
-#include "userspace/tc_attachment.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "vmm/lab/lab.h"
 
 namespace zn::test {
 namespace {

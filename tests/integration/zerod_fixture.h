@@ -15,13 +15,13 @@
 #include <sstream>
 #include <thread>
 
-#include "broker/audit_log.h"
-#include "broker/control_server.h"
+#include "broker/audit/log.h"
+#include "broker/control/server.h"
 #include "broker/governed_lab.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
-#include "userspace/bpffs.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/bpffs.h"
+#include "vmm/lab/lab.h"
 
 namespace zn::test {
 

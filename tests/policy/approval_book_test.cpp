@@ -1,4 +1,4 @@
-#include "broker/approval_book.h"
+#include "broker/session/approval_book.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "broker/compiled_policy.h"
+#include "broker/policy/compiled.h"
 
 #include <gtest/gtest.h>
 
-#include "broker/policy_parser.h"
+#include "broker/policy/parser.h"
 
 namespace zn::broker {
 namespace {

@@ -1,11 +1,11 @@
 // The policy's L4 rules in the real BPF maps, decided by the real program.
-#include "broker/datapath_plan.h"
+#include "broker/policy/datapath_plan.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/pkt_cls.h>
 
-#include "broker/policy_parser.h"
+#include "broker/policy/parser.h"
 #include "support/verdict_fixtures.h"
 
 namespace zn::broker {

@@ -1,4 +1,4 @@
-#include "broker/deployment_ca.h"
+#include "broker/identity/deployment_ca.h"
 
 #include <gtest/gtest.h>
 #include <openssl/pem.h>

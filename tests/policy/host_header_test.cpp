@@ -1,4 +1,4 @@
-#include "broker/host_header.h"
+#include "broker/policy/host_header.h"
 
 #include <gtest/gtest.h>
 

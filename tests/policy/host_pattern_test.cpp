@@ -1,4 +1,4 @@
-#include "broker/host_pattern.h"
+#include "broker/policy/host_pattern.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "broker/path_pattern.h"
+#include "broker/policy/path_pattern.h"
 
 #include <gtest/gtest.h>
 

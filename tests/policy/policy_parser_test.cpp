@@ -1,4 +1,4 @@
-#include "broker/policy_parser.h"
+#include "broker/policy/parser.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "broker/rate_limiter.h"
+#include "broker/policy/rate_limiter.h"
 
 #include <gtest/gtest.h>
 

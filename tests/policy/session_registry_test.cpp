@@ -1,6 +1,6 @@
 // Sessions end to end on the host side: TAPs, BPF maps, TC, the state file.
 // Runs inside a private network namespace.
-#include "broker/session_registry.h"
+#include "broker/session/registry.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -10,14 +10,14 @@
 #include <filesystem>
 #include <random>
 
-#include "broker/policy_parser.h"
-#include "broker/session_state_file.h"
+#include "broker/policy/parser.h"
+#include "broker/session/state_file.h"
 #include "common/netns.h"
-#include "userspace/datapath.h"
-#include "userspace/tc_attachment.h"
-#include "vmm/named_netns.h"
-#include "vmm/route_netlink.h"
-#include "vmm/tap_device.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/tc_attachment.h"
+#include "vmm/host/named_netns.h"
+#include "vmm/host/route_netlink.h"
+#include "vmm/host/tap_device.h"
 
 namespace zn::broker {
 namespace {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "userspace/transparent_proxy.h"
+#include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
 namespace {

@@ -1,6 +1,6 @@
 // ClientHello peeking against real ClientHellos written by an OpenSSL client
 // into a memory BIO, and against truncated, corrupted and random input.
-#include "userspace/client_hello.h"
+#include "userspace/tls/client_hello.h"
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>

@@ -2,7 +2,7 @@
 // every entry, addresses just inside and just outside its boundaries, the
 // globally reachable exceptions inside refused entries, and every IPv6 form
 // that carries an IPv4 address.
-#include "userspace/destination_class.h"
+#include "userspace/proxy/destination_class.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // DestinationGuard without the local table (its namespace test is root-only:
 // tests/integration/ssrf_test.cpp): guest pools, allowances, NAT64, the
 // order of the checks; and zerod's config fields that feed it.
-#include "userspace/destination_guard.h"
+#include "userspace/proxy/destination_guard.h"
 
 #include <gtest/gtest.h>
 
-#include "broker/daemon_config.h"
-#include "broker/policy_parser.h"
+#include "broker/daemon/config.h"
+#include "broker/policy/parser.h"
 
 namespace zn::proxy {
 namespace {

@@ -1,4 +1,4 @@
-#include "userspace/http1_body.h"
+#include "userspace/http/body.h"
 
 #include <gtest/gtest.h>
 

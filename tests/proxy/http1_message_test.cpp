@@ -1,4 +1,4 @@
-#include "userspace/http1_message.h"
+#include "userspace/http/message.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "userspace/http_rewrite.h"
+#include "userspace/http/rewrite.h"
 
 #include <gtest/gtest.h>
 

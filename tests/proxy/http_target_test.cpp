@@ -1,4 +1,4 @@
-#include "userspace/http_target.h"
+#include "userspace/http/target.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <random>
 #include <string>
 
-#include "broker/path_pattern.h"
-#include "userspace/http1_message.h"
+#include "broker/policy/path_pattern.h"
+#include "userspace/http/message.h"
 
 namespace zn::http {
 namespace {

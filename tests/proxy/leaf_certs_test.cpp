@@ -2,7 +2,7 @@
 // temporary directory): the certificate's fields, real TLS handshakes over a
 // BIO pair against a client that trusts only the CA, the LRU cache, re-mint
 // near expiry (injected clock), concurrency and CA loading errors.
-#include "userspace/leaf_certs.h"
+#include "userspace/tls/leaf_certs.h"
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "broker/deployment_ca.h"
+#include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
-#include "userspace/tls_contexts.h"
+#include "userspace/tls/contexts.h"
 
 namespace zn::proxy {
 namespace {

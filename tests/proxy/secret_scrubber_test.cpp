@@ -4,7 +4,7 @@
 // matches split at every byte position across feeds, overlapping and
 // self-overlapping patterns, several secrets, near-misses left alone,
 // same-length output, hold-back and flush.
-#include "userspace/secret_scrubber.h"
+#include "userspace/proxy/secret_scrubber.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // (no network): ALPN is http/1.1 or nothing, never h2; the upstream side
 // verifies the chain (system store + extra bundle), the name or IP, and
 // refuses TLS < 1.2.
-#include "userspace/tls_contexts.h"
+#include "userspace/tls/contexts.h"
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/deployment_ca.h"
+#include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
-#include "userspace/leaf_certs.h"
+#include "userspace/tls/leaf_certs.h"
 
 namespace zn::proxy {
 namespace {

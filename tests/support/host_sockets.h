@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "userspace/dns_transparent.h"
-#include "vmm/unique_fd.h"
+#include "userspace/net/transparent_socket.h"
+#include "vmm/host/unique_fd.h"
 
 namespace zn::test {
 

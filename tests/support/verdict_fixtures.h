@@ -11,8 +11,8 @@
 
 #include "support/packet_builder.h"
 #include "support/host_sockets.h"
-#include "userspace/datapath.h"
-#include "userspace/datapath_maps.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/maps.h"
 
 namespace zn::test {
 

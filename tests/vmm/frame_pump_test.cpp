@@ -5,10 +5,10 @@
 #include "common/netns.h"
 #include "test_names.h"
 #include "udp_probe.h"
-#include "vmm/frame_pump.h"
-#include "vmm/named_netns.h"
-#include "vmm/pump_process.h"
-#include "vmm/tap_device.h"
+#include "vmm/lab/frame_pump.h"
+#include "vmm/host/named_netns.h"
+#include "vmm/lab/pump_process.h"
+#include "vmm/host/tap_device.h"
 
 namespace zn::vmm {
 namespace {

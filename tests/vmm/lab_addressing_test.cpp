@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "vmm/ip_address.h"
-#include "vmm/lab_addressing.h"
+#include "vmm/host/ip_address.h"
+#include "vmm/lab/addressing.h"
 
 namespace zn::vmm {
 namespace {

@@ -9,11 +9,11 @@
 #include "common/netns.h"
 #include "test_names.h"
 #include "udp_probe.h"
-#include "vmm/lab.h"
-#include "vmm/lab_state.h"
-#include "vmm/named_netns.h"
-#include "vmm/route_netlink.h"
-#include "vmm/steering_routes.h"
+#include "vmm/lab/lab.h"
+#include "vmm/lab/state.h"
+#include "vmm/host/named_netns.h"
+#include "vmm/host/route_netlink.h"
+#include "vmm/host/steering_routes.h"
 
 namespace zn::vmm {
 namespace {

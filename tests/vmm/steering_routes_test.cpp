@@ -5,8 +5,8 @@
 
 #include "common/netns.h"
 #include "test_names.h"
-#include "vmm/route_netlink.h"
-#include "vmm/steering_routes.h"
+#include "vmm/host/route_netlink.h"
+#include "vmm/host/steering_routes.h"
 
 namespace zn::vmm {
 namespace {

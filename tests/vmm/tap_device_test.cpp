@@ -10,8 +10,8 @@
 
 #include "common/netns.h"
 #include "test_names.h"
-#include "vmm/route_netlink.h"
-#include "vmm/tap_device.h"
+#include "vmm/host/route_netlink.h"
+#include "vmm/host/tap_device.h"
 
 namespace zn::vmm {
 namespace {

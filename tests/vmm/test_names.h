@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/netns.h"
-#include "vmm/named_netns.h"
+#include "vmm/host/named_netns.h"
 
 namespace zn::vmm::testing {
 

@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "common/netns.h"
-#include "vmm/unique_fd.h"
+#include "vmm/host/unique_fd.h"
 
 namespace zn::vmm::testing {
 

@@ -6,9 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
-#include "broker/daemon_config.h"
-#include "broker/policy_parser.h"
-#include "broker/zerod_daemon.h"
+#include "broker/daemon/config.h"
+#include "broker/policy/parser.h"
+#include "broker/daemon/zerod.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zerod: compiles session policy into the BPF datapath, answers guest DNS, audits"};

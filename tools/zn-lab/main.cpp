@@ -1,4 +1,4 @@
-// zn-lab: build, inspect, use and tear down the namespace lab (see vmm/lab.h).
+// zn-lab: build, inspect, use and tear down the namespace lab (see vmm/lab/lab.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,11 +14,11 @@
 
 #include "broker/governed_lab.h"
 #include "common/netns.h"
-#include "userspace/drop_events.h"
-#include "userspace/pinned_maps.h"
-#include "userspace/verdict_names.h"
-#include "vmm/ip_address.h"
-#include "vmm/lab.h"
+#include "userspace/datapath/drop_events.h"
+#include "userspace/datapath/pinned_maps.h"
+#include "userspace/datapath/verdict_names.h"
+#include "vmm/host/ip_address.h"
+#include "vmm/lab/lab.h"
 
 namespace {
 

@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "broker/audit_log.h"
-#include "broker/audit_store.h"
-#include "broker/compiled_policy.h"
-#include "broker/control_server.h"
-#include "broker/policy_parser.h"
+#include "broker/audit/log.h"
+#include "broker/audit/store.h"
+#include "broker/policy/compiled.h"
+#include "broker/control/server.h"
+#include "broker/policy/parser.h"
 #include "zn_abi.h"
 
 namespace {

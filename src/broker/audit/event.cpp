@@ -1,0 +1,161 @@
+#include "broker/audit/event.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+
+namespace zn::broker {
+
+namespace {
+
+constexpr std::string_view kEventNames[] = {
+    "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
+    "egress:rate_limited",
+    "egress:error",  // allowed, but no upstream could be connected
+    "dns:allow",      "dns:deny",
+    "packet:deny",
+    "resource:read",  "resource:write",  "resource:deny",
+    "command:run",    "command:reject",
+    "session:create", "session:update",  "session:delete",
+    "secret:reflected",  // an upstream sent an injected secret back; scrubbed
+};
+
+constexpr std::string_view kEventPrefixes[] = {
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:",
+};
+
+// Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1
+// control characters and DEL when reject_controls.
+bool valid_text(std::string_view s, bool reject_controls) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    uint32_t cp;
+    size_t len;
+    if (c < 0x80) {
+      cp = c;
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      cp = c & 0x1F;
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      cp = c & 0x0F;
+      len = 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      cp = c & 0x07;
+      len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    if (reject_controls && (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))) return false;
+    i += len;
+  }
+  return true;
+}
+
+int depth_of(const nlohmann::json& j, int limit) {
+  if (!j.is_structured()) return 0;
+  if (limit <= 0) return 1;  // over the limit already; stop descending
+  int d = 0;
+  for (const auto& v : j) {
+    d = std::max(d, depth_of(v, limit - 1));
+    if (d >= limit) break;
+  }
+  return d + 1;
+}
+
+}  // namespace
+
+bool is_audit_event_name(std::string_view name) {
+  for (auto n : kEventNames)
+    if (n == name) return true;
+  return false;
+}
+
+bool is_audit_event_prefix(std::string_view prefix) {
+  for (auto p : kEventPrefixes)
+    if (p == prefix) return true;
+  return false;
+}
+
+void validate_audit_event(const AuditEvent& ev) {
+  if (!is_audit_event_name(ev.event))
+    throw std::invalid_argument("audit: unknown event name");
+  if (ev.sid.size() > kAuditMaxSidLen)
+    throw std::invalid_argument("audit: sid longer than 128 bytes");
+  if (!valid_text(ev.sid, /*reject_controls=*/true))
+    throw std::invalid_argument("audit: sid has control characters or invalid UTF-8");
+  if (!ev.detail.is_object())
+    throw std::invalid_argument("audit: detail must be a JSON object");
+  if (depth_of(ev.detail, kAuditMaxDetailDepth) > kAuditMaxDetailDepth)
+    throw std::invalid_argument("audit: detail nested too deeply");
+  std::string dumped;
+  try {
+    dumped = ev.detail.dump();  // strict: throws on invalid UTF-8
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument("audit: detail is not valid UTF-8 JSON");
+  }
+  if (dumped.size() > kAuditMaxDetailBytes)
+    throw std::invalid_argument("audit: detail too large");
+}
+
+std::string format_audit_ts(std::chrono::system_clock::time_point tp) {
+  using namespace std::chrono;
+  const auto ms_tp = floor<milliseconds>(tp);
+  const auto s_tp = floor<seconds>(ms_tp);
+  const auto ms = (ms_tp - s_tp).count();
+  const std::time_t t = system_clock::to_time_t(time_point_cast<system_clock::duration>(s_tp));
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) throw std::runtime_error("audit: time out of range");
+  char buf[40];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                        static_cast<int>(ms));
+  if (n != 24) throw std::runtime_error("audit: time out of range");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string AuditRecord::canonical_payload() const {
+  nlohmann::json o = nlohmann::json::object();
+  o["seq"] = seq;
+  o["ts"] = ts;
+  o["event"] = event;
+  o["sid"] = sid;
+  o["detail"] = detail;
+  return o.dump();
+}
+
+std::string AuditRecord::json_line() const {
+  using nlohmann::json;
+  std::string out;
+  out.reserve(160 + detail.size() * 16);
+  out += R"({"zn":"audit","seq":)";
+  out += std::to_string(seq);
+  out += R"(,"ts":)";
+  out += json(ts).dump();
+  out += R"(,"event":)";
+  out += json(event).dump();
+  out += R"(,"sid":)";
+  out += json(sid).dump();
+  out += R"(,"detail":)";
+  out += detail.dump();
+  out += R"(,"prev":)";
+  out += json(prev).dump();
+  out += R"(,"hash":)";
+  out += json(hash).dump();
+  out += '}';
+  return out;
+}
+
+}  // namespace zn::broker

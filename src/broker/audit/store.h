@@ -1,0 +1,69 @@
+// Durable storage of the audit chain: one SQLite database (WAL journal,
+// synchronous=FULL), table `audit`, indexes on (sid, ts) and (event, ts).
+// Prepared statements only. Not thread-safe: AuditLog serialises access.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/audit/chain.h"
+#include "broker/audit/event.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace zn::broker {
+
+struct AuditQuery {
+  static constexpr size_t kDefaultLimit = 1000;
+  static constexpr size_t kMaxLimit = 100000;
+
+  std::optional<std::string> sid;    // exact
+  std::optional<std::string> event;  // exact name ("dns:deny") or category prefix ("dns:")
+  std::optional<std::chrono::system_clock::time_point> since;  // inclusive (ms precision)
+  std::optional<std::chrono::system_clock::time_point> until;  // exclusive (ms precision)
+  size_t limit = kDefaultLimit;      // 1..kMaxLimit, else std::invalid_argument
+};
+
+class AuditStore {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  // ReadWrite creates the file and schema if missing. ReadOnly never creates
+  // or writes anything. Throws std::runtime_error on failure.
+  AuditStore(const std::string& path, Mode mode);
+  ~AuditStore();
+  AuditStore(const AuditStore&) = delete;
+  AuditStore& operator=(const AuditStore&) = delete;
+
+  // In one IMMEDIATE transaction: reads the chain head (last seq and hash, or
+  // 0 and the genesis hash), asks `build` for the record to store next, inserts
+  // it and commits. Safe against another process appending to the same file.
+  // On any failure rolls back and rethrows; nothing is stored.
+  using BuildFn = std::function<AuditRecord(uint64_t last_seq, const std::string& last_hash)>;
+  AuditRecord append(const BuildFn& build);
+  // The same for several records in one transaction (one fsync): each build
+  // is given the record before it. All or nothing.
+  std::vector<AuditRecord> append_batch(const std::vector<BuildFn>& builds);
+
+  // Matching records, ascending seq. Throws std::invalid_argument on a bad query.
+  std::vector<AuditRecord> query(const AuditQuery& q);
+
+  // Every row in ascending seq order, unparsed, in one read transaction.
+  // Stops when fn returns false.
+  void for_each_raw(const std::function<bool(const AuditRawRow&)>& fn);
+
+ private:
+  void exec(const char* sql);
+  sqlite3_stmt* prepare(const char* sql);
+
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* head_ = nullptr;
+  sqlite3_stmt* insert_ = nullptr;
+};
+
+}  // namespace zn::broker

@@ -1,0 +1,142 @@
+#include "broker/daemon/config.h"
+
+#include <arpa/inet.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "broker/policy/host_pattern.h"
+#include "broker/policy/parser.h"
+#include "userspace/proxy/destination_class.h"
+
+namespace zn::broker {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) { throw PolicyError(path, message); }
+
+std::string get_string(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.contains(key)) return fallback;
+  if (!obj[key].is_string()) fail(std::string("$.") + key, "must be a string");
+  return obj[key].get<std::string>();
+}
+
+uint32_t get_uint(const json& obj, const char* key, uint32_t fallback, uint32_t min, uint32_t max) {
+  if (!obj.contains(key)) return fallback;
+  const json& v = obj[key];
+  if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
+    fail(std::string("$.") + key, "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+  return v.get<uint32_t>();
+}
+
+bool is_address(const std::string& text) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+DaemonConfig parse_daemon_config(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail("$", "invalid JSON at byte " + std::to_string(e.byte));
+  }
+  if (!doc.is_object()) fail("$", "must be an object");
+  static const char* kKnown[] = {"netns",     "pin_root",   "state_dir",  "control_socket",
+                                 "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
+                                 "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
+                                 "metrics_port", "proxy_idle_timeout_ms", "proxy_max_connections_per_guest",
+                                 "proxy_header_timeout_ms", "approval_timeout_ms",
+                                 "upstream_ca_bundle", "upstream_allow", "nat64_prefix"};
+  for (const auto& [key, value] : doc.items()) {
+    (void)value;
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
+  }
+  DaemonConfig c;
+  c.netns = get_string(doc, "netns", c.netns);
+  c.pin_root = get_string(doc, "pin_root", c.pin_root);
+  c.state_dir = get_string(doc, "state_dir", c.state_dir);
+  c.control_socket = get_string(doc, "control_socket", c.control_socket);
+  c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
+  c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
+  c.proxy_port = static_cast<uint16_t>(get_uint(doc, "proxy_port", c.proxy_port, 1, 65535));
+  c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
+  c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
+  c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
+  c.proxy_header_timeout_ms = get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
+  c.proxy_max_connections_per_guest =
+      get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
+  c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);
+  if (!c.upstream_ca_bundle.empty() && c.upstream_ca_bundle.front() != '/')
+    fail("$.upstream_ca_bundle", "must be an absolute path");
+  c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
+  c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);
+  for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket})
+    if (path->empty() || path->front() != '/') fail("$", "paths must be absolute: '" + *path + "'");
+  if (doc.contains("dns_static")) {
+    const json& s = doc["dns_static"];
+    if (!s.is_object()) fail("$.dns_static", "must be an object of name -> [addresses]");
+    for (const auto& [name, addrs] : s.items()) {
+      const std::string path = "$.dns_static." + name;
+      auto normalized = normalize_dns_name(name);
+      if (!normalized) fail(path, "not a DNS name");
+      if (!addrs.is_array() || addrs.empty()) fail(path, "must be a non-empty array of addresses");
+      for (const auto& a : addrs) {
+        if (!a.is_string() || !is_address(a.get<std::string>())) fail(path, "must hold IP addresses");
+        c.dns_static[*normalized].push_back(a.get<std::string>());
+      }
+    }
+  }
+  // The pools feed the proxy's guard too: each must be a prefix of its family.
+  for (const auto& [key, family] :
+       {std::pair{"address_pool_ipv4", AF_INET}, std::pair{"address_pool_ipv6", AF_INET6}}) {
+    const std::string& text = key == std::string("address_pool_ipv4") ? c.address_pool_ipv4 : c.address_pool_ipv6;
+    auto pool = proxy::AddressPrefix::parse(text);
+    if (!pool || pool->network.family != family || text.find('/') == std::string::npos)
+      fail(std::string("$.") + key, "must be an " + std::string(family == AF_INET ? "IPv4" : "IPv6") +
+                                        " prefix with no host bits, e.g. " +
+                                        (family == AF_INET ? "198.19.0.0/16" : "2001:db8:19::/48"));
+  }
+  if (doc.contains("upstream_allow")) {
+    const json& u = doc["upstream_allow"];
+    if (!u.is_array()) fail("$.upstream_allow", "must be an array of address prefixes");
+    for (size_t i = 0; i < u.size(); ++i) {
+      const std::string path = "$.upstream_allow[" + std::to_string(i) + "]";
+      if (!u[i].is_string()) fail(path, "must be a string");
+      if (!proxy::AddressPrefix::parse(u[i].get<std::string>()))
+        fail(path, "must be an address or prefix with no host bits, e.g. 198.18.0.0/16");
+      c.upstream_allow.push_back(u[i].get<std::string>());
+    }
+  }
+  c.nat64_prefix = get_string(doc, "nat64_prefix", c.nat64_prefix);
+  if (!c.nat64_prefix.empty()) {
+    auto p = proxy::AddressPrefix::parse(c.nat64_prefix);
+    if (!p || p->network.family != AF_INET6 || p->length != 96)
+      fail("$.nat64_prefix", "must be an IPv6 /96 prefix, e.g. 64:ff9b::/96");
+  }
+  if (doc.contains("dns_upstream")) {
+    const json& u = doc["dns_upstream"];
+    if (!u.is_array()) fail("$.dns_upstream", "must be an array of addresses");
+    for (const auto& a : u) {
+      if (!a.is_string()) fail("$.dns_upstream", "must hold strings");
+      c.dns_upstream.push_back(a.get<std::string>());
+    }
+  }
+  return c;
+}
+
+DaemonConfig load_daemon_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read config " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_daemon_config(text.str());
+}
+
+}  // namespace zn::broker

@@ -1,0 +1,69 @@
+// zerod put together: datapath, sessions, audit, drop events, control API.
+// One object so the binary and the tests start the very same thing.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "broker/session/approval_book.h"
+#include "broker/audit/log.h"
+#include "broker/control/server.h"
+#include "broker/daemon/config.h"
+#include "broker/identity/deployment_ca.h"
+#include "broker/control/metrics_server.h"
+#include "broker/session/dns.h"
+#include "broker/session/proxy.h"
+#include "userspace/proxy/transparent_proxy.h"
+#include "broker/session/registry.h"
+#include "userspace/dns/responder.h"
+#include "userspace/datapath/datapath.h"
+#include "userspace/datapath/maps.h"
+
+namespace zn::broker {
+
+class ZerodDaemon {
+ public:
+  // Enters config.netns (the calling thread must be the only one), installs
+  // the steering routes, loads or re-adopts the pinned datapath, restores the
+  // sessions of the state file and opens the control socket.
+  explicit ZerodDaemon(DaemonConfig config);
+  ~ZerodDaemon();  // stops threads; the datapath stays attached and pinned
+
+  void stop();
+  SessionRegistry& sessions() { return *registry_; }
+  SessionDnsPolicy& dns_policy() { return *dns_policy_; }
+  AuditLog& audit() { return *audit_; }
+
+ private:
+  void register_verbs();
+  void register_secrets(const Session& s);
+  nlohmann::json describe(const Session& s, bool with_policy) const;
+  void drop_event_loop();
+  std::string render_metrics() const;
+
+  DaemonConfig config_;
+  DeploymentCaPaths ca_;
+  std::unique_ptr<dp::Datapath> datapath_;
+  std::unique_ptr<dp::DatapathMaps> maps_;
+  std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<SessionRegistry> registry_;
+  std::unique_ptr<SessionDnsPolicy> dns_policy_;
+  std::unique_ptr<ConfiguredResolver> resolver_;
+  std::unique_ptr<dns::Responder> dns_;
+  std::unique_ptr<ApprovalBook> approvals_;
+  std::unique_ptr<SessionProxyPolicy> proxy_policy_;
+  std::unique_ptr<proxy::TransparentProxy> proxy_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;
+  std::atomic<bool> stopping_{false};
+  std::thread drop_events_;
+  // Live drop events for `znctl events` subscribers (bounded queues).
+  struct Subscriber;
+  std::mutex subscribers_mu_;
+  std::vector<std::shared_ptr<Subscriber>> subscribers_;
+};
+
+}  // namespace zn::broker

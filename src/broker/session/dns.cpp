@@ -1,0 +1,101 @@
+#include "broker/session/dns.h"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <future>
+
+#include "userspace/dns/ares_resolver.h"
+#include "userspace/dns/static_resolver.h"
+
+namespace zn::broker {
+
+std::optional<std::string> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
+  std::optional<Session> s;
+  if (source.ss_family == AF_INET)
+    s = sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&source)->sin_addr);
+  else if (source.ss_family == AF_INET6)
+    s = sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&source)->sin6_addr);
+  if (!s) return std::nullopt;
+  return s->record.id;
+}
+
+dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const std::string& qname) const {
+  auto s = sessions_.get(session_id);
+  if (!s) return {false, "no session"};
+  HostVerdict v = s->policy->match_host(qname);
+  return {v.allowed, v.allowed ? "" : v.reason};
+}
+
+void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,
+                                 const std::vector<dns::IpAddress>& addresses, uint32_t ttl) {
+  {
+    std::lock_guard lock(mu_);
+    RecordedAnswer& a = answers_[session_id][qname];
+    for (const auto& addr : addresses) {
+      const bool known = std::any_of(a.addresses.begin(), a.addresses.end(), [&](const dns::IpAddress& x) {
+        return x.family == addr.family && x.bytes == addr.bytes;
+      });
+      if (!known) a.addresses.push_back(addr);
+    }
+    a.expires = std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& addr : addresses) list.push_back(addr.to_string());
+  audit_.append({"dns:allow", session_id, {{"name", qname}, {"answers", list}, {"ttl", ttl}}});
+}
+
+void SessionDnsPolicy::on_denied(const std::string& session_id, const std::string& qname,
+                                 const std::string& reason) {
+  audit_.append({"dns:deny", session_id, {{"name", qname}, {"reason", reason}}});
+}
+
+std::vector<dns::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,
+                                                      const std::string& qname) const {
+  std::lock_guard lock(mu_);
+  auto s = answers_.find(session_id);
+  if (s == answers_.end()) return {};
+  auto a = s->second.find(qname);
+  if (a == s->second.end() || a->second.expires < std::chrono::steady_clock::now()) return {};
+  return a->second.addresses;
+}
+
+void SessionDnsPolicy::forget(const std::string& session_id) {
+  std::lock_guard lock(mu_);
+  answers_.erase(session_id);
+}
+
+ConfiguredResolver::ConfiguredResolver(const std::map<std::string, std::vector<std::string>>& static_names,
+                                       const std::vector<std::string>& upstream) {
+  for (const auto& [name, addrs] : static_names)
+    for (const auto& text : addrs)
+      if (auto a = dns::IpAddress::parse(text)) static_[name].push_back(*a);
+  static_resolver_ = std::make_unique<dns::StaticResolver>(static_);
+  if (!upstream.empty()) upstream_ = std::make_unique<dns::AresResolver>(dns::AresConfig{upstream});
+}
+
+void ConfiguredResolver::resolve(const std::string& name, dns::QType qtype, Callback callback) {
+  if (static_.count(name) || !upstream_) {
+    static_resolver_->resolve(name, qtype, std::move(callback));
+    return;
+  }
+  upstream_->resolve(name, qtype, std::move(callback));
+}
+
+}  // namespace zn::broker
+
+namespace zn::broker {
+
+std::vector<dns::IpAddress> ConfiguredResolver::resolve_now(const std::string& name) {
+  std::vector<dns::IpAddress> out;
+  for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
+    auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
+    auto answer = promise->get_future();
+    resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
+    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
+    for (const dns::IpAddress& a : answer.get().addresses) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace zn::broker

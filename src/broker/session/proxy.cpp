@@ -1,0 +1,316 @@
+#include "broker/session/proxy.h"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+
+#include "broker/policy/host_header.h"
+#include "userspace/proxy/destination_class.h"
+#include "userspace/net/transparent_socket.h"
+
+namespace zn::broker {
+namespace {
+
+dns::IpAddress address_of(const sockaddr_storage& ss) {
+  dns::IpAddress a;
+  if (ss.ss_family == AF_INET) {
+    a.family = AF_INET;
+    std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, 4);
+  } else {
+    a.family = AF_INET6;
+    std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, 16);
+  }
+  return a;
+}
+
+bool in_l4_plan(const Session& s, const dns::IpAddress& dst, uint16_t port) {
+  const uint8_t family = dst.family == AF_INET6 ? 6 : 4;
+  return std::any_of(s.plan.l4_rules.begin(), s.plan.l4_rules.end(), [&](const dp::L4Rule& r) {
+    if (r.family != family || (r.port != 0 && r.port != port)) return false;
+    for (unsigned bit = 0; bit < r.prefix_len; ++bit) {
+      const uint8_t mask = static_cast<uint8_t>(0x80 >> (bit % 8));
+      if ((r.addr[bit / 8] & mask) != (dst.bytes[bit / 8] & mask)) return false;
+    }
+    return true;
+  });
+}
+
+}  // namespace
+
+proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, const std::string& reason,
+                                                  const proxy::ConnectionFacts& facts) {
+  d.mode = proxy::ConnectionMode::kReset;
+  d.reason = reason;
+  d.addresses.clear();
+  audit_.append({"egress:deny", d.session,
+                 {{"host", d.host}, {"reason", reason}, {"dst", dns::endpoint_text(facts.original_dst)}}});
+  return d;
+}
+
+proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts& facts) {
+  proxy::UpstreamDecision d;
+  const dns::IpAddress dst = address_of(facts.original_dst);
+  const uint16_t port = dns::endpoint_port(facts.original_dst);
+  d.port = port;
+  d.host = dst.to_string();
+  std::optional<Session> s = facts.guest.ss_family == AF_INET
+                                 ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&facts.guest)->sin_addr)
+                                 : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&facts.guest)->sin6_addr);
+  if (!s) return reset(d, "unknown guest", facts);
+  d.session = s->record.id;
+
+  if (port == 80) {
+    // Plain HTTP is decided per request, from the Host header.
+    d.mode = proxy::ConnectionMode::kIntercept;
+    d.tls = false;
+    return d;
+  }
+  if (port != 443) {
+    // Raw TCP: only to a destination an L4 rule put in the datapath.
+    if (!in_l4_plan(*s, dst, port)) return reset(d, "no L4 rule for this destination", facts);
+    // A rule naming an address (or a name that resolved to one) does not
+    // open the host itself, a guest pool or a special-purpose range.
+    if (auto why = guard_->refusal(dst)) return reset(d, *why, facts);
+    if (!rate_.take(d.session, s->policy->policy().rate)) {
+      audit_.append({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
+      d.reason = "rate limited";
+      return d;
+    }
+    d.mode = proxy::ConnectionMode::kPassthrough;
+    d.addresses = {dst};
+    return d;
+  }
+  if (!facts.tls) return reset(d, "not TLS on port 443", facts);
+  d.tls = true;
+  if (!facts.sni || facts.sni_is_ip_literal) {
+    // Without a name only a rule naming the address itself can allow it.
+    const std::string literal = facts.sni.value_or(dst.to_string());
+    d.host = literal;
+    HostVerdict v = s->policy->match_host(literal);
+    if (!v.allowed) return reset(d, facts.sni ? "IP-literal SNI not named by a rule" : "no SNI", facts);
+    auto named = dns::IpAddress::parse(literal);
+    if (!named) return reset(d, "bad IP-literal SNI", facts);
+    if (v.intercept) {
+      d.mode = proxy::ConnectionMode::kIntercept;
+      return d;
+    }
+    if (auto why = guard_->refusal(*named)) return reset(d, *why, facts);
+    d.mode = proxy::ConnectionMode::kPassthrough;
+    d.addresses = {*named};
+    return d;
+  }
+  d.host = *facts.sni;
+  HostVerdict v = s->policy->match_host(*facts.sni);
+  if (!v.allowed || v.intercept) {
+    // Terminated, so the guest gets the answer the policy gives: the
+    // conditions of the rule, or a 403 with the reason for a denied host.
+    d.mode = proxy::ConnectionMode::kIntercept;
+    return d;
+  }
+  if (!rate_.take(d.session, s->policy->policy().rate)) {
+    audit_.append({"egress:rate_limited", d.session, {{"host", d.host}}});
+    d.reason = "rate limited";
+    return d;
+  }
+  proxy::UpstreamAddresses where = resolve_upstream(d.session, *facts.sni);
+  if (where.addresses.empty()) return reset(d, where.reason, facts);
+  d.mode = proxy::ConnectionMode::kPassthrough;
+  d.addresses = std::move(where.addresses);
+  return d;
+}
+
+proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string& session, const std::string& host) {
+  proxy::UpstreamAddresses out;
+  std::optional<Session> s = sessions_.get(session);
+  if (!s) {
+    out.reason = "unknown session";
+    return out;
+  }
+  if (auto literal = dns::IpAddress::parse(host)) {
+    // Reachable only because a rule names it (checked by the caller's verdict).
+    if (!s->policy->match_host(host).allowed) {
+      out.reason = "address not named by a rule";
+      return out;
+    }
+    if (auto why = guard_->refusal(*literal)) {
+      out.reason = *why;  // a rule naming the address is not enough for a refused class
+      return out;
+    }
+    out.addresses = {*literal};
+    return out;
+  }
+  // Our own resolution, pinned to what this session was told: the guest's
+  // choice of address never matters, and a name it never asked us about is
+  // refused.
+  const std::vector<dns::IpAddress> told = dns_.answers(session, host);
+  if (told.empty()) {
+    out.reason = "name was not resolved through governed DNS";
+    return out;
+  }
+  std::string refused;
+  for (const dns::IpAddress& a : resolver_.resolve_now(host)) {
+    if (std::find(told.begin(), told.end(), a) == told.end()) continue;
+    // Never the host itself, a guest, or a special-purpose range unless
+    // zerod's own config allows it, whatever name pointed there.
+    if (auto why = guard_->refusal(a)) {
+      refused = *why;
+      continue;
+    }
+    out.addresses.push_back(a);
+  }
+  if (out.addresses.empty()) out.reason = refused.empty() ? "no permitted upstream address" : refused;
+  return out;
+}
+
+proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int status, const std::string& reason,
+                                                  const proxy::RequestFacts& facts) {
+  d.allow = false;
+  d.status = status;
+  d.reason = reason;
+  d.rule.reset();
+  audit_.append({status == 429 ? "egress:rate_limited" : "egress:deny",
+                 facts.session,
+                 {{"host", d.host.empty() ? facts.host_header : d.host},
+                  {"method", facts.method},
+                  {"path", facts.path},
+                  {"status", status},
+                  {"reason", reason}}});
+  return d;
+}
+
+proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFacts& facts) {
+  proxy::RequestDecision d;
+  std::optional<Session> s = sessions_.get(facts.session);
+  if (!s) return refuse(d, 403, "unknown session", facts);
+  std::optional<HostHeader> host = parse_host_header(facts.host_header);
+  if (!host) return refuse(d, 400, "bad Host header", facts);
+  d.host = host->name;
+  // No domain fronting: the name the TLS session was set up for is the only
+  // one its requests may address.
+  if (facts.sni && host->name != *facts.sni) return refuse(d, 421, "Host does not match SNI", facts);
+  if (host->port && *host->port != facts.port) return refuse(d, 421, "Host port does not match the connection", facts);
+  if (!rate_.take(facts.session, s->policy->policy().rate)) return refuse(d, 429, "session rate exceeded", facts);
+
+  RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
+  if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
+  if (v.rule->identity && !facts.sni) return refuse(d, 403, "identity is never sent over cleartext", facts);
+  d.allow = true;
+  d.status = 0;
+  d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
+  if (v.action == RequestAction::kAsk) {
+    d.hold_ticket = approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
+    audit_.append({"egress:ask",
+                   facts.session,
+                   {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
+  }
+  return d;
+}
+
+proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint64_t ticket) {
+  switch (approvals_.take(ticket)) {
+    case ApprovalState::kPending:
+      return {proxy::HoldOutcome::kPending, ""};
+    case ApprovalState::kApproved:
+      return {proxy::HoldOutcome::kApproved, ""};  // audited when the operator decided
+    case ApprovalState::kDenied:
+      return {proxy::HoldOutcome::kRefused, "denied by operator"};
+    case ApprovalState::kExpired:
+      audit_.append({"egress:deny", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
+      return {proxy::HoldOutcome::kRefused, "approval timed out"};
+    case ApprovalState::kUnknown:
+      break;
+  }
+  return {proxy::HoldOutcome::kRefused, "approval unknown"};
+}
+
+std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::string& session,
+                                                                  const proxy::RuleRef& ref) {
+  std::optional<Session> s = sessions_.get(session);
+  if (!s || ref.identity.empty()) return std::nullopt;
+  const Policy& p = s->policy->policy();
+  // The policy may have changed since the verdict: the rule must still be
+  // the one that allowed the request.
+  if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
+  auto resource = p.resources.find(ref.identity);
+  if (resource == p.resources.end()) return std::nullopt;
+  auto token = resource->second.fields.find("accessToken");
+  if (token == resource->second.fields.end()) return std::nullopt;
+  // The token itself is what an echoing upstream must not hand back, in
+  // whatever encoding: "Bearer " is no part of the secret.
+  return proxy::Injection{
+      "Authorization", "Bearer " + token->second, {"Authorization", "Proxy-Authorization"}, {token->second}};
+}
+
+std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
+  std::vector<proxy::ScrubSecret> out;
+  std::optional<Session> s = sessions_.get(session);
+  if (!s) return out;
+  const Policy& p = s->policy->policy();
+  for (const auto& rule : p.allow) {
+    if (!rule.identity) continue;
+    auto resource = p.resources.find(*rule.identity);
+    if (resource == p.resources.end()) continue;
+    auto token = resource->second.fields.find("accessToken");
+    if (token == resource->second.fields.end()) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == token->second; }))
+      out.push_back({*rule.identity, token->second});
+  }
+  return out;
+}
+
+void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
+  nlohmann::json detail = {{"host", r.host},       {"method", r.method},
+                           {"path", r.path},       {"status", r.status},
+                           {"mode", "intercept"},  {"bytes_up", r.bytes_from_guest},
+                           {"bytes_down", r.bytes_to_guest}, {"duration_ms", r.duration.count()}};
+  if (!r.identity.empty()) detail["identity"] = r.identity;
+  if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
+  if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
+  // No upstream could be connected: an error, never an egress:allow.
+  audit_.append({r.upstream_failed ? "egress:error" : r.forwarded ? "egress:allow" : "egress:deny", r.session,
+                 std::move(detail)});
+  if (r.reflected_in_head + r.reflected_in_body > 0) {
+    // The upstream sent an injected secret back; the proxy replaced it before
+    // the guest saw it. Where and how it was encoded, never the value.
+    nlohmann::json where = nlohmann::json::array();
+    if (r.reflected_in_head > 0) where.push_back("header");
+    if (r.reflected_in_body > 0) where.push_back("body");
+    audit_.append({"secret:reflected", r.session,
+                   {{"host", r.host},
+                    {"method", r.method},
+                    {"path", r.path},
+                    {"status", r.status},
+                    {"identity", r.reflected_identities},
+                    {"where", where},
+                    {"encodings", r.reflected_encodings},
+                    {"matches", r.reflected_in_head + r.reflected_in_body}}});
+  }
+}
+
+void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {
+  if (!c.refused.empty()) {
+    // The connect-time guard refused every address (the broker's own check
+    // passed: the local table or a resolution changed in between).
+    audit_.append({"egress:deny", c.session, {{"host", c.host}, {"mode", "passthrough"}, {"reason", c.refused}}});
+    return;
+  }
+  if (c.upstream.empty()) {
+    // Nothing was connected: not an egress:allow.
+    audit_.append({"egress:error", c.session,
+                   {{"host", c.host},
+                    {"mode", "passthrough"},
+                    {"reason", c.end},
+                    {"duration_ms", c.duration.count()}}});
+    return;
+  }
+  audit_.append({"egress:allow", c.session,
+                 {{"host", c.host},
+                  {"mode", "passthrough"},
+                  {"upstream", c.upstream},
+                  {"bytes_up", c.bytes_from_guest},
+                  {"bytes_down", c.bytes_to_guest},
+                  {"duration_ms", c.duration.count()},
+                  {"end", c.end}}});
+}
+
+}  // namespace zn::broker

@@ -1,0 +1,53 @@
+// The broker's side of the transparent proxy: which session a connection
+// belongs to, whether it is spliced, intercepted or reset, each intercepted
+// request's verdict (policy, Host == SNI, rate), where upstreams may be
+// (pinned to governed-DNS answers), requests held for approval, and the
+// identity for a request just allowed. Every verdict is audited here.
+#pragma once
+
+#include "broker/session/approval_book.h"
+#include "broker/audit/log.h"
+#include "broker/policy/rate_limiter.h"
+#include "broker/session/dns.h"
+#include "broker/session/registry.h"
+#include "userspace/proxy/destination_guard.h"
+#include "userspace/proxy/policy.h"
+
+namespace zn::broker {
+
+class SessionProxyPolicy : public proxy::ProxyPolicy {
+ public:
+  // `guard` judges every upstream address the broker picks (the proxy checks
+  // it again at connect time).
+  SessionProxyPolicy(const SessionRegistry& sessions, const SessionDnsPolicy& dns, ConfiguredResolver& resolver,
+                     AuditLog& audit, ApprovalBook& approvals, std::shared_ptr<const proxy::DestinationGuard> guard)
+      : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit), approvals_(approvals),
+        guard_(std::move(guard)) {}
+
+  proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
+  proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
+  proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
+  proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
+  std::optional<proxy::Injection> injection_for(const std::string& session, const proxy::RuleRef& rule) override;
+  std::vector<proxy::ScrubSecret> session_secrets(const std::string& session) override;
+  void on_request_done(const proxy::RequestSummary& summary) override;
+  void on_closed(const proxy::ConnectionSummary& summary) override;
+  // A deleted session's state (its rate bucket) goes with it, so a session
+  // re-created under the same id starts afresh.
+  void forget_session(const std::string& session) { rate_.forget(session); }
+
+ private:
+  proxy::UpstreamDecision reset(proxy::UpstreamDecision d, const std::string& reason,
+                                const proxy::ConnectionFacts& facts);
+  proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,
+                                const proxy::RequestFacts& facts);
+  const SessionRegistry& sessions_;
+  const SessionDnsPolicy& dns_;
+  ConfiguredResolver& resolver_;
+  AuditLog& audit_;
+  ApprovalBook& approvals_;
+  std::shared_ptr<const proxy::DestinationGuard> guard_;
+  RateLimiter rate_;
+};
+
+}  // namespace zn::broker

@@ -1,0 +1,38 @@
+// A session: one microVM's TAP, addresses, policy and datapath state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "broker/policy/compiled.h"
+#include "broker/policy/datapath_plan.h"
+#include "vmm/host/guest_network.h"
+
+namespace zn::broker {
+
+// What is persisted (the state file) to re-adopt a session after a restart.
+struct SessionRecord {
+  std::string id;
+  uint32_t session_idx = 0;  // datapath index, 1..ZN_MAX_SESSIONS-1
+  unsigned slot = 0;         // address slot (vmm::guest_network)
+  std::string device;        // the TAP
+  bool adopted = false;      // the device was there before the session (not ours to delete)
+  std::string policy_json;   // as given (contains resources: state file is 0600)
+  uint64_t policy_version = 1;
+  int64_t created_unix = 0;
+};
+
+struct Session {
+  SessionRecord record;
+  vmm::GuestNetwork net;
+  int ifindex = 0;
+  std::shared_ptr<const CompiledPolicy> policy;
+  DatapathPlan plan;
+};
+
+// Session ids name audit events and files: [a-z0-9][a-z0-9_-]{0,63}.
+bool valid_session_id(const std::string& id);
+
+}  // namespace zn::broker

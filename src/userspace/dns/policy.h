@@ -1,0 +1,44 @@
+// The narrow interface the governed DNS responder asks its questions through.
+// The broker implements it from the session registry and compiled policy.
+// All calls come from the responder's event-loop thread, one at a time.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "userspace/net/address.h"
+
+namespace zn::dns {
+
+struct DnsDecision {
+  bool allow = false;
+  std::string reason;  // for the audit event, e.g. "default deny", "deny list"
+};
+
+class DnsPolicy {
+ public:
+  virtual ~DnsPolicy() = default;
+
+  // The session a guest source address (address and port, as received)
+  // belongs to; nullopt for strangers, which are answered REFUSED.
+  virtual std::optional<std::string> session_of(const sockaddr_storage& guest_source) const = 0;
+
+  // qname: lowercase, no trailing dot, in ldns presentation form (unusual
+  // bytes escaped as \DDD or \.). The root name is "".
+  virtual DnsDecision decide(const std::string& session_id, const std::string& qname) const = 0;
+
+  // An answer with at least one address given to the guest; ttl is the
+  // capped TTL the guest saw. For the proxy's SNI pinning.
+  virtual void on_answer(const std::string& session_id, const std::string& qname,
+                         const std::vector<IpAddress>& addresses, uint32_t ttl) = 0;
+
+  // A denied name (becomes a dns:deny audit event). Never forwarded upstream.
+  virtual void on_denied(const std::string& session_id, const std::string& qname,
+                         const std::string& reason) = 0;
+};
+
+}  // namespace zn::dns

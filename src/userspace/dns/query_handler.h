@@ -1,0 +1,80 @@
+// The governed-DNS decision for one query, independent of transport:
+// parse (ldns) -> session -> policy -> resolver -> reply bytes.
+//
+//   unknown source session          REFUSED
+//   denied name (any qtype)         NXDOMAIN (or REFUSED), on_denied; never resolved
+//   allowed A / AAAA                resolved, TTL capped, on_answer
+//   allowed, any other qtype        NOERROR with no answers (NODATA), not forwarded
+//   allowed, name needs escapes     NXDOMAIN, not forwarded (no hostname has them)
+//   resolver failure                SERVFAIL
+//   malformed                       dropped or FORMERR (see dns_message.h)
+//   policy/resolver code throws     SERVFAIL, internal_errors counted
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <unordered_map>
+
+#include "userspace/dns/counters.h"
+#include "userspace/dns/message.h"
+#include "userspace/dns/policy.h"
+#include "userspace/dns/resolver.h"
+
+namespace zn::dns {
+
+enum class Transport { Udp, Tcp };
+
+struct HandlerConfig {
+  Rcode denied_rcode = Rcode::NxDomain;  // or Rcode::Refused
+  uint32_t max_ttl = 300;                // seconds; answers never carry more
+};
+
+class QueryHandler {
+ public:
+  // nullopt: send nothing.
+  using Done = std::function<void(std::optional<Bytes>)>;
+  // Runs a task on the handler's thread (the responder's event loop). Must
+  // drop the task once the owner is shutting down.
+  using Post = std::function<void(std::function<void()>)>;
+
+  // policy and resolver must outlive the handler. Everything except the
+  // resolver callback runs on the calling thread; resolver results come
+  // back through post.
+  QueryHandler(DnsPolicy& policy, Resolver& resolver, HandlerConfig config, Post post);
+  ~QueryHandler();
+  QueryHandler(const QueryHandler&) = delete;
+  QueryHandler& operator=(const QueryHandler&) = delete;
+
+  // done is called exactly once, on the handler's thread (possibly before
+  // handle() returns) — or never if the owner shuts down first.
+  void handle(std::span<const uint8_t> wire, const sockaddr_storage& source, Transport transport,
+              Done done);
+
+  DnsCounters& counters() { return counters_; }
+  size_t pending() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    Query query;
+    std::string session;
+    size_t max_size;
+    Done done;
+  };
+  void decide(Query q, const sockaddr_storage& source, size_t max_size, Done& done);
+  void complete(uint64_t id, ResolveResult result);
+  void finish(Pending& p, ResolveResult result);
+
+  DnsPolicy& policy_;
+  Resolver& resolver_;
+  HandlerConfig config_;
+  Post post_;
+  DnsCounters counters_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, Pending> pending_;
+};
+
+}  // namespace zn::dns

@@ -1,0 +1,155 @@
+#include "userspace/http/rewrite.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace zn::http {
+namespace {
+
+// Connection-level headers (RFC 9110 7.6.1) and the framing we regenerate.
+constexpr std::array<std::string_view, 10> kHopByHop = {
+    "connection", "keep-alive", "proxy-connection", "te",   "trailer",
+    "transfer-encoding", "upgrade", "content-length", "expect", "host"};
+
+bool is_hop_by_hop(std::string_view name) {
+  return std::any_of(kHopByHop.begin(), kHopByHop.end(), [&](std::string_view h) { return iequals(h, name); });
+}
+
+// Header names listed in Connection are hop-by-hop too.
+std::vector<std::string> connection_tokens(const std::vector<Header>& headers) {
+  std::vector<std::string> out;
+  for (const Header& h : headers) {
+    if (!iequals(h.name, "connection")) continue;
+    size_t pos = 0;
+    while (pos <= h.value.size()) {
+      size_t comma = h.value.find(',', pos);
+      if (comma == std::string::npos) comma = h.value.size();
+      std::string token = h.value.substr(pos, comma - pos);
+      token.erase(0, token.find_first_not_of(" \t"));
+      token.erase(token.find_last_not_of(" \t") + 1);
+      if (!token.empty()) out.push_back(token);
+      pos = comma + 1;
+    }
+  }
+  return out;
+}
+
+bool listed(const std::vector<std::string>& names, std::string_view name) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
+}
+
+void append_header(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+
+}  // namespace
+
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+  }
+}
+
+std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target, std::string_view host,
+                                   const proxy::Injection* injection, bool scanned_response) {
+  std::vector<std::string> drop = connection_tokens(request.headers);
+  if (injection != nullptr) {
+    drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());
+    drop.push_back(injection->header);  // the guest never supplies its own copy
+  }
+  // A response on a connection with a secret is scanned for its reflection
+  // (secret_scrubber.h); compressed, it could not be.
+  const bool identity_only = injection != nullptr || scanned_response;
+  if (identity_only) drop.push_back("Accept-Encoding");
+  std::string out;
+  out.reserve(256 + request.target.size() + request.headers.size() * 48);
+  out.append(request.method).append(" ").append(target.path);
+  if (target.has_query) out.append("?").append(target.query);
+  out.append(" HTTP/1.1\r\n");
+  append_header(out, "Host", host);
+  for (const Header& h : request.headers) {
+    if (is_hop_by_hop(h.name) || listed(drop, h.name)) continue;
+    append_header(out, h.name, h.value);
+  }
+  if (injection != nullptr) append_header(out, injection->header, injection->value);
+  if (identity_only) append_header(out, "Accept-Encoding", "identity");
+  switch (request.framing) {
+    case BodyFraming::kContentLength:
+      append_header(out, "Content-Length", std::to_string(request.content_length));
+      break;
+    case BodyFraming::kChunked:
+      append_header(out, "Transfer-Encoding", "chunked");
+      break;
+    default:
+      break;
+  }
+  out.append("\r\n");
+  return out;
+}
+
+bool identity_content_encoding(const ResponseHead& response) {
+  for (const Header& h : response.headers) {
+    if (!iequals(h.name, "content-encoding")) continue;
+    size_t pos = 0;
+    while (pos <= h.value.size()) {
+      size_t comma = h.value.find(',', pos);
+      if (comma == std::string::npos) comma = h.value.size();
+      std::string_view token = std::string_view(h.value).substr(pos, comma - pos);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      if (!token.empty() && !iequals(token, "identity")) return false;
+      pos = comma + 1;
+    }
+  }
+  return true;
+}
+
+std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close) {
+  const std::vector<std::string> drop = connection_tokens(response.headers);
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " ";
+  out.append(response.reason.empty() ? reason_phrase(response.status) : std::string_view(response.reason));
+  out.append("\r\n");
+  for (const Header& h : response.headers) {
+    // A bodiless response (HEAD, 304) keeps its Content-Length as metadata.
+    const bool keep_length = response.framing == BodyFraming::kNone && iequals(h.name, "content-length");
+    if ((is_hop_by_hop(h.name) && !keep_length) || listed(drop, h.name)) continue;
+    append_header(out, h.name, h.value);
+  }
+  if (chunked)
+    append_header(out, "Transfer-Encoding", "chunked");
+  else if (response.framing == BodyFraming::kContentLength)
+    append_header(out, "Content-Length", std::to_string(response.content_length));
+  if (close) append_header(out, "Connection", "close");
+  out.append("\r\n");
+  return out;
+}
+
+std::string proxy_response(int status, std::string_view body) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
+  out.append(reason_phrase(status)).append("\r\n");
+  append_header(out, "Content-Type", "text/plain; charset=utf-8");
+  append_header(out, "Content-Length", std::to_string(body.size()));
+  append_header(out, "Connection", "close");
+  append_header(out, "Server", "zeroness");
+  out.append("\r\n").append(body);
+  return out;
+}
+
+}  // namespace zn::http

@@ -1,0 +1,40 @@
+// What the intercepting proxy sends on, built fresh from parsed heads rather
+// than copied: framing is regenerated (never the guest's own Content-Length
+// or Transfer-Encoding), hop-by-hop headers are dropped, and the rule's
+// identity replaces whatever credential the guest supplied.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "userspace/http/message.h"
+#include "userspace/http/target.h"
+#include "userspace/proxy/policy.h"
+
+namespace zn::http {
+
+// The request head for the upstream: origin-form from the normalised target,
+// Host as authorised, body framing from the parsed framing. With an
+// injection, or `scanned_response` (a secret was injected earlier on this
+// connection), the guest's Accept-Encoding is replaced by `identity`: the
+// response must come back scannable for the secret's reflection.
+std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
+                                   std::string_view host, const proxy::Injection* injection,
+                                   bool scanned_response = false);
+
+// Whether a response's Content-Encoding leaves its body as sent (absent, or
+// only "identity"): the only bodies the reflection scrubber can scan.
+bool identity_content_encoding(const ResponseHead& response);
+
+// The response head for the guest. `chunked`: the body is re-chunked (the
+// upstream sent chunked or close-delimited); otherwise the upstream's length,
+// if any, is kept. `close`: the proxy closes after this response.
+std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close);
+
+// A complete response the proxy itself answers with (403, 421, 429, 400,
+// 431, 502, ...), always closing the connection.
+std::string proxy_response(int status, std::string_view body);
+
+std::string_view reason_phrase(int status);
+
+}  // namespace zn::http

@@ -1,0 +1,571 @@
+#include "userspace/proxy/intercept.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "userspace/http/body.h"
+#include "userspace/http/rewrite.h"
+#include "userspace/http/target.h"
+#include "userspace/proxy/secret_scrubber.h"
+#include "userspace/tls/contexts.h"
+#include "userspace/net/asio_endpoint.h"
+
+namespace zn::proxy {
+namespace {
+
+using asio::awaitable;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr size_t kReadChunk = 16384;
+
+// Broker calls may block (resolution, locks): run them on the pool.
+template <typename F>
+awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
+  using R = std::invoke_result_t<F&>;
+  co_return co_await asio::co_spawn(
+      pool, [f = std::move(f)]() mutable -> awaitable<R> { co_return f(); }, use_awaitable);
+}
+
+bool timed_out(const std::system_error& e) { return e.code() == std::errc::timed_out; }
+
+// The upstream side of one guest connection, reused across its keep-alive
+// requests while they go to the same host.
+struct Upstream {
+  std::string host;
+  std::unique_ptr<tcp::socket> socket;
+  std::unique_ptr<ByteStream> stream;
+  std::string buffered;  // read past the end of the last response
+  std::string connected;  // "198.18.0.10:443": the address and port connected
+
+  bool open() const { return stream != nullptr; }
+  void reset() {
+    stream.reset();
+    if (socket) {
+      asio::error_code ignored;
+      socket->close(ignored);
+    }
+    socket.reset();
+    buffered.clear();
+    host.clear();
+    connected.clear();
+  }
+};
+
+// The guest's request turned out malformed after its head was forwarded
+// (a bad chunk): the guest gets a 400, the upstream connection is dropped.
+struct BadRequestBody : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Refusal {
+  int status;
+  std::string body;
+};
+
+class Exchange {
+ public:
+  Exchange(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
+      : guest_(guest), conn_(connection), ctx_(ctx) {}
+
+  awaitable<void> run() {
+    // g++ 12 miscompiles co_await in an if condition, and destroys
+    // temporaries with destructors in a co_await expression twice: this
+    // file awaits only named values.
+    bool more = true;
+    while (more) more = co_await next_request();
+  }
+
+ private:
+  // One request and its response; false when the connection must end.
+  awaitable<bool> next_request() {
+    http::RequestHead req;
+    http::ParseResult head;
+    {
+      std::optional<Clock::time_point> head_deadline;
+      if (!in_.empty()) head_deadline = Clock::now() + ctx_.header_timeout;
+      for (;;) {
+        head = http::parse_request_head(in_, ctx_.limits, req);
+        if (head.state != http::ParseState::kNeedMore) break;
+        // Waiting for a new request is keep-alive idling; a started head
+        // must finish quickly (slowloris).
+        const auto wait = head_deadline ? *head_deadline - Clock::now() : Clock::duration(ctx_.idle_timeout);
+        size_t n = 0;
+        bool expired = false, failed = false;
+        try {
+          n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), std::max<Clock::duration>(wait, 1ms));
+        } catch (const std::system_error& e) {
+          expired = timed_out(e);
+          failed = true;
+        } catch (const std::exception& e) {
+          failed = true;
+        }
+        if (expired && head_deadline) {
+          const Refusal r{408, "zeroness: request head took too long\n"};
+          co_await refuse(r);
+        }
+        if (failed || n == 0) co_return false;
+        if (!head_deadline) head_deadline = Clock::now() + ctx_.header_timeout;
+        in_.append(buf_, n);
+      }
+    }
+    const auto start = Clock::now();
+    RequestSummary summary;
+    summary.session = conn_.session;
+    summary.host = conn_.host;
+    if (head.state == http::ParseState::kError) {
+      ctx_.counters.bad_requests++;
+      summary.status = head.error_status;
+      summary.error = "malformed request: " + head.error;
+      co_await report(summary, start);
+      const Refusal r{head.error_status, "zeroness: bad request (" + head.error + ")\n"};
+      co_await refuse(r);
+      co_return false;
+    }
+    summary.method = req.method;
+    std::string why;
+    std::optional<http::NormalisedTarget> target = http::normalise_target(req.target, &why);
+    if (!target) {
+      ctx_.counters.bad_requests++;
+      summary.status = 400;
+      summary.error = "bad request target: " + why;
+      co_await report(summary, start);
+      const Refusal r{400, "zeroness: bad request (" + why + ")\n"};
+      co_await refuse(r);
+      co_return false;
+    }
+    summary.path = target->path;
+    if (req.upgrade) {
+      // WebSocket or h2c would leave HTTP/1.1 and with it per-request policy.
+      ctx_.counters.denied++;
+      summary.status = 403;
+      summary.error = "protocol upgrade not allowed";
+      co_await report(summary, start);
+      const Refusal r{403, "zeroness: blocked by policy (protocol upgrade not allowed)\n"};
+      co_await refuse(r);
+      co_return false;
+    }
+
+    RequestFacts facts;
+    facts.session = conn_.session;
+    if (conn_.tls) facts.sni = conn_.host;
+    facts.port = conn_.port;
+    facts.host_header = req.host;
+    facts.method = req.method;
+    facts.path = target->path;
+    ctx_.counters.requests++;
+    RequestDecision decision = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.decide_request(facts); });
+    if (!decision.allow) {
+      ctx_.counters.denied++;
+      const std::string label = decision.status == 429 ? "rate limited" : "blocked by policy";
+      const Refusal r{decision.status, "zeroness: " + label + " (" + decision.reason + ")\n"};
+      co_await refuse(r);
+      co_return false;
+    }
+    if (decision.hold_ticket != 0) {
+      // Held for a human: nothing goes upstream until the ticket is approved.
+      HoldState held = co_await wait_for_approval(decision.hold_ticket);
+      if (held.outcome != HoldOutcome::kApproved) {
+        ctx_.counters.denied++;
+        const Refusal r{403, "zeroness: blocked by policy (" + held.reason + ")\n"};
+        co_await refuse(r);
+        co_return false;
+      }
+    }
+    summary.host = decision.host;
+    if (decision.rule) summary.identity = decision.rule->identity;
+    if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+    summary.bytes_from_guest = head.consumed;
+    in_.erase(0, head.consumed);
+
+    bool response_started = false;
+    std::optional<Refusal> refused;
+    std::optional<std::string> failure;
+    try {
+      refused = co_await forward(req, *target, decision, summary, response_started);
+    } catch (const BadRequestBody& e) {
+      ctx_.counters.bad_requests++;
+      upstream_.reset();
+      summary.error = e.what();
+      refused = Refusal{400, "zeroness: bad request (malformed body)\n"};
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (refused) {
+      summary.status = refused->status;
+      co_await report(summary, start);
+      co_await refuse(*refused);
+      co_return false;
+    }
+    if (failure) {
+      // A guest with part of a response sees it end without a clean close.
+      ctx_.counters.upstream_failures++;
+      upstream_.reset();
+      if (!response_started) summary.status = 502;
+      summary.forwarded = true;
+      summary.error = *failure;
+      co_await report(summary, start);
+      if (!response_started) {
+        const Refusal r{502, "zeroness: upstream failed\n"};
+        co_await refuse(r);
+      }
+      co_return false;
+    }
+    ctx_.counters.allowed++;
+    summary.forwarded = true;
+    co_await report(summary, start);
+    if (close_after_) {
+      co_await guest_.close_write();
+      co_return false;
+    }
+    co_return true;
+  }
+
+  awaitable<HoldState> wait_for_approval(uint64_t ticket) {
+    asio::steady_timer tick(co_await asio::this_coro::executor);
+    const std::string session = conn_.session;
+    for (;;) {
+      HoldState s = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.hold_state(session, ticket); });
+      if (s.outcome != HoldOutcome::kPending) co_return s;
+      tick.expires_after(200ms);
+      co_await tick.async_wait(use_awaitable);
+    }
+  }
+
+  // Sends the request on and relays the response. A Refusal when the proxy
+  // answers instead (nothing of the request reached an upstream).
+  awaitable<std::optional<Refusal>> forward(const http::RequestHead& req, const http::NormalisedTarget& target,
+                                            const RequestDecision& decision, RequestSummary& summary,
+                                            bool& response_started) {
+    if (!session_secrets_loaded_) {
+      // Once per connection, before its first response: an upstream may
+      // replay on this connection what it was given on another one.
+      session_secrets_loaded_ = true;
+      const std::string session = conn_.session;
+      std::vector<ScrubSecret> secrets =
+          co_await off_loop(ctx_.pool, [&] { return ctx_.policy.session_secrets(session); });
+      for (ScrubSecret& s : secrets) {
+        scrubber_.add_secret(s.secret, s.identity);  // one too big is refused again if ever injected
+        OPENSSL_cleanse(s.secret.data(), s.secret.size());
+      }
+    }
+    std::optional<Injection> injection;
+    if (decision.rule && !decision.rule->identity.empty()) {
+      injection = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
+      if (!injection) co_return Refusal{403, "zeroness: blocked by policy (identity unavailable)\n"};
+    }
+    struct Cleanse {
+      std::optional<Injection>& i;
+      ~Cleanse() {
+        if (!i) return;
+        OPENSSL_cleanse(i->value.data(), i->value.size());
+        for (std::string& s : i->scrub) OPENSSL_cleanse(s.data(), s.size());
+      }
+    } cleanse{injection};
+    if (injection) {
+      // From the first injection to the end of the guest connection, every
+      // response is scrubbed of every secret injected on it (an upstream
+      // that echoes the request must not hand the credential back).
+      // A broker that names no substring gets the whole injected value
+      // scrubbed (cleansed with the rest).
+      if (injection->scrub.empty()) injection->scrub.push_back(injection->value);
+      bool scrubbable = true;
+      for (const std::string& secret : injection->scrub)
+        scrubbable = scrubbable && scrubber_.add_secret(secret, decision.rule->identity);
+      if (!scrubbable)
+        co_return Refusal{403, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n"};
+    }
+
+    http::ResponseHead resp;
+    // A reused upstream may have closed while idle: a request whose head
+    // could not be written, or a bodiless one that got no answer, is retried
+    // once on a fresh connection. The body is read from the guest only once,
+    // so it goes with whichever attempt first delivered the head.
+    bool body_sent = false;
+    for (int attempt = 0;; ++attempt) {
+      if (upstream_.open() && upstream_.host != decision.host) upstream_.reset();
+      const bool reused = upstream_.open();
+      if (!reused) {
+        std::optional<Refusal> refused = co_await connect_upstream(decision.host, summary);
+        if (refused) co_return refused;
+      }
+      summary.upstream = upstream_.connected;
+      std::string out = http::forwarded_request_head(req, target, decision.host, injection ? &*injection : nullptr,
+                                                     scrubber_.armed());
+      bool sent = true;
+      try {
+        co_await with_deadline(upstream_.stream->write_all(out), ctx_.idle_timeout);
+      } catch (const std::exception&) {
+        sent = false;
+      }
+      OPENSSL_cleanse(out.data(), out.size());
+      if (!sent) {
+        upstream_.reset();
+        if (reused && attempt == 0) continue;
+        throw std::runtime_error("upstream write failed");
+      }
+      if (!body_sent) {
+        body_sent = true;
+        co_await forward_request_body(req, summary);
+      }
+      const bool got = co_await read_response_head(req, resp);
+      if (got) break;
+      upstream_.reset();
+      if (reused && attempt == 0 && req.framing == http::BodyFraming::kNone) continue;
+      throw std::runtime_error("upstream closed before responding");
+    }
+
+    const bool upstream_unframed =
+        resp.framing == http::BodyFraming::kChunked || resp.framing == http::BodyFraming::kUntilClose;
+    const bool guest_speaks_11 = req.version_minor == 1;
+    const bool chunk_out = upstream_unframed && guest_speaks_11;
+    close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11);
+    // A compressed body could not be scanned for a reflected secret: it
+    // never reaches the guest (the upstream was asked for identity).
+    if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone && !http::identity_content_encoding(resp))
+      throw std::runtime_error("upstream compressed a response that must be scanned for secrets");
+    std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
+    // Names, values, the reason phrase: same-length replacement keeps the
+    // head well-formed.
+    note_reflections(summary, scrubber_.scrub(out_head), true);
+    response_started = true;
+    summary.status = resp.status;
+    // A guest that stops reading holds the exchange no longer than an idle one.
+    co_await with_deadline(guest_.write_all(out_head), ctx_.idle_timeout);
+    summary.bytes_to_guest += out_head.size();
+    if (resp.framing != http::BodyFraming::kNone) {
+      // The decoded payload is one stream for the scrubber, whatever the
+      // upstream's chunk or read boundaries: a match split across them is
+      // still found, at the cost of holding back a partial match (at most
+      // the longest pattern less one byte) until the next piece or the end.
+      SecretScrubber::Stream scrub(scrubber_);
+      std::exception_ptr failed;
+      try {
+        http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
+        std::string piece, clean;
+        for (;;) {
+          piece.clear();
+          clean.clear();
+          http::BodyDecoder::Step step = decoder.feed(upstream_.buffered, piece);
+          upstream_.buffered.erase(0, step.consumed);
+          if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
+          scrub.feed(piece, clean);
+          if (step.done) scrub.finish(clean);
+          // Sent before the next read: a streamed response is not delayed
+          // beyond the partial match held back.
+          co_await send_body(clean, chunk_out, summary);
+          if (step.done) break;
+          size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
+          if (n == 0) {
+            if (resp.framing != http::BodyFraming::kUntilClose) throw std::runtime_error("upstream body truncated");
+            clean.clear();
+            scrub.finish(clean);
+            co_await send_body(clean, chunk_out, summary);
+            break;
+          }
+          upstream_.buffered.append(buf_, n);
+        }
+        if (chunk_out) co_await with_deadline(guest_.write_all(http::kLastChunk), ctx_.idle_timeout);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      note_reflections(summary, scrub.report(), false);
+      if (failed) std::rethrow_exception(failed);
+    }
+    if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose) upstream_.reset();
+    co_return std::nullopt;
+  }
+
+  // Connects (and for TLS, handshakes with) the first of the broker's
+  // addresses that the guard still allows and that answers. A Refusal when
+  // the broker or the guard refused them all (nothing left the proxy: an
+  // egress:deny with the reason); throws when none could be connected (an
+  // egress:error, summary.upstream_failed).
+  awaitable<std::optional<Refusal>> connect_upstream(const std::string& host, RequestSummary& summary) {
+    const std::string session = conn_.session;
+    UpstreamAddresses where =
+        co_await off_loop(ctx_.pool, [&] { return ctx_.policy.resolve_upstream(session, host); });
+    if (where.addresses.empty()) {
+      summary.error = where.reason;
+      co_return Refusal{403, "zeroness: blocked by policy (" + where.reason + ")\n"};
+    }
+    auto executor = co_await asio::this_coro::executor;
+    std::string last_error = "no address", refused;
+    bool attempted = false;
+    for (const dns::IpAddress& a : where.addresses) {
+      // The backstop, on the very address about to be connected: the local
+      // table or a resolution may have changed since the broker checked.
+      std::optional<std::string> why =
+          ctx_.guard ? ctx_.guard->refusal(a) : std::optional<std::string>("no destination guard");
+      if (why) {
+        refused = *why;
+        continue;
+      }
+      attempted = true;
+      auto socket = std::make_unique<tcp::socket>(executor);
+      try {
+        co_await with_deadline(socket->async_connect(endpoint_of(a, conn_.port), use_awaitable),
+                               ctx_.connect_timeout);
+        socket->set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
+        std::unique_ptr<ByteStream> stream;
+        if (conn_.tls) {
+          SslPtr ssl(SSL_new(ctx_.upstream_tls));
+          if (!ssl) throw std::runtime_error("SSL_new failed");
+          prepare_upstream(ssl.get(), host);
+          auto tls = std::make_unique<TlsStream>(*socket, std::move(ssl), false);
+          co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
+          stream = std::move(tls);
+        } else {
+          stream = std::make_unique<PlainStream>(*socket);
+        }
+        upstream_.socket = std::move(socket);
+        upstream_.stream = std::move(stream);
+        upstream_.host = host;
+        upstream_.connected = upstream_text(a, conn_.port);
+        co_return std::nullopt;
+      } catch (const std::exception& e) {
+        last_error = e.what();
+      }
+    }
+    if (!attempted) {
+      summary.error = refused;
+      co_return Refusal{403, "zeroness: blocked by policy (" + refused + ")\n"};
+    }
+    summary.upstream_failed = true;
+    throw std::runtime_error("upstream unreachable: " + last_error);
+  }
+
+  awaitable<void> forward_request_body(const http::RequestHead& req, RequestSummary& summary) {
+    if (req.framing == http::BodyFraming::kNone) co_return;
+    http::BodyDecoder decoder(req.framing, req.content_length, ctx_.limits);
+    std::string piece;
+    for (;;) {
+      piece.clear();
+      http::BodyDecoder::Step step = decoder.feed(in_, piece);
+      in_.erase(0, step.consumed);
+      // The upstream has part of a request: it must never see the rest as
+      // anything, so the connection goes.
+      if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
+      if (!piece.empty()) {
+        summary.bytes_from_guest += piece.size();
+        if (req.framing == http::BodyFraming::kChunked) piece = http::chunk_frame(piece);
+        co_await with_deadline(upstream_.stream->write_all(piece), ctx_.idle_timeout);
+      }
+      if (step.done) break;
+      size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+      if (n == 0) throw std::runtime_error("guest ended inside a request body");
+      in_.append(buf_, n);
+    }
+    if (req.framing == http::BodyFraming::kChunked)
+      co_await with_deadline(upstream_.stream->write_all(http::kLastChunk), ctx_.idle_timeout);
+  }
+
+  // false: the upstream closed before a byte of response.
+  awaitable<bool> read_response_head(const http::RequestHead& req, http::ResponseHead& resp) {
+    const bool head_request = req.method == "HEAD";
+    for (;;) {
+      http::ParseResult r = http::parse_response_head(upstream_.buffered, ctx_.limits, head_request, resp);
+      if (r.state == http::ParseState::kDone) {
+        upstream_.buffered.erase(0, r.consumed);
+        // Interim responses (100, 103) are not relayed; we never ask for a 101.
+        if (resp.status == 101) throw std::runtime_error("upstream switched protocols");
+        if (resp.status < 200) {
+          resp = {};
+          continue;
+        }
+        co_return true;
+      }
+      if (r.state == http::ParseState::kError) throw std::runtime_error("malformed upstream response: " + r.error);
+      size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
+      if (n == 0) {
+        if (upstream_.buffered.empty()) co_return false;
+        throw std::runtime_error("upstream response head truncated");
+      }
+      upstream_.buffered.append(buf_, n);
+    }
+  }
+
+  // Answers and ends the connection. The guest's unread bytes are drained
+  // briefly so the kernel does not reset the connection before the guest
+  // reads the answer.
+  awaitable<void> refuse(const Refusal& refusal) {
+    try {
+      const std::string answer = http::proxy_response(refusal.status, refusal.body);
+      co_await with_deadline(guest_.write_all(answer), 5s);
+      co_await guest_.close_write();
+      size_t drained = 0;
+      while (drained < (1u << 20)) {
+        size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), 500ms);
+        if (n == 0) break;
+        drained += n;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+
+  awaitable<void> send_body(std::string& clean, bool chunk_out, RequestSummary& summary) {
+    if (clean.empty()) co_return;
+    if (chunk_out) clean = http::chunk_frame(clean);
+    co_await with_deadline(guest_.write_all(clean), ctx_.idle_timeout);
+    summary.bytes_to_guest += clean.size();
+  }
+
+  // What the scrubber replaced, for the audit (secret:reflected): counts,
+  // encodings and identity names, never the value.
+  void note_reflections(RequestSummary& summary, const ScrubReport& r, bool head) {
+    if (r.matches == 0) return;
+    (head ? summary.reflected_in_head : summary.reflected_in_body) += r.matches;
+    for (const std::string& e : r.encoding_names())
+      if (std::find(summary.reflected_encodings.begin(), summary.reflected_encodings.end(), e) ==
+          summary.reflected_encodings.end())
+        summary.reflected_encodings.push_back(e);
+    for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
+      const std::string& who = scrubber_.label(i);
+      if ((r.secrets >> i & 1) && std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(),
+                                           who) == summary.reflected_identities.end())
+        summary.reflected_identities.push_back(who);
+    }
+  }
+
+  // The audit write may wait on the disk: off the loop too.
+  awaitable<void> report(RequestSummary& summary, Clock::time_point start) {
+    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    try {
+      co_await off_loop(ctx_.pool, [&] {
+        ctx_.policy.on_request_done(summary);
+        return 0;
+      });
+    } catch (const std::exception&) {
+    }
+  }
+
+  ByteStream& guest_;
+  const UpstreamDecision& conn_;
+  InterceptContext& ctx_;
+  std::string in_;
+  Upstream upstream_;
+  bool close_after_ = false;
+  // Armed at the first injection; wipes its patterns when the connection ends.
+  SecretScrubber scrubber_;
+  bool session_secrets_loaded_ = false;
+  char buf_[kReadChunk];
+};
+
+}  // namespace
+
+awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& context) {
+  auto exchange = std::make_unique<Exchange>(guest, connection, context);
+  try {
+    co_await exchange->run();
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace zn::proxy

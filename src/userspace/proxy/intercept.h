@@ -1,0 +1,44 @@
+// The L7 half of the proxy: the HTTP/1.1 requests of one intercepted guest
+// connection (TLS already terminated, or plain HTTP on port 80), each decided
+// by the broker before a byte of it reaches an upstream, forwarded with
+// regenerated framing and the rule's identity, and answered.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+
+#include "userspace/proxy/byte_stream.h"
+#include "userspace/proxy/destination_guard.h"
+#include "userspace/http/message.h"
+#include "userspace/proxy/policy.h"
+
+namespace zn::proxy {
+
+struct InterceptCounters {
+  std::atomic<uint64_t> requests{0}, allowed{0}, denied{0}, upstream_failures{0}, bad_requests{0};
+};
+
+struct InterceptContext {
+  ProxyPolicy& policy;
+  asio::thread_pool& pool;  // where broker calls run, off the event loop
+  SSL_CTX* upstream_tls;    // verified client context (trust store + extra bundle)
+  http::HttpLimits limits;
+  std::chrono::milliseconds header_timeout;   // a started request head must complete in this
+  std::chrono::milliseconds idle_timeout;     // keep-alive wait and any stalled transfer
+  std::chrono::milliseconds connect_timeout;  // upstream TCP connect + TLS handshake
+  InterceptCounters& counters;
+  // Judges each upstream address immediately before it is connected; null
+  // refuses every connect (fail closed).
+  const DestinationGuard* guard = nullptr;
+};
+
+// Runs until the guest closes, a request is refused (refusals close the
+// connection, so nothing pipelined behind a denied request is ever read as a
+// request), or a timeout. Never throws.
+asio::awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
+                                        InterceptContext& context);
+
+}  // namespace zn::proxy

@@ -1,0 +1,156 @@
+// The narrow interface between the transparent proxy and the broker: the
+// proxy reports what it learnt of a connection or a request, the broker says
+// what may happen. The proxy never sees policy, sessions or secret storage;
+// it asks for one injection for (session, rule) at the moment it forwards.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "userspace/net/address.h"
+
+namespace zn::proxy {
+
+struct ConnectionFacts {
+  sockaddr_storage guest{};         // the guest's source address
+  sockaddr_storage original_dst{};  // where the guest was connecting
+  bool tls = false;                 // the first bytes were a TLS ClientHello
+  std::optional<std::string> sni;   // lowercase
+  bool sni_is_ip_literal = false;
+};
+
+enum class ConnectionMode {
+  kReset,        // refuse: the guest learns nothing
+  kPassthrough,  // splice to `addresses` (TLS untouched, or an L4 rule)
+  kIntercept,    // terminate (TLS with a leaf for `host`) and decide each request
+};
+
+struct UpstreamDecision {
+  ConnectionMode mode = ConnectionMode::kReset;
+  std::string reason;   // why reset (audit)
+  std::string session;  // "" when the guest is unknown
+  std::string host;     // the name the verdict is about (SNI or address)
+  bool tls = false;     // intercept: the guest speaks TLS (443), else plain HTTP (80)
+  // Passthrough: where to connect, the broker's own resolution, never the
+  // guest's choice.
+  std::vector<dns::IpAddress> addresses;
+  uint16_t port = 0;
+};
+
+struct RequestFacts {
+  std::string session;
+  std::optional<std::string> sni;  // intercepted TLS: the name the leaf was minted for
+  uint16_t port = 0;               // the guest's destination port
+  std::string host_header;         // as sent
+  std::string method;              // uppercase token
+  std::string path;                // normalised, without the query
+};
+
+// A rule the broker allowed a request under; the proxy hands it back to get
+// the injection, so a secret is only ever fetched for a request just allowed.
+struct RuleRef {
+  size_t index = 0;
+  std::string identity;  // resource name, "" if none
+};
+
+struct RequestDecision {
+  bool allow = false;
+  int status = 403;     // when not allowed: 403, 421, 429
+  std::string reason;   // shown to the guest in the body; never a secret
+  std::string host;     // normalised Host: the upstream name
+  std::optional<RuleRef> rule;
+  // Allowed only once a human approves ("ask"): the proxy polls hold_state.
+  uint64_t hold_ticket = 0;
+};
+
+enum class HoldOutcome { kPending, kApproved, kRefused };
+struct HoldState {
+  HoldOutcome outcome = HoldOutcome::kRefused;
+  std::string reason;  // when refused
+};
+
+struct Injection {
+  std::string header;  // e.g. "Authorization"
+  std::string value;   // the secret: never logged, cleansed after use
+  // Guest-supplied headers the rule owns, removed before forwarding.
+  std::vector<std::string> strip;
+  // The secret itself (the token, not "Bearer token"): from this request to
+  // the end of the guest connection, every response is scrubbed of it in
+  // each of its usual encodings. Never logged, cleansed after use.
+  std::vector<std::string> scrub;
+};
+
+// A secret the session may have injected somewhere, and whose it is.
+struct ScrubSecret {
+  std::string identity;
+  std::string secret;  // never logged, cleansed after use
+};
+
+struct UpstreamAddresses {
+  std::vector<dns::IpAddress> addresses;  // empty: refused, see reason
+  std::string reason;
+};
+
+struct RequestSummary {
+  std::string session, host, method, path, identity;
+  int status = 0;
+  // Reached the upstream (egress:allow); otherwise refused by the proxy
+  // itself before any byte left (a malformed request, an upgrade attempt).
+  bool forwarded = false;
+  uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
+  std::chrono::milliseconds duration{0};
+  std::string error;  // "" or why it failed or was refused
+  // An injected secret came back from the upstream in this response and was
+  // replaced before the guest saw it (secret:reflected): how often, where,
+  // in which encodings ("raw", "base64", ...), and whose (identity names).
+  uint64_t reflected_in_head = 0, reflected_in_body = 0;
+  std::vector<std::string> reflected_encodings, reflected_identities;
+  // The address and port actually connected ("198.18.0.10:443"); "" when
+  // no upstream connection was made.
+  std::string upstream;
+  // No upstream address could be connected (refused by none, reachable by
+  // none): an egress:error, never an egress:allow.
+  bool upstream_failed = false;
+};
+
+struct ConnectionSummary {
+  std::string session, host;
+  uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
+  std::chrono::milliseconds duration{0};
+  std::string end;  // "closed", "upstream unreachable", ...
+  std::string upstream;  // the address and port actually connected; "" if none
+  // Every upstream address was refused by the DestinationGuard at connect
+  // time (egress:deny): why ("local address", "guest pool", ...).
+  std::string refused;
+};
+
+class ProxyPolicy {
+ public:
+  virtual ~ProxyPolicy() = default;
+  // Each may block briefly (name resolution, a lock): the proxy calls them
+  // off its event loop. Denials are audited by the broker itself.
+  virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
+  virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
+  // Never blocks: the proxy polls a held request until it is decided.
+  virtual HoldState hold_state(const std::string& session, uint64_t ticket) = 0;
+  virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
+  // nullopt: the rule has no identity, or it changed since the decision.
+  virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;
+  // Every secret the session's policy could inject: each intercepted
+  // connection of the session is scrubbed of them from its first request,
+  // injected there or not (an upstream may hand back on one connection what
+  // it was given on another). Default: none.
+  virtual std::vector<ScrubSecret> session_secrets(const std::string& session) {
+    (void)session;
+    return {};
+  }
+  virtual void on_request_done(const RequestSummary& summary) = 0;
+  virtual void on_closed(const ConnectionSummary& summary) = 0;
+};
+
+}  // namespace zn::proxy

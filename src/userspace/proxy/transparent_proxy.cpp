@@ -1,0 +1,410 @@
+#include "userspace/proxy/transparent_proxy.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <atomic>
+#include <map>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include "userspace/net/asio_endpoint.h"
+#include "userspace/proxy/byte_stream.h"
+#include "userspace/tls/client_hello.h"
+#include "userspace/proxy/intercept.h"
+#include "userspace/tls/leaf_certs.h"
+#include "userspace/tls/contexts.h"
+#include "userspace/net/transparent_socket.h"
+
+namespace zn::proxy {
+namespace {
+
+using asio::awaitable;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
+constexpr uint16_t kHttpsPort = 443;
+constexpr std::chrono::milliseconds kMinAcceptBackoff{10}, kMaxAcceptBackoff{1000};
+
+// The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
+// with kernel memory per connection still bounded (two pipes).
+constexpr int kPipeBytes = 1 << 18;
+
+struct Pipe {
+  int r = -1, w = -1;
+  Pipe() {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+    r = p[0];
+    w = p[1];
+    // Refused above /proc/sys/fs/pipe-max-size: the default then stays.
+    ::fcntl(w, F_SETPIPE_SZ, kPipeBytes);
+  }
+  ~Pipe() {
+    ::close(r);
+    ::close(w);
+  }
+};
+
+// Last time a byte moved either way, shared by both directions of a relay.
+struct Activity {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  bool idle_closed = false;
+};
+
+// Moves bytes from -> to through a pipe with splice(2), never through user
+// memory. On EOF half-closes `to`; on an error or when the connection has
+// been idle too long, tears both down so the other direction ends too.
+awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to, Activity& activity,
+                                   std::chrono::milliseconds idle_timeout) {
+  Pipe pipe;
+  uint64_t total = 0;
+  asio::steady_timer idle(from.get_executor());
+  try {
+    for (;;) {
+      ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) {
+        idle.expires_at(activity.last + idle_timeout);
+        auto r = co_await (from.async_wait(tcp::socket::wait_read, as_tuple) || idle.async_wait(as_tuple));
+        if (r.index() == 1 && std::chrono::steady_clock::now() >= activity.last + idle_timeout) {
+          // Abortive close on both sides (RST when the sockets close), so
+          // neither end mistakes the timeout for an orderly end of data.
+          activity.idle_closed = true;
+          linger abort{1, 0};
+          ::setsockopt(from.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+          ::setsockopt(to.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+          break;
+        }
+        continue;
+      }
+      if (n == 0) {
+        ::shutdown(to.native_handle(), SHUT_WR);
+        co_return total;
+      }
+      if (n < 0) break;
+      activity.last = std::chrono::steady_clock::now();
+      size_t left = static_cast<size_t>(n);
+      while (left > 0) {
+        ssize_t m = ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m < 0 && errno == EINTR) continue;
+        if (m < 0 && errno == EAGAIN) {
+          co_await to.async_wait(tcp::socket::wait_write, use_awaitable);
+          continue;
+        }
+        if (m <= 0) throw std::system_error(errno, std::generic_category());
+        left -= static_cast<size_t>(m);
+        total += static_cast<uint64_t>(m);
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  ::shutdown(from.native_handle(), SHUT_RDWR);
+  ::shutdown(to.native_handle(), SHUT_RDWR);
+  co_return total;
+}
+
+sockaddr_storage local_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss;
+}
+
+sockaddr_storage peer_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  ::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss;
+}
+
+// A denied connection is reset, not closed politely: the guest learns nothing.
+void reset(tcp::socket& s) {
+  linger l{1, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  asio::error_code ignored;
+  s.close(ignored);
+}
+
+}  // namespace
+
+struct TransparentProxy::Impl {
+  Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p) {}
+
+  awaitable<void> accept_loop(tcp::acceptor& acceptor) {
+    asio::steady_timer backoff(io);
+    std::chrono::milliseconds delay = kMinAcceptBackoff;
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(as_tuple);
+      if (ec) {
+        if (ec == asio::error::operation_aborted) co_return;
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays in
+        // the backlog and accept would fail again at once. Back off
+        // (doubling, capped) instead of spinning the loop every other
+        // connection needs; the backlog is served when resources return.
+        accept_errors++;
+        backoff.expires_after(delay);
+        co_await backoff.async_wait(as_tuple);
+        delay = std::min(delay * 2, kMaxAcceptBackoff);
+        continue;
+      }
+      delay = kMinAcceptBackoff;
+      accepted++;
+      if (active >= config.max_connections) {
+        rejected_busy++;
+        reset(socket);
+        continue;
+      }
+      std::string guest = guest_key(socket.native_handle());
+      if (per_guest[guest] >= config.max_connections_per_guest) {
+        rejected_guest_cap++;
+        reset(socket);
+        continue;
+      }
+      per_guest[guest]++;
+      asio::co_spawn(io, handle(std::move(socket), guest), asio::detached);
+    }
+  }
+
+  // Only the loop thread touches per_guest.
+  static std::string guest_key(int fd) {
+    const std::string peer = dns::endpoint_text(peer_of(fd));
+    return peer.substr(0, peer.rfind(':'));  // the address, without the port
+  }
+
+  awaitable<void> handle(tcp::socket guest, std::string guest_id) {
+    active++;
+    struct Done {
+      Impl& impl;
+      std::string guest;
+      ~Done() {
+        impl.active--;
+        if (--impl.per_guest[guest] == 0) impl.per_guest.erase(guest);
+      }
+    } done{*this, guest_id};
+    const auto start = std::chrono::steady_clock::now();
+    ConnectionFacts facts;
+    facts.guest = peer_of(guest.native_handle());
+    facts.original_dst = local_of(guest.native_handle());
+    const uint16_t dport = dns::endpoint_port(facts.original_dst);
+
+    std::vector<uint8_t> first_bytes;
+    if (dport == kHttpsPort) {
+      // The ClientHello, bounded in size and time.
+      asio::steady_timer deadline(io, config.hello_timeout);
+      ClientHelloInfo hello;
+      std::array<uint8_t, 4096> chunk;
+      while (hello.status == HelloStatus::kNeedMore) {
+        auto r = co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
+        if (r.index() == 1) {
+          timed_out++;
+          reset(guest);
+          co_return;
+        }
+        auto [ec, n] = std::get<0>(r);
+        if (ec) co_return;
+        first_bytes.insert(first_bytes.end(), chunk.begin(), chunk.begin() + static_cast<long>(n));
+        hello = peek_client_hello(first_bytes);
+      }
+      facts.tls = hello.status == HelloStatus::kOk;
+      facts.sni = hello.sni;
+      facts.sni_is_ip_literal = hello.sni_is_ip_literal;
+    }
+    // Deciding may resolve names: off the loop.
+    UpstreamDecision decision = co_await asio::co_spawn(
+        pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); }, use_awaitable);
+    ConnectionSummary summary{decision.session, decision.host};
+    if (decision.mode == ConnectionMode::kIntercept) {
+      co_await intercept(guest, decision, first_bytes);
+      co_return;
+    }
+    if (decision.mode != ConnectionMode::kPassthrough || decision.addresses.empty()) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    tcp::socket upstream(io);
+    bool connected = false, attempted = false;
+    std::string refused;
+    for (const dns::IpAddress& a : decision.addresses) {
+      // The backstop, on the very address about to be connected: the local
+      // table or a resolution may have changed since the broker checked.
+      if (auto why = guard->refusal(a)) {
+        refused = *why;
+        continue;
+      }
+      attempted = true;
+      upstream = tcp::socket(io);
+      asio::steady_timer deadline(io, config.connect_timeout);
+      auto r = co_await (upstream.async_connect(endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
+      if (r.index() == 0 && !std::get<0>(std::get<0>(r))) {
+        connected = true;
+        summary.upstream = upstream_text(a, decision.port);
+        break;
+      }
+    }
+    if (!connected) {
+      reset(guest);
+      if (!attempted) {
+        denied++;
+        summary.refused = refused;
+        summary.end = "refused";
+      } else {
+        upstream_failures++;
+        summary.end = "upstream unreachable";
+      }
+      summary.duration =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      co_await asio::co_spawn(
+          pool, [this, &summary]() -> awaitable<void> { policy.on_closed(summary); co_return; }, use_awaitable);
+      co_return;
+    }
+    allowed++;
+    auto [wec, written] = co_await asio::async_write(upstream, asio::buffer(first_bytes), as_tuple);
+    (void)written;
+    if (!wec) {
+      guest.native_non_blocking(true);
+      upstream.native_non_blocking(true);
+      Activity activity;
+      auto [up, down] = co_await (splice_one_way(guest, upstream, activity, config.idle_timeout) &&
+                                  splice_one_way(upstream, guest, activity, config.idle_timeout));
+      summary.bytes_from_guest = first_bytes.size() + up;
+      summary.bytes_to_guest = down;
+      if (activity.idle_closed) idle_closed++;
+      summary.end = activity.idle_closed ? "idle timeout" : "closed";
+    }
+    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (wec) summary.end = "upstream write failed";
+    policy.on_closed(summary);
+  }
+
+  awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision, const std::vector<uint8_t>& hello) {
+    if (!interception) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    intercepted++;
+    // Heads and bodies go out as separate writes: without NODELAY, Nagle
+    // holds the second until the guest's delayed ACK (40 ms per response).
+    asio::error_code ignored;
+    guest.set_option(tcp::no_delay(true), ignored);
+    if (!decision.tls) {
+      PlainStream plain(guest);
+      co_await serve_intercepted(plain, decision, *interception);
+      co_return;
+    }
+    std::shared_ptr<const LeafCert> leaf;
+    try {
+      leaf = leaves->leaf_for(decision.host);
+    } catch (const std::exception&) {
+      denied++;
+      reset(guest);
+      co_return;
+    }
+    SslPtr ssl(SSL_new(guest_tls.get()));
+    if (!ssl) {
+      reset(guest);
+      co_return;
+    }
+    use_leaf(ssl.get(), *leaf, leaves->ca_cert());
+    TlsStream tls(guest, std::move(ssl), true,
+                  std::string_view(reinterpret_cast<const char*>(hello.data()), hello.size()));
+    try {
+      co_await with_deadline(tls.handshake(), config.hello_timeout);
+    } catch (const std::exception&) {
+      // Typically a guest that does not trust the deployment CA.
+      tls_handshake_failures++;
+      reset(guest);
+      co_return;
+    }
+    co_await serve_intercepted(tls, decision, *interception);
+  }
+
+  ProxyConfig config;
+  ProxyPolicy& policy;
+  std::shared_ptr<const DestinationGuard> guard;
+  std::unique_ptr<LeafCertAuthority> leaves;
+  SslCtxPtr guest_tls;
+  std::optional<UpstreamTls> upstream_tls;
+  InterceptCounters intercept_counters;
+  std::unique_ptr<InterceptContext> interception;
+  std::map<std::string, size_t> per_guest;
+  asio::io_context io;
+  // Broker calls (decisions, resolution, audit writes) run here; audit
+  // appends that overlap share one commit, so more than a couple of threads.
+  asio::thread_pool pool{4};
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::thread thread;
+  uint16_t port = 0;
+  std::atomic<size_t> active{0};
+  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0},
+      idle_closed{0}, intercepted{0}, tls_handshake_failures{0}, rejected_guest_cap{0}, accept_errors{0};
+};
+
+TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
+    : impl_(std::make_unique<Impl>(std::move(config), policy)) {
+  const ProxyConfig& c = impl_->config;
+  // Fail closed: without a configured guard, no allowance at all and this
+  // namespace's own addresses.
+  impl_->guard =
+      c.guard ? c.guard : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<LocalAddresses>());
+  if (!c.ca_cert_path.empty()) {
+    impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
+    impl_->guest_tls = make_guest_facing_ctx();
+    impl_->upstream_tls = make_upstream_ctx(c.upstream_ca_bundle);
+    impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),
+                                                   http::HttpLimits{}, c.header_timeout, c.idle_timeout,
+                                                   c.connect_timeout, impl_->intercept_counters});
+    impl_->interception->guard = impl_->guard.get();
+  }
+  uint16_t port = impl_->config.port;
+  for (const std::string& address : impl_->config.addresses) {
+    sockaddr_storage addr = dns::make_endpoint(address, port);
+    int fd = dns::open_transparent_listener(addr, SOCK_STREAM, 1024);
+    port = dns::bound_port(fd);  // the first bind fixes a picked port for the rest
+    auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
+    impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, protocol, fd));
+  }
+  impl_->port = port;
+  for (auto& acceptor : impl_->acceptors)
+    asio::co_spawn(impl_->io, impl_->accept_loop(*acceptor), asio::detached);
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+TransparentProxy::~TransparentProxy() {
+  impl_->io.stop();
+  impl_->thread.join();
+  impl_->pool.join();
+}
+
+uint16_t TransparentProxy::port() const { return impl_->port; }
+
+ProxyCounters TransparentProxy::counters() const {
+  const Impl& i = *impl_;
+  ProxyCounters c;
+  c.accepted = i.accepted;
+  c.allowed = i.allowed;
+  c.denied = i.denied;
+  c.timed_out = i.timed_out;
+  c.upstream_failures = i.upstream_failures + i.intercept_counters.upstream_failures;
+  c.rejected_busy = i.rejected_busy;
+  c.idle_closed = i.idle_closed;
+  c.intercepted = i.intercepted;
+  c.tls_handshake_failures = i.tls_handshake_failures;
+  c.requests = i.intercept_counters.requests;
+  c.requests_allowed = i.intercept_counters.allowed;
+  c.requests_denied = i.intercept_counters.denied;
+  c.bad_requests = i.intercept_counters.bad_requests;
+  c.rejected_guest_cap = i.rejected_guest_cap;
+  c.accept_errors = i.accept_errors;
+  return c;
+}
+
+}  // namespace zn::proxy

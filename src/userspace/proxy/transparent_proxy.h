@@ -1,0 +1,69 @@
+// The transparent listener every steered guest TCP connection lands on:
+// reads the ClientHello with a size bound and a deadline, asks the
+// ProxyPolicy, and then resets the connection, splices it to the
+// broker-chosen upstream (replaying what the guest sent; splice(2) both ways,
+// half-close included), or intercepts it: TLS terminated with a leaf minted
+// for the SNI, each HTTP request decided on its own (http_intercept.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "userspace/proxy/destination_guard.h"
+#include "userspace/proxy/policy.h"
+
+namespace zn::proxy {
+
+struct ProxyConfig {
+  std::vector<std::string> addresses{"127.0.0.1", "::1"};
+  uint16_t port = 15001;  // 0 picks one (tests)
+  std::chrono::milliseconds hello_timeout{5000};    // slowloris bound on the first bytes
+  std::chrono::milliseconds connect_timeout{5000};
+  // A relayed connection with no byte in either direction for this long is
+  // torn down, so idle guests cannot pin proxy resources forever.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  size_t max_connections = 4096;
+  // Per guest source address (a session has one of each family), counted
+  // from accept, so a guest cannot starve the others, slowloris included.
+  size_t max_connections_per_guest = 256;
+  std::chrono::milliseconds header_timeout{10000};  // a started request head
+  // Interception: the deployment CA leaves are minted from ("" = no
+  // interception: such connections are reset), and the extra trust bundle
+  // for upstreams on top of the system store ("" = system store only).
+  std::string ca_cert_path, ca_key_path;
+  std::string upstream_ca_bundle;
+  // Judges every upstream address immediately before it is connected, on
+  // every path (the broker checked it already; this is the backstop against
+  // a resolution or a table that changed in between). Null: the strictest
+  // guard (no allowance, this namespace's local table).
+  std::shared_ptr<const DestinationGuard> guard;
+};
+
+struct ProxyCounters {
+  uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0,
+           idle_closed = 0, intercepted = 0, tls_handshake_failures = 0, requests = 0, requests_allowed = 0,
+           requests_denied = 0, bad_requests = 0, rejected_guest_cap = 0,
+           accept_errors = 0;  // failed accepts (EMFILE...), each followed by a backoff
+};
+
+class TransparentProxy {
+ public:
+  // Binds (IP_TRANSPARENT, SO_MARK host reply) in the calling thread's netns
+  // and starts its loop thread. Throws std::system_error.
+  TransparentProxy(ProxyConfig config, ProxyPolicy& policy);
+  ~TransparentProxy();
+  TransparentProxy(const TransparentProxy&) = delete;
+  TransparentProxy& operator=(const TransparentProxy&) = delete;
+
+  uint16_t port() const;
+  ProxyCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zn::proxy

@@ -1,0 +1,35 @@
+// Persistent TAP devices: what a VMM attaches a virtio-net backend to.
+// All functions act in the calling thread's network namespace.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vmm/host/ip_address.h"
+#include "vmm/host/unique_fd.h"
+
+namespace zn::vmm {
+
+struct TapSettings {
+  std::optional<MacAddress> mac;        // kernel-random when unset; when set, the link-local
+                                        // is its EUI-64 (eui64_link_local) whatever addr_gen_mode
+  unsigned mtu = 1500;
+  std::vector<std::string> addresses;   // CIDR, e.g. "198.19.0.1/24"; IPv6 added with IFA_F_NODAD
+  bool up = true;
+};
+
+// Creates a persistent TAP (IFF_TAP|IFF_NO_PI, TUNSETPERSIST) named `name`,
+// configures it and returns its ifindex. Throws std::system_error if the name
+// is taken; a failed configuration deletes the device again.
+int create_tap(const std::string& name, const TapSettings& settings = {});
+
+// Deletes the device (any kind) named `name`; returns false if there was none.
+bool delete_tap(const std::string& name);
+
+// Attaches a new file descriptor (O_CLOEXEC, blocking) to an existing
+// persistent TAP, for a frame pump or VMM. While it is open the TAP has
+// carrier; a single-queue TAP accepts one such fd at a time (EBUSY otherwise).
+UniqueFd open_tap(const std::string& name);
+
+}  // namespace zn::vmm
