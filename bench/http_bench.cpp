@@ -64,7 +64,7 @@ void http_rewrite_request_head(benchmark::State& state) {
   zn::http::RequestHead head;
   zn::http::parse_request_head(kHead, zn::http::HttpLimits{}, head);
   const auto target = zn::http::normalise_target(head.target);
-  const zn::proxy::Injection injection{"Authorization", "Bearer sk_live_bench_0123456789abcdef",
+  const zn::http::Injection injection{"Authorization", "Bearer sk_live_bench_0123456789abcdef",
                                        {"Authorization", "Proxy-Authorization"}};
   for (auto _ : state) {
     std::string out = zn::http::forwarded_request_head(head, *target, "api.stripe.com", &injection);

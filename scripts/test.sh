@@ -11,6 +11,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 scripts/install-deps.sh
+# Capabilities depend only downward (tools -> broker -> userspace, vmm ->
+# common, and in the order the script writes down): an upward include fails.
+python3 scripts/check_includes.py
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -15,6 +15,7 @@ target_sources(zn_userspace PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/http/target.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tls/leaf_certs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/net/local_addresses.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/net/prefix.cpp
   ${CMAKE_CURRENT_LIST_DIR}/proxy/secret_scrubber.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tls/contexts.cpp
   ${CMAKE_CURRENT_LIST_DIR}/proxy/transparent_proxy.cpp)

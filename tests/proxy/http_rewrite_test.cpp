@@ -28,7 +28,7 @@ TEST(HttpRewrite, TheIdentityReplacesEveryCredentialTheRuleOwns) {
   RequestHead h = parse(
       "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nauthorization: Bearer guest\r\n"
       "Proxy-Authorization: Basic x\r\nAUTHORIZATION: Bearer again\r\nContent-Length: 3\r\n\r\n");
-  proxy::Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization", "Proxy-Authorization"}};
+  Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization", "Proxy-Authorization"}};
   const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
   EXPECT_EQ(out,
             "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAuthorization: Bearer sk_test_1\r\n"
@@ -41,7 +41,7 @@ TEST(HttpRewrite, WithAnIdentityTheUpstreamIsAskedForAnUncompressedResponse) {
   RequestHead h = parse(
       "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept-Encoding: gzip, br\r\n"
       "accept-encoding: deflate\r\nAccept: */*\r\n\r\n");
-  proxy::Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization"}};
+  Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization"}};
   const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
   EXPECT_EQ(out,
             "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept: */*\r\nAuthorization: Bearer sk_test_1\r\n"

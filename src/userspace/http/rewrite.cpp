@@ -68,7 +68,7 @@ std::string_view reason_phrase(int status) {
 }
 
 std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target, std::string_view host,
-                                   const proxy::Injection* injection, bool scanned_response) {
+                                   const Injection* injection, bool scanned_response) {
   std::vector<std::string> drop = connection_tokens(request.headers);
   if (injection != nullptr) {
     drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());

@@ -9,7 +9,7 @@
 
 #include "userspace/http/message.h"
 #include "userspace/http/target.h"
-#include "userspace/proxy/policy.h"
+#include "userspace/http/injection.h"
 
 namespace zn::http {
 
@@ -19,7 +19,7 @@ namespace zn::http {
 // connection), the guest's Accept-Encoding is replaced by `identity`: the
 // response must come back scannable for the secret's reflection.
 std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
-                                   std::string_view host, const proxy::Injection* injection,
+                                   std::string_view host, const Injection* injection,
                                    bool scanned_response = false);
 
 // Whether a response's Content-Encoding leaves its body as sent (absent, or

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "userspace/proxy/destination_class.h"
+#include "userspace/net/prefix.h"
 
 namespace zn::proxy {
 

@@ -116,10 +116,6 @@ C carried(const std::vector<dns::IpAddress>& inner) {
 
 }  // namespace
 
-dns::IpAddress unmap_ipv4(const dns::IpAddress& address) {
-  return is_mapped(address) ? v4_at(address, 12) : address;
-}
-
 DestinationVerdict classify_destination(const dns::IpAddress& address) {
   if (is_mapped(address)) return {lookup(v4_at(address, 12)), true, std::nullopt};
   DestinationVerdict v{lookup(address), false, std::nullopt};
@@ -174,36 +170,5 @@ std::string describe_destination(const DestinationVerdict& v) {
   return out;
 }
 
-std::optional<AddressPrefix> AddressPrefix::parse(std::string_view text) {
-  const size_t slash = text.find('/');
-  auto address = dns::IpAddress::parse(text.substr(0, slash));
-  if (!address) return std::nullopt;
-  AddressPrefix p{*address, address->family == AF_INET ? 32u : 128u};
-  if (slash != std::string_view::npos) {
-    const std::string_view len = text.substr(slash + 1);
-    unsigned n = 0;
-    auto [end, ec] = std::from_chars(len.data(), len.data() + len.size(), n);
-    if (len.empty() || ec != std::errc() || end != len.data() + len.size() || n > p.length) return std::nullopt;
-    p.length = n;
-  }
-  for (unsigned bit = p.length; bit < p.network.size() * 8; ++bit)
-    if (p.network.bytes[bit / 8] & (0x80 >> (bit % 8))) return std::nullopt;  // host bits set
-  return p;
-}
-
-bool AddressPrefix::contains(const dns::IpAddress& a) const {
-  if (a.family != network.family) return false;
-  const unsigned full = length / 8;
-  if (!std::equal(network.bytes.begin(), network.bytes.begin() + full, a.bytes.begin())) return false;
-  if (length % 8 == 0) return true;
-  const uint8_t mask = static_cast<uint8_t>(0xff << (8 - length % 8));
-  return (network.bytes[full] & mask) == (a.bytes[full] & mask);
-}
-
-bool AddressPrefix::within(const AddressPrefix& outer) const {
-  return network.family == outer.network.family && length >= outer.length && outer.contains(network);
-}
-
-std::string AddressPrefix::to_string() const { return network.to_string() + "/" + std::to_string(length); }
 
 }  // namespace zn::proxy

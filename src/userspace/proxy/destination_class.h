@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "userspace/net/address.h"
+#include "userspace/net/prefix.h"
 
 namespace zn::proxy {
 
@@ -56,23 +57,6 @@ std::string_view destination_class_name(DestinationClass cls);  // "private", "d
 // "special-purpose: documentation", "special-purpose: 6to4 (carries private)".
 std::string describe_destination(const DestinationVerdict& verdict);
 
-// ::ffff:a.b.c.d -> a.b.c.d; anything else unchanged. A connect to the mapped
-// form reaches the IPv4 address, so every check looks at that.
-dns::IpAddress unmap_ipv4(const dns::IpAddress& address);
 
-// An address prefix ("198.18.0.0/16", "2001:db8:18::/48", a bare address is
-// a /32 or /128). Host bits must be zero: "10.1.2.3/8" is a typo, not a
-// network, and is refused by parse().
-struct AddressPrefix {
-  dns::IpAddress network;
-  unsigned length = 0;
-
-  static std::optional<AddressPrefix> parse(std::string_view text);
-  bool contains(const dns::IpAddress& address) const;
-  // This prefix lies entirely inside `outer` (same family, at least as long).
-  bool within(const AddressPrefix& outer) const;
-  std::string to_string() const;
-  auto operator<=>(const AddressPrefix&) const = default;
-};
 
 }  // namespace zn::proxy

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/http/injection.h"
 #include "userspace/net/address.h"
 
 namespace zn::proxy {
@@ -74,16 +75,8 @@ struct HoldState {
   std::string reason;  // when refused
 };
 
-struct Injection {
-  std::string header;  // e.g. "Authorization"
-  std::string value;   // the secret: never logged, cleansed after use
-  // Guest-supplied headers the rule owns, removed before forwarding.
-  std::vector<std::string> strip;
-  // The secret itself (the token, not "Bearer token"): from this request to
-  // the end of the guest connection, every response is scrubbed of it in
-  // each of its usual encodings. Never logged, cleansed after use.
-  std::vector<std::string> scrub;
-};
+using Injection = http::Injection;
+
 
 // A secret the session may have injected somewhere, and whose it is.
 struct ScrubSecret {
