@@ -29,11 +29,9 @@ ALLOWED = {
     "broker/policy": LOWER,
     "broker/audit": LOWER + ["broker/policy"],
     "broker/identity": LOWER,
-    # governed_lab.{h,cpp} still sits in broker/ itself; it is to leave the broker.
-    "broker": LOWER,
-    "broker/session": LOWER + ["broker", "broker/policy", "broker/audit", "broker/identity"],
+    "broker/session": LOWER + ["broker/policy", "broker/audit", "broker/identity"],
     "broker/control": LOWER + ["broker/policy", "broker/audit", "broker/session"],
-    "broker/daemon": LOWER + ["broker", "broker/policy", "broker/audit", "broker/identity", "broker/session",
+    "broker/daemon": LOWER + ["broker/policy", "broker/audit", "broker/identity", "broker/session",
                               "broker/control"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -12,7 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "broker/governed_lab.h"
+#include "broker/session/datapath_entry.h"
+#include "zn-lab/governed_lab.h"
 #include "common/netns.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
@@ -41,7 +42,7 @@ struct PinRootCleanup {
 TEST(FailClosed, DatapathKeepsDenyingAfterItsLoaderExits) {
   vmm::Lab lab = vmm::Lab::up(unique_lab_prefix("zf"));
   const vmm::LabGuest& g = lab.add_guest("g0");
-  PinRootCleanup pins{broker::lab_pin_root(lab.prefix())};
+  PinRootCleanup pins{lab::lab_pin_root(lab.prefix())};
   constexpr uint32_t kIdx = 3;
 
   pid_t child = ::fork();

@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <random>
 
-#include "broker/governed_lab.h"
+#include "broker/session/datapath_entry.h"
+#include "zn-lab/governed_lab.h"
 #include "common/netns.h"
 #include "userspace/datapath/bpffs.h"
 
@@ -22,7 +23,7 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
     : first_session_idx_(first_session_idx) {
   lab_ = std::make_unique<vmm::Lab>(vmm::Lab::up(unique_lab_prefix("zi")));
   for (const auto& name : guests) lab_->add_guest(name);
-  pin_root_ = broker::lab_pin_root(lab_->prefix());
+  pin_root_ = lab::lab_pin_root(lab_->prefix());
 
   // Everything below lives in the lab's host namespace: sockets and netlink
   // (TC attach) bind to the namespace of the thread that creates them.

@@ -17,7 +17,7 @@
 
 #include "broker/audit/log.h"
 #include "broker/control/server.h"
-#include "broker/governed_lab.h"
+#include "zn-lab/governed_lab.h"
 #include "integration/guest_commands.h"
 #include "integration/lab_datapath.h"
 #include "userspace/datapath/bpffs.h"
@@ -58,7 +58,7 @@ class ZerodTest : public ::testing::Test {
     fs::create_directories(dir_);
     socket_ = (dir_ / "zerod.sock").string();
     json config = {{"netns", lab_->host_netns()},
-                   {"pin_root", broker::lab_pin_root(lab_->prefix())},
+                   {"pin_root", lab::lab_pin_root(lab_->prefix())},
                    {"state_dir", (dir_ / "state").string()},
                    {"control_socket", socket_},
                    {"metrics_port", 19464},
@@ -90,7 +90,7 @@ class ZerodTest : public ::testing::Test {
       const std::string log = slurp(dir_ / "zerod.log");
       std::cerr << "---- zerod.log (last 4 KiB) ----\n" << log.substr(log.size() > 4096 ? log.size() - 4096 : 0);
     }
-    const std::string pins = broker::lab_pin_root(lab_->prefix());
+    const std::string pins = lab::lab_pin_root(lab_->prefix());
     lab_.reset();
     try {
       dp::remove_pin_root(pins);

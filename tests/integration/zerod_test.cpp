@@ -191,7 +191,7 @@ TEST_F(ZerodTest, ZnctlEventsStreamsLiveDrops) {
 TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   create_session();
   const std::string znctl = std::string(ZN_ZNCTL_BIN) + " -j --socket " + socket_ + " --state-dir " +
-                            (dir_ / "state").string() + " --pin-root " + broker::lab_pin_root(lab_->prefix());
+                            (dir_ / "state").string() + " --pin-root " + lab::lab_pin_root(lab_->prefix());
   auto run = [](const std::string& cmd) {
     CommandResult r;
     FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");

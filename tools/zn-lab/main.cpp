@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/governed_lab.h"
+#include "zn-lab/governed_lab.h"
 #include "common/netns.h"
 #include "userspace/datapath/drop_events.h"
 #include "userspace/datapath/pinned_maps.h"
@@ -68,10 +68,10 @@ int cmd_up(const std::string& prefix, const std::vector<std::string>& args) {
   }
   Lab lab = Lab::up(prefix);
   for (unsigned n = 0; n < guests; ++n) lab.add_guest("g" + std::to_string(n));
-  if (governed) zn::broker::govern_lab(lab);
+  if (governed) zn::lab::govern_lab(lab);
   lab.release();
   std::cout << "lab '" << prefix << "' up with " << guests << " guest(s)"
-            << (governed ? ", datapath pinned at " + zn::broker::lab_pin_root(prefix) : ", ungoverned")
+            << (governed ? ", datapath pinned at " + zn::lab::lab_pin_root(prefix) : ", ungoverned")
             << "\n";
   return 0;
 }
@@ -79,7 +79,7 @@ int cmd_up(const std::string& prefix, const std::vector<std::string>& args) {
 int cmd_down(const std::string& prefix, const std::vector<std::string>& args) {
   if (!args.empty()) throw UsageError("down takes no arguments");
   Lab::destroy(prefix);
-  zn::broker::ungovern_lab(prefix);
+  zn::lab::ungovern_lab(prefix);
   std::cout << "lab '" << prefix << "' down\n";
   return 0;
 }
@@ -129,7 +129,7 @@ int cmd_exec(const std::string& prefix, const std::vector<std::string>& args) {
 int cmd_stats(const std::string& prefix, const std::vector<std::string>& args) {
   if (args.size() > 1) throw UsageError("stats takes at most one GUEST");
   Lab lab = Lab::attach(prefix);
-  auto pinned = zn::dp::PinnedMaps::open(zn::broker::lab_pin_root(prefix));
+  auto pinned = zn::dp::PinnedMaps::open(zn::lab::lab_pin_root(prefix));
   zn::dp::DatapathMaps maps(pinned.fds());
   for (const auto& g : lab.guests()) {
     if (!args.empty() && args[0] != g.name) continue;
@@ -154,7 +154,7 @@ int cmd_events(const std::string& prefix, const std::vector<std::string>& args) 
     else
       throw UsageError("events: unexpected argument '" + args[i] + "'");
   }
-  auto pinned = zn::dp::PinnedMaps::open(zn::broker::lab_pin_root(prefix));
+  auto pinned = zn::dp::PinnedMaps::open(zn::lab::lab_pin_root(prefix));
   zn::dp::DropEventReader reader(pinned.events_fd(), [](const zn_drop_event& e) {
     std::cout << zn::dp::format_drop_event(e) << std::endl;
   });

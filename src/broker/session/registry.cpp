@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "broker/governed_lab.h"
+#include "broker/session/datapath_entry.h"
 #include "broker/policy/parser.h"
 #include "broker/session/state_file.h"
 #include "userspace/datapath/tc_attachment.h"

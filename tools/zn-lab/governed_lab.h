@@ -6,14 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "userspace/datapath/maps.h"
-#include "vmm/host/guest_network.h"
 #include "vmm/lab/lab.h"
 
-namespace zn::broker {
-
-// The datapath session for a guest's network identity (a lab guest is one).
-dp::SessionEntry session_entry_for(const vmm::GuestNetwork& net, uint32_t session_idx);
+namespace zn::lab {
 
 // Where a lab pins its datapath: separate from a real zerod's pins.
 std::string lab_pin_root(const std::string& lab_prefix);
@@ -26,4 +21,4 @@ void govern_lab(const vmm::Lab& lab);
 // Removes the lab's pins. Filters go with the TAPs when the lab is destroyed.
 void ungovern_lab(const std::string& lab_prefix);
 
-}  // namespace zn::broker
+}  // namespace zn::lab
