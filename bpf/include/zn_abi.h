@@ -149,4 +149,25 @@ struct zn_drop_event {
 	__u8 daddr[16];
 };
 
+/* The ABI of the pinned maps: bump whenever a shared struct, a map's key or
+ * value, or the meaning of a verdict number changes. zerod records it in the
+ * pinned zn_abi map and refuses to re-adopt pins of another version (their
+ * maps cannot be reused) with a clear message instead of libbpf's.
+ * 1: before the marker existed; 2: zn_session.gateway_ip6_ll. */
+#define ZN_ABI_VERSION 2
+
+/* Layouts are fixed: a size change is an ABI change (bump ZN_ABI_VERSION). */
+#ifdef __cplusplus
+#define ZN_ABI_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define ZN_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+ZN_ABI_ASSERT(sizeof(struct zn_session) == 112, "struct zn_session layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_listeners) == 44, "struct zn_listeners layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_l4_key) == 28, "struct zn_l4_key layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_l4_value) == 8, "struct zn_l4_value layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_event_bucket) == 16, "struct zn_event_bucket layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_drop_event) == 64, "struct zn_drop_event layout changed");
+ZN_ABI_ASSERT(ZN_VERDICT_COUNT < ZN_STATS_PER_SESSION, "per-session counters have no room for the verdicts");
+
 #endif /* ZN_ABI_H */

@@ -65,4 +65,13 @@ struct {
 	__uint(max_entries, ZN_MAX_SESSIONS);
 } zn_ev_bucket SEC(".maps");
 
+/* Single entry: ZN_ABI_VERSION of the maps pinned beside it, written by
+ * userspace after loading; no program reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} zn_abi SEC(".maps");
+
 #endif /* ZN_MAPS_H */

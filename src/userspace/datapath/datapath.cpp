@@ -6,12 +6,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
 #include "tap_egress.skel.h"
 #include "tap_ingress.skel.h"
 #include "userspace/datapath/bpffs.h"
+#include "zn_abi.h"
 
 namespace zn::dp {
 namespace {
@@ -30,12 +32,42 @@ void pin_program(struct bpf_program* prog, const std::string& path) {
   if (err) throw std::runtime_error("pin " + path + ": " + libbpf_error(err));
 }
 
+// Pins left by another build cannot be reused when their layouts differ;
+// say so plainly (libbpf would only report a map it could not reuse).
+void check_pinned_abi(const std::string& pin_root) {
+  const std::string marker = pin_root + "/zn_abi";
+  bool any_pin = false;
+  for (const auto& e : std::filesystem::directory_iterator(pin_root)) {
+    (void)e;
+    any_pin = true;
+    break;
+  }
+  if (!any_pin) return;  // a fresh pin root
+  const std::string advice =
+      ": refusing to reuse its maps. Remove the pin root to start afresh (programs already attached to "
+      "TAPs stay there, denying, until replaced).";
+  int fd = bpf_obj_get(marker.c_str());
+  if (fd < 0)
+    throw std::runtime_error("the datapath pinned under " + pin_root + " has no ABI marker (an older zeroness, ABI 1; this build is ABI " +
+                             std::to_string(ZN_ABI_VERSION) + ")" + advice);
+  __u32 key = 0, version = 0;
+  const int err = bpf_map_lookup_elem(fd, &key, &version);
+  ::close(fd);
+  if (err != 0) throw std::runtime_error("cannot read the ABI marker " + marker + ": " + std::strerror(errno));
+  if (version != ZN_ABI_VERSION)
+    throw std::runtime_error("the datapath pinned under " + pin_root + " is ABI " + std::to_string(version) +
+                             ", this build is ABI " + std::to_string(ZN_ABI_VERSION) + advice);
+}
+
 }  // namespace
 
 std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
   std::unique_ptr<Datapath> dp(new Datapath());
   dp->pin_root_ = options.pin_root;
-  if (!dp->pin_root_.empty()) ensure_pin_root(dp->pin_root_);
+  if (!dp->pin_root_.empty()) {
+    ensure_pin_root(dp->pin_root_);
+    check_pinned_abi(dp->pin_root_);
+  }
 
   dp->ingress_ = tap_ingress__open();
   if (!dp->ingress_) throw std::runtime_error("open tap_ingress: " + libbpf_error(-errno));
@@ -69,6 +101,9 @@ std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
   err = tap_egress__load(dp->egress_);
   if (err) throw std::runtime_error("load tap_egress: " + libbpf_error(err));
 
+  const __u32 key = 0, version = ZN_ABI_VERSION;
+  if (bpf_map_update_elem(bpf_map__fd(dp->ingress_->maps.zn_abi), &key, &version, BPF_ANY) != 0)
+    throw std::runtime_error(std::string("write the ABI marker: ") + std::strerror(errno));
   if (!dp->pin_root_.empty()) {
     pin_program(dp->ingress_->progs.zn_tap_ingress, dp->pin_root_ + "/tap_ingress");
     pin_program(dp->egress_->progs.zn_tap_egress, dp->pin_root_ + "/tap_egress");
