@@ -15,7 +15,7 @@ scripts/install-deps.sh
 # common, and in the order the script writes down): an upward include fails.
 python3 scripts/check_includes.py
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=ON
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 
 # Every test removes what it creates; should a test process die before it
