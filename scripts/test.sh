@@ -42,6 +42,9 @@ trap sweep_test_labs EXIT
 # tool would go green. As root every test here can run, so a skip fails the
 # run unless it names a kernel feature that is really absent ("kernel lacks
 # ..."; tests/support/skip_policy.h). Each test binary enforces the same.
+# The libFuzzer targets, bounded in time, on their seed corpora: a crash fails.
+scripts/fuzz.sh
+
 JUNIT="$BUILD_DIR/ctest-junit.xml"
 rm -f "$JUNIT"
 status=0
