@@ -18,6 +18,12 @@
 #define ZN_MAX_L4_RULES 65536
 #define ZN_EVENTS_RINGBUF_BYTES (256 * 1024)
 
+/* Defaults the programs and userspace share (each said once). */
+#define ZN_DEFAULT_EVENT_RATE 20   /* drop events per second, per session */
+#define ZN_DEFAULT_EVENT_BURST 40
+#define ZN_DEFAULT_PROXY_PORT 15001 /* the proxy's transparent listener */
+#define ZN_DEFAULT_DNS_PORT 15053   /* the DNS responder, UDP and TCP */
+
 /* skb->mark bits. Ingress sets ZN_MARK_STEER on packets it assigns to a host
  * socket so the policy rule "fwmark 0x200/0xf00 lookup 100" routes them locally.
  * Host sockets allowed to answer a guest (proxy, DNS) set SO_MARK to

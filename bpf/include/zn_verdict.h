@@ -13,8 +13,6 @@
 #define ZN_NSEC_PER_EVENT 1000000000ULL
 /* Longest idle time credited to a bucket; caps elapsed * rate well below 2^64. */
 #define ZN_MAX_REFILL_NS 100000000000ULL
-#define ZN_DEFAULT_EVENT_RATE 20
-#define ZN_DEFAULT_EVENT_BURST 40
 
 enum zn_direction { ZN_DIR_INGRESS = 0, ZN_DIR_EGRESS = 1 };
 

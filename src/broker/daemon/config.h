@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "userspace/proxy/transparent_proxy.h"
+#include "zn_abi.h"
+
 namespace zn::broker {
 
 struct DaemonConfig {
@@ -15,16 +18,16 @@ struct DaemonConfig {
   std::string control_socket = "/run/zeroness/zerod.sock";
   std::string address_pool_ipv4 = "198.19.0.0/16";
   std::string address_pool_ipv6 = "2001:db8:19::/48";
-  uint16_t proxy_port = 15001;
-  uint16_t dns_port = 15053;
+  uint16_t proxy_port = ZN_DEFAULT_PROXY_PORT;
+  uint16_t dns_port = ZN_DEFAULT_DNS_PORT;
   // Static name -> addresses answers (the lab's stand-in internet) ...
   std::map<std::string, std::vector<std::string>> dns_static;
   // ... and upstream resolvers for everything else ("198.18.0.53" or "[::1]:5353").
   std::vector<std::string> dns_upstream;
-  uint32_t drop_event_rate = 20, drop_event_burst = 40;
+  uint32_t drop_event_rate = ZN_DEFAULT_EVENT_RATE, drop_event_burst = ZN_DEFAULT_EVENT_BURST;
   uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
-  uint32_t proxy_idle_timeout_ms = 300000;  // relayed connections idle this long are closed
-  uint32_t proxy_header_timeout_ms = 10000;  // a started request head must complete in this
+  uint32_t proxy_idle_timeout_ms = proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed
+  uint32_t proxy_header_timeout_ms = proxy::kDefaultHeaderTimeout.count();  // a started request head must complete in this
   uint32_t proxy_max_connections_per_guest = 256;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // PEM bundle trusted for upstream TLS on top of the system store (the

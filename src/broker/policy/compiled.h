@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/policy/policy.h"
+#include "userspace/datapath/maps.h"
 
 namespace zn::broker {
 
@@ -72,7 +73,7 @@ class CompiledPolicy {
   std::unordered_map<std::string, Entry> addresses_;         // exact IP literals
   std::unordered_map<std::string, const DenyRule*> deny_exact_, deny_wildcard_;
   std::vector<L4Target> l4_targets_;
-  std::vector<uint16_t> steered_ports_{80, 443};
+  std::vector<uint16_t> steered_ports_{dp::kDefaultSteeredPorts.begin(), dp::kDefaultSteeredPorts.end()};
 };
 
 }  // namespace zn::broker

@@ -45,7 +45,7 @@ class SessionRegistry {
     NameResolver resolve;     // L4 rule names
     std::string state_path;   // "" = not persisted (tests)
     AuditSink audit;          // may be empty
-    uint32_t event_rate = 20, event_burst = 40;
+    uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
   };
   explicit SessionRegistry(Options options);
 

@@ -16,14 +16,17 @@ namespace zn::dp {
 
 using MacAddress = std::array<uint8_t, 6>;
 
+// TCP ports steered to the proxy unless a session says otherwise.
+inline constexpr std::array<uint16_t, 2> kDefaultSteeredPorts{80, 443};
+
 // Where the host sockets that guests are steered to listen.
 struct Listeners {
   in_addr proxy_ip4{htonl(INADDR_LOOPBACK)};
   in6_addr proxy_ip6 = in6addr_loopback;
-  uint16_t proxy_port = 15001;  // host order
+  uint16_t proxy_port = ZN_DEFAULT_PROXY_PORT;  // host order
   in_addr dns_ip4{htonl(INADDR_LOOPBACK)};
   in6_addr dns_ip6 = in6addr_loopback;
-  uint16_t dns_port = 15053;  // host order, UDP and TCP
+  uint16_t dns_port = ZN_DEFAULT_DNS_PORT;  // host order, UDP and TCP
 };
 
 struct SessionEntry {
@@ -35,9 +38,9 @@ struct SessionEntry {
   in6_addr guest_ip6_ll{};
   in6_addr gateway_ip6{};
   in6_addr gateway_ip6_ll{};  // the host's link-local on the device; zero = not known
-  std::vector<uint16_t> steered_ports{80, 443};  // host order
-  uint32_t event_rate = 20;                      // drop events per second
-  uint32_t event_burst = 40;
+  std::vector<uint16_t> steered_ports{kDefaultSteeredPorts.begin(), kDefaultSteeredPorts.end()};  // host order
+  uint32_t event_rate = ZN_DEFAULT_EVENT_RATE;  // drop events per second
+  uint32_t event_burst = ZN_DEFAULT_EVENT_BURST;
 };
 
 struct L4Rule {

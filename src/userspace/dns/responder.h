@@ -27,7 +27,7 @@ struct ResponderConfig {
   // One UDP socket and one TCP listener per address, all on `port` (the
   // datapath's Listeners::dns_ip4 / dns_ip6 / dns_port).
   std::vector<std::string> addresses{"127.0.0.1", "::1"};
-  uint16_t port = 15053;  // 0: the first socket picks one, the others share it
+  uint16_t port = ZN_DEFAULT_DNS_PORT;  // 0: the first socket picks one, the others share it
   HandlerConfig handler;
   size_t max_tcp_connections = 64;             // more are accepted and closed at once
   std::chrono::milliseconds tcp_idle_timeout{10000};  // per message, from its first byte wait

@@ -14,22 +14,26 @@
 
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/policy.h"
+#include "zn_abi.h"
 
 namespace zn::proxy {
 
+inline constexpr std::chrono::milliseconds kDefaultIdleTimeout{std::chrono::minutes(5)};
+inline constexpr std::chrono::milliseconds kDefaultHeaderTimeout{10000};
+
 struct ProxyConfig {
   std::vector<std::string> addresses{"127.0.0.1", "::1"};
-  uint16_t port = 15001;  // 0 picks one (tests)
+  uint16_t port = ZN_DEFAULT_PROXY_PORT;  // 0 picks one (tests)
   std::chrono::milliseconds hello_timeout{5000};    // slowloris bound on the first bytes
   std::chrono::milliseconds connect_timeout{5000};
   // A relayed connection with no byte in either direction for this long is
   // torn down, so idle guests cannot pin proxy resources forever.
-  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds idle_timeout{kDefaultIdleTimeout};
   size_t max_connections = 4096;
   // Per guest source address (a session has one of each family), counted
   // from accept, so a guest cannot starve the others, slowloris included.
   size_t max_connections_per_guest = 256;
-  std::chrono::milliseconds header_timeout{10000};  // a started request head
+  std::chrono::milliseconds header_timeout{kDefaultHeaderTimeout};  // a started request head
   // Interception: the deployment CA leaves are minted from ("" = no
   // interception: such connections are reset), and the extra trust bundle
   // for upstreams on top of the system store ("" = system store only).
