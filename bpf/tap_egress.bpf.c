@@ -89,18 +89,18 @@ static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_s
 	if ((void *)(target + 1) > data_end)
 		return DROP(ZN_DROP_TRUNCATED_L4);
 	if (options) {
-		if ((void *)(opt + ZN_ND_OPT_LEN) > data_end)
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		if (opt[1] != 1)
-			return DROP(ZN_DROP_ND_MALFORMED);
+		__u32 why = zn_nd_option_shape(opt, data_end);
+
+		if (why)
+			return DROP(why);
 		if (opt[0] != (host_dad ? ZN_ND_OPT_NONCE
 					: type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ZN_ND_OPT_TARGET_LL
 										: ZN_ND_OPT_SOURCE_LL))
 			return DROP(ZN_DROP_ND_MALFORMED);
 	}
+	if (!zn_nd_reserved_ok(icmp6))
+		return DROP(ZN_DROP_ND_MALFORMED);
 	if (type == NDISC_NEIGHBOUR_SOLICITATION) {
-		if (icmp6->icmp6_dataun.un_data32[0] != 0)
-			return DROP(ZN_DROP_ND_MALFORMED);
 		if (host_dad) {
 			if (!zn_is_gateway_ip6(s, target))
 				return DROP(ZN_DROP_ND_SPOOF);
@@ -114,8 +114,6 @@ static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_s
 			return DROP(ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	}
-	if (icmp6->icmp6_dataun.un_data32[0] & bpf_htonl(0x1fffffff))
-		return DROP(ZN_DROP_ND_MALFORMED);
 	if (!zn_is_gateway_ip6(s, target))
 		return DROP(ZN_DROP_ND_SPOOF);
 	if (!zn_is_guest_ip6(s, &ip6h->daddr) && !zn_ip6_is_ff02(&ip6h->daddr, 1))

@@ -353,10 +353,10 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 	if (type != NDISC_ROUTER_SOLICITATION && (void *)(target + 1) > data_end)
 		return DROP(ZN_DROP_TRUNCATED_L4);
 	if (options) {
-		if ((void *)(opt + ZN_ND_OPT_LEN) > data_end)
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		if (opt[1] != 1)
-			return DROP(ZN_DROP_ND_MALFORMED);
+		__u32 why = zn_nd_option_shape(opt, data_end);
+
+		if (why)
+			return DROP(why);
 		if (from_unspec) {
 			/* RFC 4861 4.1, 7.2.2: no link-layer address from ::. */
 			if (type != NDISC_NEIGHBOUR_SOLICITATION || opt[0] != ZN_ND_OPT_NONCE)
@@ -370,16 +370,14 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 		}
 	}
 
+	if (!zn_nd_reserved_ok(icmp6))
+		return DROP(ZN_DROP_ND_MALFORMED);
 	switch (type) {
 	case NDISC_ROUTER_SOLICITATION:
-		if (icmp6->icmp6_dataun.un_data32[0] != 0)
-			return DROP(ZN_DROP_ND_MALFORMED);
 		if (!zn_ip6_is_ff02(&ip6h->daddr, 2))
 			return DROP(ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	case NDISC_NEIGHBOUR_SOLICITATION:
-		if (icmp6->icmp6_dataun.un_data32[0] != 0)
-			return DROP(ZN_DROP_ND_MALFORMED);
 		if (from_unspec) {
 			/* DAD: the guest asks whether its own address is taken. */
 			if (!zn_is_guest_ip6(s, target))
@@ -393,9 +391,6 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 			return DROP(ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	default: /* NDISC_NEIGHBOUR_ADVERTISEMENT */
-		/* Flags R, S, O; the other 29 bits are reserved. */
-		if (icmp6->icmp6_dataun.un_data32[0] & bpf_htonl(0x1fffffff))
-			return DROP(ZN_DROP_ND_MALFORMED);
 		/* Only its own addresses, so the guest cannot take over the gateway's. */
 		if (!zn_is_guest_ip6(s, target))
 			return DROP(ZN_DROP_ND_SPOOF);

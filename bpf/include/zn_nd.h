@@ -58,4 +58,26 @@ static __always_inline int zn_nd_option_count(const struct __sk_buff *skb, const
 	return -1;
 }
 
+/* The one option a message may carry, at opt: inside the packet and 8 bytes
+ * long (length field 1). Returns 0 or the drop reason. */
+static __always_inline __u32 zn_nd_option_shape(const __u8 *opt, const void *data_end)
+{
+	if ((void *)(opt + ZN_ND_OPT_LEN) > data_end)
+		return ZN_DROP_TRUNCATED_L4;
+	if (opt[1] != 1)
+		return ZN_DROP_ND_MALFORMED;
+	return 0;
+}
+
+/* The 32 bits after the ICMPv6 header (RFC 4861 4.1-4.4): reserved, all zero,
+ * for RS and NS; an NA may set only its R, S and O flags. */
+static __always_inline int zn_nd_reserved_ok(const struct icmp6hdr *icmp6)
+{
+	__u32 word = icmp6->icmp6_dataun.un_data32[0];
+
+	if (icmp6->icmp6_type == NDISC_NEIGHBOUR_ADVERTISEMENT)
+		return !(word & bpf_htonl(0x1fffffff));
+	return word == 0;
+}
+
 #endif /* ZN_ND_H */

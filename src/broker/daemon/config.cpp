@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "broker/policy/host_pattern.h"
 #include "broker/policy/parser.h"
@@ -94,11 +95,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     }
   }
   // The pools feed the proxy's guard too: each must be a prefix of its family.
-  for (const auto& [key, family] :
-       {std::pair{"address_pool_ipv4", AF_INET}, std::pair{"address_pool_ipv6", AF_INET6}}) {
-    const std::string& text = key == std::string("address_pool_ipv4") ? c.address_pool_ipv4 : c.address_pool_ipv6;
-    auto pool = proxy::AddressPrefix::parse(text);
-    if (!pool || pool->network.family != family || text.find('/') == std::string::npos)
+  for (const auto& [key, text, family] : {std::tuple{"address_pool_ipv4", &c.address_pool_ipv4, AF_INET},
+                                          std::tuple{"address_pool_ipv6", &c.address_pool_ipv6, AF_INET6}}) {
+    auto pool = proxy::AddressPrefix::parse(*text);
+    if (!pool || pool->network.family != family || text->find('/') == std::string::npos)
       fail(std::string("$.") + key, "must be an " + std::string(family == AF_INET ? "IPv4" : "IPv6") +
                                         " prefix with no host bits, e.g. " +
                                         (family == AF_INET ? "198.19.0.0/16" : "2001:db8:19::/48"));

@@ -35,6 +35,15 @@ bool in_l4_plan(const Session& s, const dns::IpAddress& dst, uint16_t port) {
   });
 }
 
+// The token a rule's identity injects (resources.<name>.accessToken), or
+// null: the one lookup for injection and for scrubbing.
+const std::string* access_token(const Policy& p, const std::string& identity) {
+  auto resource = p.resources.find(identity);
+  if (resource == p.resources.end()) return nullptr;
+  auto token = resource->second.fields.find("accessToken");
+  return token == resource->second.fields.end() ? nullptr : &token->second;
+}
+
 }  // namespace
 
 proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, const std::string& reason,
@@ -231,14 +240,11 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::str
   // The policy may have changed since the verdict: the rule must still be
   // the one that allowed the request.
   if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
-  auto resource = p.resources.find(ref.identity);
-  if (resource == p.resources.end()) return std::nullopt;
-  auto token = resource->second.fields.find("accessToken");
-  if (token == resource->second.fields.end()) return std::nullopt;
+  const std::string* token = access_token(p, ref.identity);
+  if (!token) return std::nullopt;
   // The token itself is what an echoing upstream must not hand back, in
   // whatever encoding: "Bearer " is no part of the secret.
-  return proxy::Injection{
-      "Authorization", "Bearer " + token->second, {"Authorization", "Proxy-Authorization"}, {token->second}};
+  return proxy::Injection{"Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
 }
 
 std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
@@ -248,12 +254,10 @@ std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::s
   const Policy& p = s->policy->policy();
   for (const auto& rule : p.allow) {
     if (!rule.identity) continue;
-    auto resource = p.resources.find(*rule.identity);
-    if (resource == p.resources.end()) continue;
-    auto token = resource->second.fields.find("accessToken");
-    if (token == resource->second.fields.end()) continue;
-    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == token->second; }))
-      out.push_back({*rule.identity, token->second});
+    const std::string* token = access_token(p, *rule.identity);
+    if (!token) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == *token; }))
+      out.push_back({*rule.identity, *token});
   }
   return out;
 }

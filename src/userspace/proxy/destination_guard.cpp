@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "userspace/net/transparent_socket.h"
+
 namespace zn::proxy {
 
 DestinationGuard::DestinationGuard(GuardConfig config, std::shared_ptr<const LocalAddresses> local)
@@ -43,8 +45,7 @@ std::optional<std::string> DestinationGuard::check(const dns::IpAddress& a, bool
 }
 
 std::string upstream_text(const dns::IpAddress& address, uint16_t port) {
-  const std::string host = address.to_string();
-  return (address.family == AF_INET6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return dns::endpoint_text(dns::make_endpoint(address.to_string(), port));
 }
 
 }  // namespace zn::proxy

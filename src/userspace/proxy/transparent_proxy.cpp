@@ -259,10 +259,7 @@ struct TransparentProxy::Impl {
         upstream_failures++;
         summary.end = "upstream unreachable";
       }
-      summary.duration =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      co_await asio::co_spawn(
-          pool, [this, &summary]() -> awaitable<void> { policy.on_closed(summary); co_return; }, use_awaitable);
+      co_await report_closed(summary, start);
       co_return;
     }
     allowed++;
@@ -279,9 +276,16 @@ struct TransparentProxy::Impl {
       if (activity.idle_closed) idle_closed++;
       summary.end = activity.idle_closed ? "idle timeout" : "closed";
     }
-    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     if (wec) summary.end = "upstream write failed";
-    policy.on_closed(summary);
+    co_await report_closed(summary, start);
+  }
+
+  // The broker audits the connection, which may wait on the disk: on the
+  // pool, never on this loop.
+  awaitable<void> report_closed(ConnectionSummary& summary, std::chrono::steady_clock::time_point start) {
+    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    co_await asio::co_spawn(
+        pool, [this, &summary]() -> awaitable<void> { policy.on_closed(summary); co_return; }, use_awaitable);
   }
 
   awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision, const std::vector<uint8_t>& hello) {
