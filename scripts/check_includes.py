@@ -2,7 +2,10 @@
 """Fails (exit 1) when a source file includes a header from a folder that is
 not below its own in the dependency order (issue 10): capabilities depend
 only downward, tools -> broker -> userspace, vmm -> common, and inside each
-layer in the order written here. Run by scripts/test.sh before the build.
+layer in the order written here. The same order holds for the libraries each
+folder's CMakeLists.txt links (zn_capability(zn_<folder> ... PUBLIC/PRIVATE
+zn_<lower> ...)): the build then refuses an include of anything not linked.
+Run by scripts/test.sh before the build.
 
   check_includes.py [REPO_ROOT]
 """
@@ -34,6 +37,10 @@ ALLOWED = {
     "broker/daemon": LOWER + ["broker/policy", "broker/audit", "broker/identity", "broker/session",
                               "broker/control"],
 }
+CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
+LIBRARY = re.compile(r"\bzn_\w+")
+# Libraries that are not capability folders: the BPF ABI header, Asio's flags.
+NOT_FOLDERS = {"zn_bpf_abi", "zn_asio"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -69,12 +76,37 @@ def main():
                 if target is None or target == folder or target in ALLOWED[folder]:
                     continue
                 problems.append(f"src/{folder}/{name}: includes \"{include}\" ({target} is not below {folder})")
+    problems += check_links(src)
     for p in problems:
         print("check_includes: " + p, file=sys.stderr)
     if problems:
         return 1
     print(f"check_includes: {files} files, every include goes downward")
     return 0
+
+
+def check_links(src):
+    """Each capability library links only libraries of folders below it."""
+    folder_of_target, declared = {}, {}
+    for folder in ALLOWED:
+        cmake = os.path.join(src, folder, "CMakeLists.txt")
+        if not os.path.exists(cmake):
+            continue
+        with open(cmake, encoding="utf-8") as f:
+            for target, body in CAPABILITY.findall(f.read()):
+                folder_of_target[target] = folder
+                declared[target] = set(LIBRARY.findall(body)) - NOT_FOLDERS
+    problems = [f"src/{folder}: no zn_capability() in its CMakeLists.txt"
+                for folder in ALLOWED if folder not in folder_of_target.values()]
+    for target, deps in declared.items():
+        folder = folder_of_target[target]
+        for dep in sorted(deps):
+            lower = folder_of_target.get(dep)
+            if lower is None:
+                problems.append(f"src/{folder}/CMakeLists.txt: links {dep}, not a capability library")
+            elif lower != folder and lower not in ALLOWED[folder]:
+                problems.append(f"src/{folder}/CMakeLists.txt: links {dep} ({lower} is not below {folder})")
+    return problems
 
 
 if __name__ == "__main__":
