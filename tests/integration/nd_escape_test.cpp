@@ -26,8 +26,8 @@
 #include "support/packet_builder.h"
 #include "userspace/datapath/tc_attachment.h"
 #include "userspace/datapath/verdict_names.h"
-#include "vmm/host/ip_address.h"
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/address.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::test {
 namespace {
@@ -51,7 +51,7 @@ class Icmp6Recorder {
  public:
   explicit Icmp6Recorder(const std::string& netns) {
     NetnsScope in_ns(netns);
-    fd_ = vmm::UniqueFd(::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6));
+    fd_ = zn::net::UniqueFd(::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6));
     if (!fd_) throw std::system_error(errno, std::generic_category(), "raw ICMPv6 socket");
     timeval tv{0, 100000};
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -82,7 +82,7 @@ class Icmp6Recorder {
       seen_.emplace_back(from.sin6_addr, buf[0]);
     }
   }
-  vmm::UniqueFd fd_;
+  zn::net::UniqueFd fd_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::vector<std::pair<in6_addr, uint8_t>> seen_;
@@ -113,7 +113,7 @@ class NdEscapeTest : public ::testing::Test {
         icmp6(kNs, concat(nd_target(offlink), nd_option(0x99, Bytes(62, 'x')))),
     };
     NetnsScope in_guest(g.netns);
-    vmm::UniqueFd fd(::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6));
+    zn::net::UniqueFd fd(::socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6));
     if (!fd) throw std::system_error(errno, std::generic_category(), "raw ICMPv6 socket");
     const int hops = 255;
     ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops);
@@ -187,7 +187,7 @@ TEST_F(NdEscapeTest, GuestKernelNeighbourDiscoveryStillPasses) {
   // Flush the guest's entry for the gateway so its kernel must solicit again.
   std::string cmd = "ip netns exec " + g0().netns + " ip -6 neigh flush dev eth0";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  cmd = "ip netns exec " + g0().netns + " ping -6 -c 1 -W 2 " + vmm::to_string(g0().gateway_ip6) + " >/dev/null 2>&1";
+  cmd = "ip netns exec " + g0().netns + " ping -6 -c 1 -W 2 " + zn::net::to_string(g0().gateway_ip6) + " >/dev/null 2>&1";
   (void)std::system(cmd.c_str());  // the echo itself is dropped (drop:icmp); resolution is what counts
   bool resolved = false;
   for (int i = 0; i < 30 && !resolved; ++i) {

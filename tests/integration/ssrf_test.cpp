@@ -280,32 +280,32 @@ class SsrfLocalTable : public ::testing::Test {
 };
 
 TEST_F(SsrfLocalTable, AnAddressAddedIsRefusedWithinAMomentAndAllowedAgainOnceRemoved) {
-  std::shared_ptr<proxy::LocalAddresses> local;
+  std::shared_ptr<zn::net::LocalAddresses> local;
   {
     NetnsScope in(ns_);  // its sockets live in the namespace for good
-    local = std::make_shared<proxy::LocalAddresses>();
+    local = std::make_shared<zn::net::LocalAddresses>();
   }
   proxy::GuardConfig c;
-  c.allow = {*proxy::AddressPrefix::parse("203.0.113.0/24"), *proxy::AddressPrefix::parse("2001:db8:77::/48")};
+  c.allow = {*zn::net::AddressPrefix::parse("203.0.113.0/24"), *zn::net::AddressPrefix::parse("2001:db8:77::/48")};
   proxy::DestinationGuard guard(c, local);
-  const auto v4 = *dns::IpAddress::parse("203.0.113.77"), v6 = *dns::IpAddress::parse("2001:db8:77::7"),
-             other = *dns::IpAddress::parse("203.0.113.78");
-  auto refusal = [&](const dns::IpAddress& a) { return guard.refusal(a).value_or("allowed"); };
-  auto wait_for = [&](const dns::IpAddress& a, const std::string& want) {
+  const auto v4 = *zn::net::IpAddress::parse("203.0.113.77"), v6 = *zn::net::IpAddress::parse("2001:db8:77::7"),
+             other = *zn::net::IpAddress::parse("203.0.113.78");
+  auto refusal = [&](const zn::net::IpAddress& a) { return guard.refusal(a).value_or("allowed"); };
+  auto wait_for = [&](const zn::net::IpAddress& a, const std::string& want) {
     for (int i = 0; i < 200 && refusal(a) != want; ++i) std::this_thread::sleep_for(10ms);
     return refusal(a);
   };
   // Positive controls first: allowed by the allowance, not local yet.
   EXPECT_EQ(refusal(v4), "allowed");
   EXPECT_EQ(refusal(v6), "allowed");
-  EXPECT_EQ(refusal(*dns::IpAddress::parse("127.0.0.1")), "local address");  // lo is up in the namespace
+  EXPECT_EQ(refusal(*zn::net::IpAddress::parse("127.0.0.1")), "local address");  // lo is up in the namespace
 
   ip("addr add 203.0.113.77/24 dev va");
   ip("addr add 2001:db8:77::7/64 dev va nodad");
   EXPECT_EQ(wait_for(v4, "local address"), "local address");
   EXPECT_EQ(wait_for(v6, "local address"), "local address");
-  EXPECT_EQ(refusal(*dns::IpAddress::parse("::ffff:203.0.113.77")), "local address");
-  EXPECT_EQ(refusal(*dns::IpAddress::parse("203.0.113.255")), "local address");  // the subnet's broadcast
+  EXPECT_EQ(refusal(*zn::net::IpAddress::parse("::ffff:203.0.113.77")), "local address");
+  EXPECT_EQ(refusal(*zn::net::IpAddress::parse("203.0.113.255")), "local address");  // the subnet's broadcast
   EXPECT_EQ(refusal(other), "allowed");  // a neighbour on the subnet is not the host
 
   ip("addr del 203.0.113.77/24 dev va");
@@ -318,7 +318,7 @@ TEST_F(SsrfLocalTable, AnAddressAddedIsRefusedWithinAMomentAndAllowedAgainOnceRe
 
   // An allowance lying inside the local prefix opens it; a covering one does not.
   proxy::GuardConfig exact = c;
-  exact.allow.push_back(*proxy::AddressPrefix::parse("203.0.113.78/32"));
+  exact.allow.push_back(*zn::net::AddressPrefix::parse("203.0.113.78/32"));
   EXPECT_FALSE(proxy::DestinationGuard(exact, local).refusal(other));
 }
 

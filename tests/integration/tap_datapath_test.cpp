@@ -17,7 +17,7 @@
 #include "userspace/datapath/drop_events.h"
 #include "userspace/datapath/tc_attachment.h"
 #include "userspace/datapath/verdict_names.h"
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 
 namespace zn::test {
 namespace {
@@ -172,11 +172,11 @@ TEST_F(TapDatapathTest, HostServicesOnTapAddressAreUnreachable) {
   // Something really listens on the host side, on every address.
   NetnsScope in_host(env_->lab().host_netns());
   TransparentTcpListener host_service("0.0.0.0", 8080);
-  auto r = in_guest("nc -z -w 2 " + vmm::to_string(g0().gateway_ip4) + " 8080");
+  auto r = in_guest("nc -z -w 2 " + zn::net::to_string(g0().gateway_ip4) + " 8080");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(host_service.accept_for(100ms).has_value());
   EXPECT_TRUE(saw_event(ZN_DROP_HOST_SERVICE, 8080, env_->session_idx(0)));
-  auto steered_port = in_guest("curl -s -m 2 http://" + vmm::to_string(g0().gateway_ip4) + "/");
+  auto steered_port = in_guest("curl -s -m 2 http://" + zn::net::to_string(g0().gateway_ip4) + "/");
   EXPECT_NE(steered_port.exit_code, 0);
   EXPECT_TRUE(saw_event(ZN_DROP_HOST_SERVICE, 80, env_->session_idx(0)));
 }
@@ -215,7 +215,7 @@ TEST_F(TapDatapathTest, UnsolicitedPacketsNeverReachTheGuest) {
   });
   std::this_thread::sleep_for(300ms);
   const auto before = counters();
-  const std::string guest = vmm::to_string(g0().guest_ip4);
+  const std::string guest = zn::net::to_string(g0().guest_ip4);
   run_in_netns(env_->lab().host_netns(), "echo from-host | nc -u -w 1 " + guest + " 9999");
   run_in_netns(env_->lab().inet_netns(), "echo from-inet | nc -u -w 1 " + guest + " 9999");
   {
@@ -223,7 +223,7 @@ TEST_F(TapDatapathTest, UnsolicitedPacketsNeverReachTheGuest) {
     TransparentUdpSocket marked("0.0.0.0", 0);  // SO_MARK = host reply
     Datagram to;
     to.peer_addr = make_sockaddr(guest, 9999);
-    to.original_dst = make_sockaddr(vmm::to_string(g0().gateway_ip4), 53);
+    to.original_dst = make_sockaddr(zn::net::to_string(g0().gateway_ip4), 53);
     marked.reply(to, {'m', 'a', 'r', 'k', 'e', 'd'});
   }
   auto got = receiver.get();

@@ -23,7 +23,7 @@ bool readable(int fd, std::chrono::milliseconds timeout) {
 }
 
 std::string source_ip(const sockaddr_storage& ss) {
-  std::string t = endpoint_text(ss);
+  std::string t = zn::net::endpoint_text(ss);
   // "1.2.3.4:53" / "[::1]:53" -> address only
   if (t.front() == '[') return t.substr(1, t.find(']') - 1);
   return t.substr(0, t.rfind(':'));
@@ -98,7 +98,7 @@ DnsDecision RecordingPolicy::decide(const std::string&, const std::string& qname
 }
 
 void RecordingPolicy::on_answer(const std::string& sid, const std::string& qname,
-                                const std::vector<IpAddress>& addresses, uint32_t ttl) {
+                                const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) {
   std::lock_guard lock(mutex_);
   answers_.push_back({sid, qname, addresses, ttl});
 }
@@ -128,7 +128,7 @@ std::optional<Bytes> udp_exchange(const sockaddr_storage& server, const Bytes& q
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
   std::optional<Bytes> out;
   if (::sendto(fd, query.data(), query.size(), 0, reinterpret_cast<const sockaddr*>(&server),
-               endpoint_len(server)) == static_cast<ssize_t>(query.size()) &&
+               zn::net::endpoint_len(server)) == static_cast<ssize_t>(query.size()) &&
       readable(fd, timeout)) {
     Bytes buf(65536);
     ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
@@ -144,7 +144,7 @@ std::optional<Bytes> udp_exchange(const sockaddr_storage& server, const Bytes& q
 int tcp_connect(const sockaddr_storage& server) {
   int fd = ::socket(server.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&server), endpoint_len(server)) < 0) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&server), zn::net::endpoint_len(server)) < 0) {
     int e = errno;
     ::close(fd);
     throw std::system_error(e, std::generic_category(), "connect");

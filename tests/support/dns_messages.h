@@ -47,7 +47,7 @@ class RecordingPolicy : public DnsPolicy {
  public:
   struct Answer {
     std::string session, qname;
-    std::vector<IpAddress> addresses;
+    std::vector<zn::net::IpAddress> addresses;
     uint32_t ttl;
   };
   struct Denial {
@@ -60,7 +60,7 @@ class RecordingPolicy : public DnsPolicy {
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
   void on_answer(const std::string& session_id, const std::string& qname,
-                 const std::vector<IpAddress>& addresses, uint32_t ttl) override;
+                 const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) override;
   void on_denied(const std::string& session_id, const std::string& qname,
                  const std::string& reason) override;
 

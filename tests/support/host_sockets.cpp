@@ -25,8 +25,8 @@ bool wait_readable(int fd, std::chrono::milliseconds timeout) {
 
 // The same transparent, marked sockets the DNS responder and proxy open.
 TransparentTcpListener::TransparentTcpListener(const std::string& ip, uint16_t port)
-    : fd_(dns::open_transparent_listener(make_sockaddr(ip, port), SOCK_STREAM, 64)),
-      port_(dns::bound_port(fd_.get())) {}
+    : fd_(zn::net::open_transparent_listener(make_sockaddr(ip, port), SOCK_STREAM, 64)),
+      port_(zn::net::bound_port(fd_.get())) {}
 
 std::optional<Accepted> TransparentTcpListener::accept_for(std::chrono::milliseconds timeout) {
   if (!wait_readable(fd_.get(), timeout)) return std::nullopt;
@@ -42,14 +42,14 @@ std::optional<Accepted> TransparentTcpListener::accept_for(std::chrono::millisec
 
 TransparentUdpSocket::TransparentUdpSocket(const std::string& ip, uint16_t port)
     : address_(make_sockaddr(ip, port)),
-      fd_(dns::open_transparent_listener(address_, SOCK_DGRAM)),
-      port_(dns::bound_port(fd_.get())) {}
+      fd_(zn::net::open_transparent_listener(address_, SOCK_DGRAM)),
+      port_(zn::net::bound_port(fd_.get())) {}
 
 std::optional<Datagram> TransparentUdpSocket::recv_for(std::chrono::milliseconds timeout) {
   if (!wait_readable(fd_.get(), timeout)) return std::nullopt;
   Datagram d;
   d.payload.resize(65536);
-  auto received = dns::receive_datagram(fd_.get(), d.payload);
+  auto received = zn::net::receive_datagram(fd_.get(), d.payload);
   if (!received) return std::nullopt;
   d.payload.resize(received->size);
   d.peer_addr = received->source;
@@ -60,7 +60,7 @@ std::optional<Datagram> TransparentUdpSocket::recv_for(std::chrono::milliseconds
 
 void TransparentUdpSocket::reply(const Datagram& to, const std::vector<uint8_t>& payload) {
   // From the address and port the guest sent to (e.g. 8.8.8.8:53).
-  if (!dns::send_datagram_from(fd_.get(), address_, to.original_dst, to.peer_addr, payload))
+  if (!zn::net::send_datagram_from(fd_.get(), address_, to.original_dst, to.peer_addr, payload))
     throw std::system_error(errno, std::generic_category(), "reply from " + sockaddr_text(to.original_dst));
 }
 

@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "userspace/net/transparent_socket.h"
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::test {
 
 // "1.2.3.4:80" / "[::1]:80"
-inline std::string sockaddr_text(const sockaddr_storage& ss) { return dns::endpoint_text(ss); }
-inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) { return dns::make_endpoint(ip, port); }
+inline std::string sockaddr_text(const sockaddr_storage& ss) { return zn::net::endpoint_text(ss); }
+inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) { return zn::net::make_endpoint(ip, port); }
 
-using Fd = vmm::UniqueFd;
+using Fd = zn::net::UniqueFd;
 
 struct Accepted {
   Fd fd;

@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "common/netns.h"
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::vmm::testing {
 
@@ -45,8 +45,8 @@ inline SockAddr make_addr(const std::string& text, std::uint16_t port) {
   return out;
 }
 
-inline UniqueFd udp_socket(int family) {
-  UniqueFd fd(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+inline zn::net::UniqueFd udp_socket(int family) {
+  zn::net::UniqueFd fd(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd) throw std::system_error(errno, std::generic_category(), "socket");
   timeval tv{1, 0};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -60,7 +60,7 @@ inline bool udp_round_trip(const std::string& client_ns, const std::string& serv
                            const std::string& server_ip) {
   const bool link_local = server_ip.find('%') != std::string::npos;
   const int family = server_ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
-  UniqueFd server, client;
+  zn::net::UniqueFd server, client;
   std::uint16_t port = 0;
   {
     NetnsScope in_server(server_ns);

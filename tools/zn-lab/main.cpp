@@ -17,13 +17,13 @@
 #include "userspace/datapath/drop_events.h"
 #include "userspace/datapath/pinned_maps.h"
 #include "userspace/datapath/verdict_names.h"
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 #include "vmm/lab/lab.h"
 
 namespace {
 
 using zn::vmm::Lab;
-using zn::vmm::to_string;
+using zn::net::to_string;
 
 constexpr char kUsage[] =
     "usage: zn-lab [--prefix P] up [--guests N] [--ungoverned]\n"

@@ -97,7 +97,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   // The pools feed the proxy's guard too: each must be a prefix of its family.
   for (const auto& [key, text, family] : {std::tuple{"address_pool_ipv4", &c.address_pool_ipv4, AF_INET},
                                           std::tuple{"address_pool_ipv6", &c.address_pool_ipv6, AF_INET6}}) {
-    auto pool = proxy::AddressPrefix::parse(*text);
+    auto pool = net::AddressPrefix::parse(*text);
     if (!pool || pool->network.family != family || text->find('/') == std::string::npos)
       fail(std::string("$.") + key, "must be an " + std::string(family == AF_INET ? "IPv4" : "IPv6") +
                                         " prefix with no host bits, e.g. " +
@@ -109,14 +109,14 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     for (size_t i = 0; i < u.size(); ++i) {
       const std::string path = "$.upstream_allow[" + std::to_string(i) + "]";
       if (!u[i].is_string()) fail(path, "must be a string");
-      if (!proxy::AddressPrefix::parse(u[i].get<std::string>()))
+      if (!net::AddressPrefix::parse(u[i].get<std::string>()))
         fail(path, "must be an address or prefix with no host bits, e.g. 198.18.0.0/16");
       c.upstream_allow.push_back(u[i].get<std::string>());
     }
   }
   c.nat64_prefix = get_string(doc, "nat64_prefix", c.nat64_prefix);
   if (!c.nat64_prefix.empty()) {
-    auto p = proxy::AddressPrefix::parse(c.nat64_prefix);
+    auto p = net::AddressPrefix::parse(c.nat64_prefix);
     if (!p || p->network.family != AF_INET6 || p->length != 96)
       fail("$.nat64_prefix", "must be an IPv6 /96 prefix, e.g. 64:ff9b::/96");
   }

@@ -13,7 +13,7 @@
 #include "common/netns.h"
 #include "userspace/datapath/drop_events.h"
 #include "userspace/datapath/verdict_names.h"
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 #include "vmm/host/steering_routes.h"
 
 namespace zn::broker {
@@ -22,9 +22,9 @@ namespace {
 using json = nlohmann::json;
 
 // L4 rule names resolved like guest DNS (static overrides, then upstream).
-std::vector<ResolvedAddress> to_resolved(const std::vector<dns::IpAddress>& addresses) {
+std::vector<ResolvedAddress> to_resolved(const std::vector<net::IpAddress>& addresses) {
   std::vector<ResolvedAddress> out;
-  for (const dns::IpAddress& a : addresses) {
+  for (const net::IpAddress& a : addresses) {
     ResolvedAddress r;
     r.family = a.family == AF_INET6 ? 6 : 4;
     std::copy(a.bytes.begin(), a.bytes.end(), r.addr.begin());
@@ -38,11 +38,11 @@ std::vector<ResolvedAddress> to_resolved(const std::vector<dns::IpAddress>& addr
 std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c) {
   proxy::GuardConfig g;
   for (const std::string* pool : {&c.address_pool_ipv4, &c.address_pool_ipv6})
-    if (auto p = proxy::AddressPrefix::parse(*pool)) g.guest_pools.push_back(*p);
+    if (auto p = net::AddressPrefix::parse(*pool)) g.guest_pools.push_back(*p);
   for (const std::string& text : c.upstream_allow)
-    if (auto p = proxy::AddressPrefix::parse(text)) g.allow.push_back(*p);
-  if (!c.nat64_prefix.empty()) g.nat64 = proxy::AddressPrefix::parse(c.nat64_prefix);
-  return std::make_shared<const proxy::DestinationGuard>(std::move(g), std::make_shared<proxy::LocalAddresses>());
+    if (auto p = net::AddressPrefix::parse(text)) g.allow.push_back(*p);
+  if (!c.nat64_prefix.empty()) g.nat64 = net::AddressPrefix::parse(c.nat64_prefix);
+  return std::make_shared<const proxy::DestinationGuard>(std::move(g), std::make_shared<net::LocalAddresses>());
 }
 
 const json& require(const json& args, const char* key) {
@@ -96,8 +96,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.resolve = [this, guard](const std::string& name) {
     // An L4 rule's name never puts the host itself, a guest pool or a
     // special-purpose range into the datapath (the proxy refuses them too).
-    std::vector<dns::IpAddress> kept;
-    for (const dns::IpAddress& a : resolver_->resolve_now(name)) {
+    std::vector<net::IpAddress> kept;
+    for (const net::IpAddress& a : resolver_->resolve_now(name)) {
       if (auto why = guard->refusal(a)) {
         spdlog::warn("L4 rule host {}: {} refused ({})", name, a.to_string(), *why);
         audit_->append({"egress:deny", "", {{"host", name}, {"address", a.to_string()}, {"reason", *why},
@@ -175,12 +175,12 @@ json ZerodDaemon::describe(const Session& s, bool with_policy) const {
               {"adopted", s.record.adopted},
               {"policy_version", s.record.policy_version},
               {"network",
-               {{"address", vmm::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
-                {"gateway", vmm::to_string(s.net.gateway_ip4)},
-                {"address6", vmm::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
-                {"gateway6", vmm::to_string(s.net.gateway_ip6)},
-                {"dns", vmm::to_string(s.net.gateway_ip4)},
-                {"mac", vmm::to_string(s.net.guest_mac)},
+               {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
+                {"gateway", net::to_string(s.net.gateway_ip4)},
+                {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
+                {"gateway6", net::to_string(s.net.gateway_ip6)},
+                {"dns", net::to_string(s.net.gateway_ip4)},
+                {"mac", net::to_string(s.net.guest_mac)},
                 {"mtu", vmm::GuestNetwork::kMtu},
                 {"ca_certificate", ca_.cert}}}};
   if (with_policy) {

@@ -28,12 +28,12 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
 }
 
 void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,
-                                 const std::vector<dns::IpAddress>& addresses, uint32_t ttl) {
+                                 const std::vector<net::IpAddress>& addresses, uint32_t ttl) {
   {
     std::lock_guard lock(mu_);
     RecordedAnswer& a = answers_[session_id][qname];
     for (const auto& addr : addresses) {
-      const bool known = std::any_of(a.addresses.begin(), a.addresses.end(), [&](const dns::IpAddress& x) {
+      const bool known = std::any_of(a.addresses.begin(), a.addresses.end(), [&](const net::IpAddress& x) {
         return x.family == addr.family && x.bytes == addr.bytes;
       });
       if (!known) a.addresses.push_back(addr);
@@ -50,7 +50,7 @@ void SessionDnsPolicy::on_denied(const std::string& session_id, const std::strin
   audit_.append({"dns:deny", session_id, {{"name", qname}, {"reason", reason}}});
 }
 
-std::vector<dns::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,
+std::vector<net::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,
                                                       const std::string& qname) const {
   std::lock_guard lock(mu_);
   auto s = answers_.find(session_id);
@@ -69,7 +69,7 @@ ConfiguredResolver::ConfiguredResolver(const std::map<std::string, std::vector<s
                                        const std::vector<std::string>& upstream) {
   for (const auto& [name, addrs] : static_names)
     for (const auto& text : addrs)
-      if (auto a = dns::IpAddress::parse(text)) static_[name].push_back(*a);
+      if (auto a = net::IpAddress::parse(text)) static_[name].push_back(*a);
   static_resolver_ = std::make_unique<dns::StaticResolver>(static_);
   if (!upstream.empty()) upstream_ = std::make_unique<dns::AresResolver>(dns::AresConfig{upstream});
 }
@@ -86,14 +86,14 @@ void ConfiguredResolver::resolve(const std::string& name, dns::QType qtype, Call
 
 namespace zn::broker {
 
-std::vector<dns::IpAddress> ConfiguredResolver::resolve_now(const std::string& name) {
-  std::vector<dns::IpAddress> out;
+std::vector<net::IpAddress> ConfiguredResolver::resolve_now(const std::string& name) {
+  std::vector<net::IpAddress> out;
   for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
     auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
     auto answer = promise->get_future();
     resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
     if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
-    for (const dns::IpAddress& a : answer.get().addresses) out.push_back(a);
+    for (const net::IpAddress& a : answer.get().addresses) out.push_back(a);
   }
   return out;
 }

@@ -19,7 +19,7 @@
 namespace zn::broker {
 
 struct RecordedAnswer {
-  std::vector<dns::IpAddress> addresses;
+  std::vector<net::IpAddress> addresses;
   std::chrono::steady_clock::time_point expires;
 };
 
@@ -30,12 +30,12 @@ class SessionDnsPolicy : public dns::DnsPolicy {
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
   void on_answer(const std::string& session_id, const std::string& qname,
-                 const std::vector<dns::IpAddress>& addresses, uint32_t ttl) override;
+                 const std::vector<net::IpAddress>& addresses, uint32_t ttl) override;
   void on_denied(const std::string& session_id, const std::string& qname,
                  const std::string& reason) override;
 
   // Unexpired answers given to a session for a name.
-  std::vector<dns::IpAddress> answers(const std::string& session_id, const std::string& qname) const;
+  std::vector<net::IpAddress> answers(const std::string& session_id, const std::string& qname) const;
   void forget(const std::string& session_id);
 
  private:
@@ -52,10 +52,10 @@ class ConfiguredResolver : public dns::Resolver {
   void resolve(const std::string& name, dns::QType qtype, Callback callback) override;
   // A and AAAA, waiting (bounded) for the answers: for the control path and
   // the proxy's pool, never for an event loop.
-  std::vector<dns::IpAddress> resolve_now(const std::string& name);
+  std::vector<net::IpAddress> resolve_now(const std::string& name);
 
  private:
-  std::map<std::string, std::vector<dns::IpAddress>> static_;
+  std::map<std::string, std::vector<net::IpAddress>> static_;
   std::unique_ptr<dns::Resolver> static_resolver_, upstream_;
 };
 

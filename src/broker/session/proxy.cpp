@@ -11,8 +11,8 @@
 namespace zn::broker {
 namespace {
 
-dns::IpAddress address_of(const sockaddr_storage& ss) {
-  dns::IpAddress a;
+net::IpAddress address_of(const sockaddr_storage& ss) {
+  net::IpAddress a;
   if (ss.ss_family == AF_INET) {
     a.family = AF_INET;
     std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, 4);
@@ -23,7 +23,7 @@ dns::IpAddress address_of(const sockaddr_storage& ss) {
   return a;
 }
 
-bool in_l4_plan(const Session& s, const dns::IpAddress& dst, uint16_t port) {
+bool in_l4_plan(const Session& s, const net::IpAddress& dst, uint16_t port) {
   const uint8_t family = dst.family == AF_INET6 ? 6 : 4;
   return std::any_of(s.plan.l4_rules.begin(), s.plan.l4_rules.end(), [&](const dp::L4Rule& r) {
     if (r.family != family || (r.port != 0 && r.port != port)) return false;
@@ -52,14 +52,14 @@ proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, con
   d.reason = reason;
   d.addresses.clear();
   audit_.append({"egress:deny", d.session,
-                 {{"host", d.host}, {"reason", reason}, {"dst", dns::endpoint_text(facts.original_dst)}}});
+                 {{"host", d.host}, {"reason", reason}, {"dst", net::endpoint_text(facts.original_dst)}}});
   return d;
 }
 
 proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts& facts) {
   proxy::UpstreamDecision d;
-  const dns::IpAddress dst = address_of(facts.original_dst);
-  const uint16_t port = dns::endpoint_port(facts.original_dst);
+  const net::IpAddress dst = address_of(facts.original_dst);
+  const uint16_t port = net::endpoint_port(facts.original_dst);
   d.port = port;
   d.host = dst.to_string();
   std::optional<Session> s = facts.guest.ss_family == AF_INET
@@ -97,7 +97,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     d.host = literal;
     HostVerdict v = s->policy->match_host(literal);
     if (!v.allowed) return reset(d, facts.sni ? "IP-literal SNI not named by a rule" : "no SNI", facts);
-    auto named = dns::IpAddress::parse(literal);
+    auto named = net::IpAddress::parse(literal);
     if (!named) return reset(d, "bad IP-literal SNI", facts);
     if (v.intercept) {
       d.mode = proxy::ConnectionMode::kIntercept;
@@ -135,7 +135,7 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
     out.reason = "unknown session";
     return out;
   }
-  if (auto literal = dns::IpAddress::parse(host)) {
+  if (auto literal = net::IpAddress::parse(host)) {
     // Reachable only because a rule names it (checked by the caller's verdict).
     if (!s->policy->match_host(host).allowed) {
       out.reason = "address not named by a rule";
@@ -151,13 +151,13 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
   // Our own resolution, pinned to what this session was told: the guest's
   // choice of address never matters, and a name it never asked us about is
   // refused.
-  const std::vector<dns::IpAddress> told = dns_.answers(session, host);
+  const std::vector<net::IpAddress> told = dns_.answers(session, host);
   if (told.empty()) {
     out.reason = "name was not resolved through governed DNS";
     return out;
   }
   std::string refused;
-  for (const dns::IpAddress& a : resolver_.resolve_now(host)) {
+  for (const net::IpAddress& a : resolver_.resolve_now(host)) {
     if (std::find(told.begin(), told.end(), a) == told.end()) continue;
     // Never the host itself, a guest, or a special-purpose range unless
     // zerod's own config allows it, whatever name pointed there.

@@ -17,8 +17,8 @@
 namespace zn::broker {
 namespace {
 
-std::string cidr(const in_addr& a) { return vmm::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4); }
-std::string cidr(const in6_addr& a) { return vmm::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6); }
+std::string cidr(const in_addr& a) { return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4); }
+std::string cidr(const in6_addr& a) { return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6); }
 
 // Adds the gateway addresses an adopted device may already carry.
 void ensure_gateway_addresses(int ifindex, const vmm::GuestNetwork& net) {
@@ -30,10 +30,10 @@ void ensure_gateway_addresses(int ifindex, const vmm::GuestNetwork& net) {
 
 nlohmann::json describe_network(const Session& s) {
   return {{"device", s.record.device},
-          {"guest_ip4", vmm::to_string(s.net.guest_ip4)},
-          {"gateway_ip4", vmm::to_string(s.net.gateway_ip4)},
-          {"guest_ip6", vmm::to_string(s.net.guest_ip6)},
-          {"guest_mac", vmm::to_string(s.net.guest_mac)}};
+          {"guest_ip4", net::to_string(s.net.guest_ip4)},
+          {"gateway_ip4", net::to_string(s.net.gateway_ip4)},
+          {"guest_ip6", net::to_string(s.net.guest_ip6)},
+          {"guest_mac", net::to_string(s.net.guest_mac)}};
 }
 
 }  // namespace

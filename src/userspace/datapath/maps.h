@@ -10,11 +10,11 @@
 #include <optional>
 #include <vector>
 
+#include "userspace/net/address.h"
 #include "zn_abi.h"
 
 namespace zn::dp {
 
-using MacAddress = std::array<uint8_t, 6>;
 
 // TCP ports steered to the proxy unless a session says otherwise.
 inline constexpr std::array<uint16_t, 2> kDefaultSteeredPorts{80, 443};
@@ -31,7 +31,7 @@ struct Listeners {
 
 struct SessionEntry {
   uint32_t session_idx = 0;  // 1 .. ZN_MAX_SESSIONS-1
-  MacAddress guest_mac{};
+  net::MacAddress guest_mac{};
   std::optional<in_addr> guest_ip4;
   in_addr gateway_ip4{};
   std::optional<in6_addr> guest_ip6;

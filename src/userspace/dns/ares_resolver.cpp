@@ -59,7 +59,7 @@ ResolveResult parse_upstream_reply(const unsigned char* wire, size_t size, QType
     if (t != want || ldns_rr_rd_count(rr) != 1) continue;
     const ldns_rdf* rdf = ldns_rr_rdf(rr, 0);
     if (!rdf || ldns_rdf_size(rdf) != want_size) continue;
-    IpAddress a;
+    net::IpAddress a;
     a.family = qtype == QType::A ? AF_INET : AF_INET6;
     std::copy_n(ldns_rdf_data(rdf), want_size, a.bytes.begin());
     result.addresses.push_back(a);

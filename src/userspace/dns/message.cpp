@@ -118,7 +118,7 @@ size_t udp_reply_limit(const Query& q) {
   return q.edns ? std::min<size_t>(q.udp_size, kMaxEdnsUdpReply) : 512;
 }
 
-Bytes build_reply(const Query& q, Rcode rcode, const std::vector<IpAddress>& addresses,
+Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses,
                   uint32_t ttl, size_t max_size) {
   const bool rd = q.pkt && ldns_pkt_rd(q.pkt.get());
   auto build = [&](bool with_answers) -> Bytes {

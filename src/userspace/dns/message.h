@@ -60,7 +60,7 @@ std::variant<Query, Rejection> parse_query(std::span<const uint8_t> wire);
 // A reply to a parsed query. answer_type A or AAAA with addresses of that
 // family; rcode NoError with no addresses is NODATA. If the encoded reply
 // exceeds max_size it is replaced by an empty one with TC set.
-Bytes build_reply(const Query& q, Rcode rcode, const std::vector<IpAddress>& addresses,
+Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses,
                   uint32_t ttl, size_t max_size);
 
 // Largest reply for this query over UDP (512, or its EDNS size up to kMaxEdnsUdpReply).

@@ -34,7 +34,7 @@ class DnsPolicy {
   // An answer with at least one address given to the guest; ttl is the
   // capped TTL the guest saw. For the proxy's SNI pinning.
   virtual void on_answer(const std::string& session_id, const std::string& qname,
-                         const std::vector<IpAddress>& addresses, uint32_t ttl) = 0;
+                         const std::vector<net::IpAddress>& addresses, uint32_t ttl) = 0;
 
   // A denied name (becomes a dns:deny audit event). Never forwarded upstream.
   virtual void on_denied(const std::string& session_id, const std::string& qname,

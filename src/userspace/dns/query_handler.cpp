@@ -101,7 +101,7 @@ void QueryHandler::finish(Pending& p, ResolveResult result) {
     case Rcode::NoError: {
       ++counters_.allowed;
       const int family = p.query.qtype == LDNS_RR_TYPE_A ? AF_INET : AF_INET6;
-      std::erase_if(result.addresses, [family](const IpAddress& a) { return a.family != family; });
+      std::erase_if(result.addresses, [family](const net::IpAddress& a) { return a.family != family; });
       const uint32_t ttl = std::min(result.ttl, config_.max_ttl);
       Bytes reply = build_reply(p.query, Rcode::NoError, result.addresses, ttl, p.max_size);
       if (!result.addresses.empty()) {

@@ -18,7 +18,7 @@ enum class Rcode : uint8_t { NoError = 0, FormErr = 1, ServFail = 2, NxDomain = 
 
 struct ResolveResult {
   Rcode rcode = Rcode::ServFail;    // NoError with no addresses is NODATA
-  std::vector<IpAddress> addresses;  // only of the asked family
+  std::vector<net::IpAddress> addresses;  // only of the asked family
   uint32_t ttl = 0;                  // seconds, uncapped
 };
 

@@ -62,16 +62,16 @@ struct Responder::Impl {
   void open() {
     port = config.port;
     for (const auto& address : config.addresses) {
-      sockaddr_storage addr = make_endpoint(address, port);
-      int ufd = open_transparent_listener(addr, SOCK_DGRAM);
+      sockaddr_storage addr = net::make_endpoint(address, port);
+      int ufd = net::open_transparent_listener(addr, SOCK_DGRAM);
       if (port == 0) {
-        port = bound_port(ufd);
-        addr = make_endpoint(address, port);
+        port = net::bound_port(ufd);
+        addr = net::make_endpoint(address, port);
       }
       auto l = std::make_unique<UdpListener>(UdpListener{asio::ip::udp::socket(io), addr});
       l->socket.assign(udp_protocol(addr), ufd);
       udp.push_back(std::move(l));
-      int tfd = open_transparent_listener(addr, SOCK_STREAM);
+      int tfd = net::open_transparent_listener(addr, SOCK_STREAM);
       auto a = std::make_unique<asio::ip::tcp::acceptor>(io);
       a->assign(tcp_protocol(addr), tfd);
       tcp.push_back(std::move(a));
@@ -113,7 +113,7 @@ struct Responder::Impl {
                                    asio::redirect_error(asio::use_awaitable, ec));
       if (ec == asio::error::operation_aborted || !l.socket.is_open()) co_return;
       for (int budget = 64; budget > 0; --budget) {
-        auto d = receive_datagram(fd, buf);
+        auto d = net::receive_datagram(fd, buf);
         if (!d) break;
         const sockaddr_storage source = d->source;
         // No original destination (should not happen): answer from the listener.
@@ -121,7 +121,7 @@ struct Responder::Impl {
         handler.handle(std::span<const uint8_t>(buf.data(), d->size), source, Transport::Udp,
                        [this, &l, source, from](std::optional<Bytes> reply) {
                          if (!reply) return;
-                         if (!send_datagram_from(l.socket.native_handle(), l.addr, from, source,
+                         if (!net::send_datagram_from(l.socket.native_handle(), l.addr, from, source,
                                                  *reply))
                            ++handler.counters().send_errors;
                        });

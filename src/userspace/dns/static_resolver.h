@@ -13,7 +13,7 @@ namespace zn::dns {
 
 class StaticResolver : public Resolver {
  public:
-  using Table = std::map<std::string, std::vector<IpAddress>>;  // lowercase name -> addresses
+  using Table = std::map<std::string, std::vector<net::IpAddress>>;  // lowercase name -> addresses
 
   // Names not in the table are NXDOMAIN; a name without addresses of the
   // asked family is NODATA. Keys are lowercased, trailing dots removed.

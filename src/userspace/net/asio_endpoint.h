@@ -6,9 +6,9 @@
 
 #include "userspace/net/address.h"
 
-namespace zn::proxy {
+namespace zn::net {
 
-inline asio::ip::tcp::endpoint endpoint_of(const dns::IpAddress& a, uint16_t port) {
+inline asio::ip::tcp::endpoint endpoint_of(const IpAddress& a, uint16_t port) {
   if (a.family == AF_INET) {
     asio::ip::address_v4::bytes_type b;
     std::copy(a.bytes.begin(), a.bytes.begin() + 4, b.begin());
@@ -19,4 +19,4 @@ inline asio::ip::tcp::endpoint endpoint_of(const dns::IpAddress& a, uint16_t por
   return {asio::ip::address_v6(b), port};
 }
 
-}  // namespace zn::proxy
+}  // namespace zn::net

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <system_error>
 
-namespace zn::proxy {
+namespace zn::net {
 namespace {
 
 struct SockDeleter {
@@ -62,8 +62,8 @@ struct LocalAddresses::Netlink {
   bool stale = false;  // events' callback, watcher thread only
 };
 
-std::optional<AddressPrefix> LocalSnapshot::find(const dns::IpAddress& address) const {
-  const dns::IpAddress a = unmap_ipv4(address);
+std::optional<AddressPrefix> LocalSnapshot::find(const IpAddress& address) const {
+  const IpAddress a = unmap_ipv4(address);
   for (const AddressPrefix& p : prefixes)
     if (p.contains(a)) return p;
   return std::nullopt;
@@ -169,4 +169,4 @@ void LocalAddresses::watch() {
   }
 }
 
-}  // namespace zn::proxy
+}  // namespace zn::net

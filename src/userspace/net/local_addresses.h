@@ -19,14 +19,14 @@
 
 #include "userspace/net/prefix.h"
 
-namespace zn::proxy {
+namespace zn::net {
 
 struct LocalSnapshot {
   std::vector<AddressPrefix> prefixes;
   uint64_t generation = 0;  // bumped on every re-read
 
   // The local prefix covering `address` (IPv4-mapped looked up as IPv4).
-  std::optional<AddressPrefix> find(const dns::IpAddress& address) const;
+  std::optional<AddressPrefix> find(const IpAddress& address) const;
 };
 
 class LocalAddresses {
@@ -40,7 +40,7 @@ class LocalAddresses {
   LocalAddresses& operator=(const LocalAddresses&) = delete;
 
   std::shared_ptr<const LocalSnapshot> snapshot() const { return current_.load(); }
-  std::optional<AddressPrefix> find(const dns::IpAddress& address) const { return snapshot()->find(address); }
+  std::optional<AddressPrefix> find(const IpAddress& address) const { return snapshot()->find(address); }
 
   // Re-reads the tables now (tests, and a fallback if notifications were lost).
   void refresh();
@@ -56,4 +56,4 @@ class LocalAddresses {
   std::thread thread_;
 };
 
-}  // namespace zn::proxy
+}  // namespace zn::net

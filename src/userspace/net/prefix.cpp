@@ -7,7 +7,7 @@ namespace zn::net {
 
 std::optional<AddressPrefix> AddressPrefix::parse(std::string_view text) {
   const size_t slash = text.find('/');
-  auto address = dns::IpAddress::parse(text.substr(0, slash));
+  auto address = IpAddress::parse(text.substr(0, slash));
   if (!address) return std::nullopt;
   AddressPrefix p{*address, address->family == AF_INET ? 32u : 128u};
   if (slash != std::string_view::npos) {
@@ -22,7 +22,7 @@ std::optional<AddressPrefix> AddressPrefix::parse(std::string_view text) {
   return p;
 }
 
-bool AddressPrefix::contains(const dns::IpAddress& a) const {
+bool AddressPrefix::contains(const IpAddress& a) const {
   if (a.family != network.family) return false;
   const unsigned full = length / 8;
   if (!std::equal(network.bytes.begin(), network.bytes.begin() + full, a.bytes.begin())) return false;
@@ -37,11 +37,11 @@ bool AddressPrefix::within(const AddressPrefix& outer) const {
 
 std::string AddressPrefix::to_string() const { return network.to_string() + "/" + std::to_string(length); }
 
-dns::IpAddress unmap_ipv4(const dns::IpAddress& a) {
+IpAddress unmap_ipv4(const IpAddress& a) {
   const bool mapped = a.family == AF_INET6 && std::all_of(a.bytes.begin(), a.bytes.begin() + 10, [](uint8_t b) { return b == 0; }) &&
                       a.bytes[10] == 0xff && a.bytes[11] == 0xff;
   if (!mapped) return a;
-  dns::IpAddress v4;
+  IpAddress v4;
   v4.family = AF_INET;
   std::copy(a.bytes.begin() + 12, a.bytes.begin() + 16, v4.bytes.begin());
   return v4;

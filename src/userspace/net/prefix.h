@@ -16,11 +16,11 @@ namespace zn::net {
 // a /32 or /128). Host bits must be zero: "10.1.2.3/8" is a typo, not a
 // network, and is refused by parse().
 struct AddressPrefix {
-  dns::IpAddress network;
+  IpAddress network;
   unsigned length = 0;
 
   static std::optional<AddressPrefix> parse(std::string_view text);
-  bool contains(const dns::IpAddress& address) const;
+  bool contains(const IpAddress& address) const;
   // This prefix lies entirely inside `outer` (same family, at least as long).
   bool within(const AddressPrefix& outer) const;
   std::string to_string() const;
@@ -29,13 +29,6 @@ struct AddressPrefix {
 
 // ::ffff:a.b.c.d -> a.b.c.d; anything else unchanged. A connect to the mapped
 // form reaches the IPv4 address, so every check looks at that.
-dns::IpAddress unmap_ipv4(const dns::IpAddress& address);
+IpAddress unmap_ipv4(const IpAddress& address);
 
 }  // namespace zn::net
-
-// Transitional: the proxy's code names it unqualified (issue 10 merges the
-// address types into one namespace).
-namespace zn::proxy {
-using net::AddressPrefix;
-using net::unmap_ipv4;
-}  // namespace zn::proxy

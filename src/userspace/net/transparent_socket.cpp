@@ -1,5 +1,7 @@
 #include "userspace/net/transparent_socket.h"
 
+#include "userspace/net/unique_fd.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -12,7 +14,7 @@
 
 #include "zn_abi.h"
 
-namespace zn::dns {
+namespace zn::net {
 namespace {
 
 void check(int rc, const char* what) {
@@ -41,22 +43,6 @@ int open_marked(int family, int type) {
   }
   return fd;
 }
-
-class FdGuard {
- public:
-  explicit FdGuard(int fd) : fd_(fd) {}
-  ~FdGuard() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -114,7 +100,7 @@ std::string endpoint_text(const sockaddr_storage& ss) {
 int open_transparent_listener(const sockaddr_storage& addr, int type, int backlog) {
   const int raw = open_marked(addr.ss_family, type);
   check(raw, "transparent socket");
-  FdGuard guard(raw);
+  UniqueFd guard(raw);
   if (type == SOCK_DGRAM)
     check(addr.ss_family == AF_INET ? set_int(raw, SOL_IP, IP_RECVORIGDSTADDR, 1)
                                     : set_int(raw, SOL_IPV6, IPV6_RECVORIGDSTADDR, 1),
@@ -176,9 +162,9 @@ bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr,
   // address and port (53); IP_TRANSPARENT lets it bind a foreign address.
   const int fd = open_marked(from.ss_family, SOCK_DGRAM);
   if (fd < 0) return false;
-  FdGuard guard(fd);
+  UniqueFd guard(fd);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&from), endpoint_len(from)) < 0) return false;
   return send_on(fd);
 }
 
-}  // namespace zn::dns
+}  // namespace zn::net

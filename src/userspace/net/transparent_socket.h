@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-namespace zn::dns {
+namespace zn::net {
 
 // "1.2.3.4" / "::1" plus port; throws std::invalid_argument on a bad address.
 sockaddr_storage make_endpoint(const std::string& ip, uint16_t port);
@@ -40,4 +40,4 @@ bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr,
                         const sockaddr_storage& from, const sockaddr_storage& to,
                         std::span<const uint8_t> payload);
 
-}  // namespace zn::dns
+}  // namespace zn::net

@@ -11,12 +11,12 @@ namespace {
 using C = DestinationClass;
 
 struct Entry {
-  AddressPrefix prefix;
+  net::AddressPrefix prefix;
   C cls;  // kPublic: a globally reachable exception inside a refused entry
 };
 
-AddressPrefix must_parse(std::string_view text) {
-  auto p = AddressPrefix::parse(text);
+net::AddressPrefix must_parse(std::string_view text) {
+  auto p = net::AddressPrefix::parse(text);
   if (!p) std::abort();  // a typo in the table below: caught by the first test run
   return *p;
 }
@@ -84,7 +84,7 @@ const std::vector<Entry>& table() {
   return entries;
 }
 
-C lookup(const dns::IpAddress& a) {
+C lookup(const net::IpAddress& a) {
   const Entry* best = nullptr;
   for (const Entry& e : table())
     if (e.prefix.contains(a) && (!best || e.prefix.length > best->prefix.length)) best = &e;
@@ -95,20 +95,20 @@ C lookup(const dns::IpAddress& a) {
   return C::kPublic;
 }
 
-dns::IpAddress v4_at(const dns::IpAddress& a, size_t offset, bool inverted = false) {
+net::IpAddress v4_at(const net::IpAddress& a, size_t offset, bool inverted = false) {
   std::array<uint8_t, 4> b{};
   for (size_t i = 0; i < 4; ++i) b[i] = static_cast<uint8_t>(inverted ? ~a.bytes[offset + i] : a.bytes[offset + i]);
-  return dns::IpAddress::v4(b);
+  return net::IpAddress::v4(b);
 }
 
-bool is_mapped(const dns::IpAddress& a) {
+bool is_mapped(const net::IpAddress& a) {
   const auto& b = a.bytes;
   return a.family == AF_INET6 && std::all_of(b.begin(), b.begin() + 10, [](uint8_t v) { return v == 0; }) &&
          b[10] == 0xff && b[11] == 0xff;
 }
 
 // The worst class among the IPv4 addresses a transition form carries.
-C carried(const std::vector<dns::IpAddress>& inner) {
+C carried(const std::vector<net::IpAddress>& inner) {
   for (const auto& a : inner)
     if (C c = lookup(a); c != C::kPublic) return c;
   return C::kPublic;
@@ -116,7 +116,7 @@ C carried(const std::vector<dns::IpAddress>& inner) {
 
 }  // namespace
 
-DestinationVerdict classify_destination(const dns::IpAddress& address) {
+DestinationVerdict classify_destination(const net::IpAddress& address) {
   if (is_mapped(address)) return {lookup(v4_at(address, 12)), true, std::nullopt};
   DestinationVerdict v{lookup(address), false, std::nullopt};
   switch (v.cls) {

@@ -52,7 +52,7 @@ struct DestinationVerdict {
   bool internal() const { return cls != DestinationClass::kPublic; }
 };
 
-DestinationVerdict classify_destination(const dns::IpAddress& address);
+DestinationVerdict classify_destination(const net::IpAddress& address);
 std::string_view destination_class_name(DestinationClass cls);  // "private", "documentation", ...
 // "special-purpose: documentation", "special-purpose: 6to4 (carries private)".
 std::string describe_destination(const DestinationVerdict& verdict);

@@ -32,32 +32,32 @@
 namespace zn::proxy {
 
 struct GuardConfig {
-  std::vector<AddressPrefix> guest_pools;  // address_pool_ipv4 / address_pool_ipv6
-  std::vector<AddressPrefix> allow;        // upstream_allow
-  std::optional<AddressPrefix> nat64;      // nat64_prefix (a /96), unset: NAT64 refused
+  std::vector<net::AddressPrefix> guest_pools;  // address_pool_ipv4 / address_pool_ipv6
+  std::vector<net::AddressPrefix> allow;        // upstream_allow
+  std::optional<net::AddressPrefix> nat64;      // nat64_prefix (a /96), unset: NAT64 refused
 };
 
 class DestinationGuard {
  public:
   // `local` null: no local table (unit tests of the other checks).
-  explicit DestinationGuard(GuardConfig config, std::shared_ptr<const LocalAddresses> local = nullptr);
+  explicit DestinationGuard(GuardConfig config, std::shared_ptr<const net::LocalAddresses> local = nullptr);
 
   // nullopt: the proxy may connect. Otherwise why not, for the audit and the
   // guest's 403: "local address", "guest pool", "special-purpose: documentation".
-  std::optional<std::string> refusal(const dns::IpAddress& address) const;
+  std::optional<std::string> refusal(const net::IpAddress& address) const;
 
   const GuardConfig& config() const { return config_; }
 
  private:
-  std::optional<std::string> check(const dns::IpAddress& address, bool via_nat64) const;
-  bool allowed_inside(const dns::IpAddress& address, const AddressPrefix& region) const;
-  bool allowed(const dns::IpAddress& address) const;
+  std::optional<std::string> check(const net::IpAddress& address, bool via_nat64) const;
+  bool allowed_inside(const net::IpAddress& address, const net::AddressPrefix& region) const;
+  bool allowed(const net::IpAddress& address) const;
 
   GuardConfig config_;
-  std::shared_ptr<const LocalAddresses> local_;
+  std::shared_ptr<const net::LocalAddresses> local_;
 };
 
 // "198.18.0.10:443", "[2001:db8:18::10]:443": the audit's "upstream".
-std::string upstream_text(const dns::IpAddress& address, uint16_t port);
+std::string upstream_text(const net::IpAddress& address, uint16_t port);
 
 }  // namespace zn::proxy

@@ -399,7 +399,7 @@ class Exchange {
     auto executor = co_await asio::this_coro::executor;
     std::string last_error = "no address", refused;
     bool attempted = false;
-    for (const dns::IpAddress& a : where.addresses) {
+    for (const net::IpAddress& a : where.addresses) {
       // The backstop, on the very address about to be connected: the local
       // table or a resolution may have changed since the broker checked.
       std::optional<std::string> why =
@@ -411,7 +411,7 @@ class Exchange {
       attempted = true;
       auto socket = std::make_unique<tcp::socket>(executor);
       try {
-        co_await with_deadline(socket->async_connect(endpoint_of(a, conn_.port), use_awaitable),
+        co_await with_deadline(socket->async_connect(net::endpoint_of(a, conn_.port), use_awaitable),
                                ctx_.connect_timeout);
         socket->set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
         std::unique_ptr<ByteStream> stream;

@@ -39,7 +39,7 @@ struct UpstreamDecision {
   bool tls = false;     // intercept: the guest speaks TLS (443), else plain HTTP (80)
   // Passthrough: where to connect, the broker's own resolution, never the
   // guest's choice.
-  std::vector<dns::IpAddress> addresses;
+  std::vector<net::IpAddress> addresses;
   uint16_t port = 0;
 };
 
@@ -85,7 +85,7 @@ struct ScrubSecret {
 };
 
 struct UpstreamAddresses {
-  std::vector<dns::IpAddress> addresses;  // empty: refused, see reason
+  std::vector<net::IpAddress> addresses;  // empty: refused, see reason
   std::string reason;
 };
 

@@ -174,7 +174,7 @@ struct TransparentProxy::Impl {
 
   // Only the loop thread touches per_guest.
   static std::string guest_key(int fd) {
-    const std::string peer = dns::endpoint_text(peer_of(fd));
+    const std::string peer = net::endpoint_text(peer_of(fd));
     return peer.substr(0, peer.rfind(':'));  // the address, without the port
   }
 
@@ -192,7 +192,7 @@ struct TransparentProxy::Impl {
     ConnectionFacts facts;
     facts.guest = peer_of(guest.native_handle());
     facts.original_dst = local_of(guest.native_handle());
-    const uint16_t dport = dns::endpoint_port(facts.original_dst);
+    const uint16_t dport = net::endpoint_port(facts.original_dst);
 
     std::vector<uint8_t> first_bytes;
     if (dport == kHttpsPort) {
@@ -232,7 +232,7 @@ struct TransparentProxy::Impl {
     tcp::socket upstream(io);
     bool connected = false, attempted = false;
     std::string refused;
-    for (const dns::IpAddress& a : decision.addresses) {
+    for (const net::IpAddress& a : decision.addresses) {
       // The backstop, on the very address about to be connected: the local
       // table or a resolution may have changed since the broker checked.
       if (auto why = guard->refusal(a)) {
@@ -242,7 +242,7 @@ struct TransparentProxy::Impl {
       attempted = true;
       upstream = tcp::socket(io);
       asio::steady_timer deadline(io, config.connect_timeout);
-      auto r = co_await (upstream.async_connect(endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
+      auto r = co_await (upstream.async_connect(net::endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
       if (r.index() == 0 && !std::get<0>(std::get<0>(r))) {
         connected = true;
         summary.upstream = upstream_text(a, decision.port);
@@ -358,7 +358,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
   // Fail closed: without a configured guard, no allowance at all and this
   // namespace's own addresses.
   impl_->guard =
-      c.guard ? c.guard : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<LocalAddresses>());
+      c.guard ? c.guard : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<net::LocalAddresses>());
   if (!c.ca_cert_path.empty()) {
     impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
     impl_->guest_tls = make_guest_facing_ctx();
@@ -370,9 +370,9 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
   }
   uint16_t port = impl_->config.port;
   for (const std::string& address : impl_->config.addresses) {
-    sockaddr_storage addr = dns::make_endpoint(address, port);
-    int fd = dns::open_transparent_listener(addr, SOCK_STREAM, 1024);
-    port = dns::bound_port(fd);  // the first bind fixes a picked port for the rest
+    sockaddr_storage addr = net::make_endpoint(address, port);
+    int fd = net::open_transparent_listener(addr, SOCK_STREAM, 1024);
+    port = net::bound_port(fd);  // the first bind fixes a picked port for the rest
     auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
     impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, protocol, fd));
   }

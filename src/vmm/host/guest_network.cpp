@@ -22,8 +22,8 @@ AddressPlan AddressPlan::parse(const std::string& ip4_cidr, const std::string& i
   AddressPlan plan;
   auto [a4, len4] = split_cidr(ip4_cidr);
   auto [a6, len6] = split_cidr(ip6_cidr);
-  plan.ip4_base = parse_ip4(a4);
-  plan.ip6_base = parse_ip6(a6);
+  plan.ip4_base = net::parse_ip4(a4);
+  plan.ip6_base = net::parse_ip6(a6);
   if (len4 != 16 || (ntohl(plan.ip4_base.s_addr) & 0xffff) != 0)
     throw std::invalid_argument("IPv4 pool must be a /16 network: " + ip4_cidr);
   for (int i = 6; i < 16; ++i)
@@ -51,8 +51,8 @@ GuestNetwork guest_network(const AddressPlan& plan, unsigned slot) {
   g.guest_ip6 = g.gateway_ip6;
   g.gateway_ip6.s6_addr[15] = 1;
   g.guest_ip6.s6_addr[15] = 2;
-  g.guest_ip6_ll = eui64_link_local(g.guest_mac);
-  g.gateway_ip6_ll = eui64_link_local(g.host_mac);
+  g.guest_ip6_ll = net::eui64_link_local(g.guest_mac);
+  g.gateway_ip6_ll = net::eui64_link_local(g.host_mac);
   return g;
 }
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 
 namespace zn::vmm {
 
@@ -23,8 +23,8 @@ struct AddressPlan {
 struct GuestNetwork {
   unsigned slot = 0;
   std::string tap_name;    // "zn-tap<slot>"
-  MacAddress guest_mac{};  // 02:7a:6e:00:00:<slot+1>
-  MacAddress host_mac{};   // 02:7a:6e:ff:00:<slot+1>
+  net::MacAddress guest_mac{};  // 02:7a:6e:00:00:<slot+1>
+  net::MacAddress host_mac{};   // 02:7a:6e:ff:00:<slot+1>
   in_addr guest_ip4{};     // .2 of the slot's /24
   in_addr gateway_ip4{};   // .1, on the host TAP
   in6_addr guest_ip6{};    // ::2 of the slot's /64

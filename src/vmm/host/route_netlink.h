@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 
 namespace zn::vmm {
 
@@ -40,14 +40,14 @@ using NlCache = std::unique_ptr<nl_cache, NlCacheFree>;
 NlAddr parse_nl_addr(const std::string& text);
 
 struct LinkSettings {
-  std::optional<MacAddress> mac;
+  std::optional<net::MacAddress> mac;
   std::optional<unsigned> mtu;
   bool up = true;
 };
 
 struct LinkState {
   int ifindex = 0;
-  MacAddress mac{};
+  net::MacAddress mac{};
   unsigned mtu = 0;
   bool up = false;  // administratively (IFF_UP)
 };

@@ -15,10 +15,10 @@
 namespace zn::vmm {
 namespace {
 
-UniqueFd tun_set_iff(const std::string& name, int extra_flags) {
+net::UniqueFd tun_set_iff(const std::string& name, int extra_flags) {
   if (name.empty() || name.size() >= IFNAMSIZ)
     throw std::invalid_argument("bad TAP name '" + name + "' (1-15 characters)");
-  UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+  net::UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
   if (!fd) throw std::system_error(errno, std::generic_category(), "open /dev/net/tun");
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, name.c_str(), name.size());
@@ -33,7 +33,7 @@ UniqueFd tun_set_iff(const std::string& name, int extra_flags) {
 int create_tap(const std::string& name, const TapSettings& settings) {
   {
     // IFF_TUN_EXCL: fail on an existing device instead of silently attaching to it.
-    UniqueFd fd = tun_set_iff(name, IFF_TUN_EXCL);
+    net::UniqueFd fd = tun_set_iff(name, IFF_TUN_EXCL);
     if (::ioctl(fd.get(), TUNSETPERSIST, 1) != 0)
       throw std::system_error(errno, std::generic_category(), "TUNSETPERSIST " + name);
   }  // closing our fd leaves the persistent device without carrier, as a VMM expects
@@ -53,10 +53,10 @@ int create_tap(const std::string& name, const TapSettings& settings) {
 
 bool delete_tap(const std::string& name) { return RouteNetlink().delete_link(name); }
 
-UniqueFd open_tap(const std::string& name) {
+net::UniqueFd open_tap(const std::string& name) {
   // TUNSETIFF creates a transient TAP when none exists: detect that (no
   // IFF_PERSIST) and let it vanish by closing, rather than attach to it.
-  UniqueFd fd = tun_set_iff(name, 0);
+  net::UniqueFd fd = tun_set_iff(name, 0);
   ifreq ifr{};
   if (::ioctl(fd.get(), TUNGETIFF, &ifr) != 0)
     throw std::system_error(errno, std::generic_category(), "TUNGETIFF " + name);

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "vmm/host/ip_address.h"
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/address.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::vmm {
 
 struct TapSettings {
-  std::optional<MacAddress> mac;        // kernel-random when unset; when set, the link-local
+  std::optional<net::MacAddress> mac;        // kernel-random when unset; when set, the link-local
                                         // is its EUI-64 (eui64_link_local) whatever addr_gen_mode
   unsigned mtu = 1500;
   std::vector<std::string> addresses;   // CIDR, e.g. "198.19.0.1/24"; IPv6 added with IFA_F_NODAD
@@ -30,6 +30,6 @@ bool delete_tap(const std::string& name);
 // Attaches a new file descriptor (O_CLOEXEC, blocking) to an existing
 // persistent TAP, for a frame pump or VMM. While it is open the TAP has
 // carrier; a single-queue TAP accepts one such fd at a time (EBUSY otherwise).
-UniqueFd open_tap(const std::string& name);
+net::UniqueFd open_tap(const std::string& name);
 
 }  // namespace zn::vmm

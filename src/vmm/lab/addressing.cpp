@@ -13,14 +13,14 @@ constexpr unsigned kUpstreamFirst = 10, kUpstreamCount = 4;
 std::vector<in_addr> upstream_ip4() {
   std::vector<in_addr> out;
   for (unsigned i = 0; i < kUpstreamCount; ++i)
-    out.push_back(parse_ip4("198.18.0." + std::to_string(kUpstreamFirst + i)));
+    out.push_back(net::parse_ip4("198.18.0." + std::to_string(kUpstreamFirst + i)));
   return out;
 }
 
 std::vector<in6_addr> upstream_ip6() {
   std::vector<in6_addr> out;
   for (unsigned i = 0; i < kUpstreamCount; ++i)
-    out.push_back(parse_ip6("2001:db8:18::" + std::to_string(kUpstreamFirst + i)));
+    out.push_back(net::parse_ip6("2001:db8:18::" + std::to_string(kUpstreamFirst + i)));
   return out;
 }
 

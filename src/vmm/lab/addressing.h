@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "vmm/host/guest_network.h"
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 
 namespace zn::vmm {
 

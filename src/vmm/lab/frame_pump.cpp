@@ -55,7 +55,7 @@ int pump_frames(int fd_a, int fd_b, int stop_fd) noexcept {
   }
 }
 
-FramePump::FramePump(UniqueFd tap_a, UniqueFd tap_b)
+FramePump::FramePump(net::UniqueFd tap_a, net::UniqueFd tap_b)
     : tap_a_(std::move(tap_a)), tap_b_(std::move(tap_b)),
       stop_event_(::eventfd(0, EFD_CLOEXEC)) {
   if (!stop_event_) throw std::system_error(errno, std::generic_category(), "eventfd");

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::vmm {
 
@@ -18,7 +18,7 @@ int pump_frames(int fd_a, int fd_b, int stop_fd) noexcept;
 // pump_frames on a thread; stops and joins on destruction.
 class FramePump {
  public:
-  FramePump(UniqueFd tap_a, UniqueFd tap_b);  // throws std::system_error
+  FramePump(net::UniqueFd tap_a, net::UniqueFd tap_b);  // throws std::system_error
   FramePump(const FramePump&) = delete;
   FramePump& operator=(const FramePump&) = delete;
   ~FramePump();
@@ -26,7 +26,7 @@ class FramePump {
   void stop() noexcept;  // idempotent; joins the thread
 
  private:
-  UniqueFd tap_a_, tap_b_, stop_event_;
+  net::UniqueFd tap_a_, tap_b_, stop_event_;
   std::thread thread_;
 };
 

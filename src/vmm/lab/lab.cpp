@@ -19,7 +19,7 @@
 #include "vmm/host/route_netlink.h"
 #include "vmm/host/steering_routes.h"
 #include "vmm/host/tap_device.h"
-#include "vmm/host/unique_fd.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::vmm {
 namespace {
@@ -82,8 +82,8 @@ void wait_settled(const std::string& ns, const std::vector<std::string>& links) 
   }
 }
 
-std::string cidr(const in_addr& a, unsigned len) { return to_string(a) + "/" + std::to_string(len); }
-std::string cidr(const in6_addr& a, unsigned len) { return to_string(a) + "/" + std::to_string(len); }
+std::string cidr(const in_addr& a, unsigned len) { return net::to_string(a) + "/" + std::to_string(len); }
+std::string cidr(const in6_addr& a, unsigned len) { return net::to_string(a) + "/" + std::to_string(len); }
 
 void build_host_and_inet(const std::string& host, const std::string& inet) {
   using namespace lab_plan;
@@ -101,7 +101,7 @@ void build_host_and_inet(const std::string& host, const std::string& inet) {
     skip_dad();
     RouteNetlink nl;
     bring_up_loopback(nl);
-    UniqueFd inet_fd(::open(netns_path(inet).c_str(), O_RDONLY | O_CLOEXEC));
+    net::UniqueFd inet_fd(::open(netns_path(inet).c_str(), O_RDONLY | O_CLOEXEC));
     if (!inet_fd) throw std::system_error(errno, std::generic_category(), "open netns " + inet);
     nl.create_veth(kHostUplink, kInetDownlink, inet_fd.get());
     int uplink = nl.link_index(kHostUplink);
@@ -212,7 +212,7 @@ LabGuest Lab::add_guest(const std::string& name) {
   state.add_guest(name);  // before creating anything, so destroy() finds it
   create_netns(g.netns);
 
-  UniqueFd host_tap, guest_tap;
+  net::UniqueFd host_tap, guest_tap;
   {
     NetnsScope in_host(host_netns());
     g.tap_ifindex = create_tap(g.tap_name, {g.host_mac, lab_plan::kGuestMtu,
@@ -229,8 +229,8 @@ LabGuest Lab::add_guest(const std::string& name) {
                                      {cidr(g.guest_ip4, lab_plan::kGuestPrefix4),
                                       cidr(g.guest_ip6, lab_plan::kGuestPrefix6)}});
     guest_tap = open_tap(lab_plan::kGuestEth);
-    nl.add_route("0.0.0.0/0", to_string(g.gateway_ip4));
-    nl.add_route("::/0", to_string(g.gateway_ip6));
+    nl.add_route("0.0.0.0/0", net::to_string(g.gateway_ip4));
+    nl.add_route("::/0", net::to_string(g.gateway_ip6));
   }
   pid_t pump = spawn_pump_process(host_tap.get(), guest_tap.get());
   try {

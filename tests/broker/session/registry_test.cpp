@@ -140,7 +140,7 @@ TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
   EXPECT_TRUE(s.record.adopted);
   EXPECT_EQ(s.ifindex, ifindex);
   EXPECT_EQ(s.record.slot, 3u);
-  EXPECT_EQ(vmm::to_string(s.net.guest_ip4), "198.19.3.2");
+  EXPECT_EQ(zn::net::to_string(s.net.guest_ip4), "198.19.3.2");
   EXPECT_TRUE(dp::TcAttachment::is_attached(ifindex));
   registry_->remove("user-1");
   EXPECT_EQ(if_nametoindex("vm-nic0"), static_cast<unsigned>(ifindex));

@@ -117,7 +117,7 @@ class DnsmasqUpstream {
         pid_ = -1;
         throw std::runtime_error("dnsmasq exited");
       }
-      if (udp_exchange(make_endpoint(kUpstream4, 53), make_query("upstream.test"), 100ms)) return;
+      if (udp_exchange(zn::net::make_endpoint(kUpstream4, 53), make_query("upstream.test"), 100ms)) return;
     }
     throw std::runtime_error("dnsmasq did not answer");
   }
@@ -216,8 +216,8 @@ TEST_F(AresResolverTest, SilentUpstreamTimesOutBounded) {
   // A socket that takes queries and never answers.
   NetnsScope in(upstream_->netns());
   int silent = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  const auto addr = make_endpoint(kUpstream4, 5300);
-  ASSERT_EQ(::bind(silent, reinterpret_cast<const sockaddr*>(&addr), endpoint_len(addr)), 0);
+  const auto addr = zn::net::make_endpoint(kUpstream4, 5300);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<const sockaddr*>(&addr), zn::net::endpoint_len(addr)), 0);
   std::future<ResolveResult> late;
   {
     AresResolver r({.servers = {std::string(kUpstream4) + ":5300"}, .timeout = 200ms, .tries = 2});
@@ -248,7 +248,7 @@ TEST_F(AresResolverTest, ResponderInFrontOfAresNeverForwardsDeniedNames) {
   auto r = resolver({.servers = {kUpstream4}});
   NetnsScope in(upstream_->netns());
   Responder responder({.addresses = {"127.0.0.1"}, .port = 0}, policy, *r);
-  const auto server = make_endpoint("127.0.0.1", responder.port());
+  const auto server = zn::net::make_endpoint("127.0.0.1", responder.port());
   auto ok = udp_exchange(server, make_query("Upstream.Test"));
   ASSERT_TRUE(ok);
   EXPECT_EQ(parse_reply(*ok)->addresses, std::vector<std::string>{"198.18.0.50"});

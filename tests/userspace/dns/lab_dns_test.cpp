@@ -11,7 +11,7 @@
 #include "integration/lab_datapath.h"
 #include "userspace/dns/responder.h"
 #include "userspace/dns/static_resolver.h"
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 
 namespace zn::dns::test {
 namespace {
@@ -38,9 +38,9 @@ class LabDnsTest : public ::testing::Test {
     env_ = new LabDatapath({"g0"}, 1);
     policy_ = new RecordingPolicy();
     const auto& g = env_->guest(0);
-    policy_->sessions = {{vmm::to_string(g.guest_ip4), "g0"}, {vmm::to_string(g.guest_ip6), "g0"}};
+    policy_->sessions = {{zn::net::to_string(g.guest_ip4), "g0"}, {zn::net::to_string(g.guest_ip6), "g0"}};
     resolver_ = new StaticResolver(
-        {{"api.allowed.test", {*IpAddress::parse("198.18.0.10"), *IpAddress::parse("2001:db8:18::10")}}});
+        {{"api.allowed.test", {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}});
     dp::Listeners listeners;  // 127.0.0.1 and ::1
     listeners.proxy_port = LabDatapath::kProxyPort;
     listeners.dns_port = kResponderPort;

@@ -97,8 +97,8 @@ TEST(DnsMessage, OtherOpcodesAndClassesAreNotImp) {
 TEST(DnsMessage, ReplyEchoesQuestionAndCarriesAddresses) {
   auto q = std::get<Query>(parse_query(make_query("Api.Allowed.Test", {.id = 9, .edns = true})));
   EXPECT_TRUE(q.edns);
-  const auto a = *IpAddress::parse("198.18.0.10");
-  const auto v6 = *IpAddress::parse("2001:db8::1");
+  const auto a = *zn::net::IpAddress::parse("198.18.0.10");
+  const auto v6 = *zn::net::IpAddress::parse("2001:db8::1");
   auto reply = parse_reply(build_reply(q, Rcode::NoError, {a, v6}, 42, 512));
   ASSERT_TRUE(reply);
   EXPECT_TRUE(reply->qr);
@@ -113,8 +113,8 @@ TEST(DnsMessage, ReplyEchoesQuestionAndCarriesAddresses) {
 
 TEST(DnsMessage, TooLargeForUdpIsTruncated) {
   auto q = std::get<Query>(parse_query(make_query("many.allowed.test")));
-  std::vector<IpAddress> many;
-  for (uint8_t i = 0; i < 100; ++i) many.push_back(IpAddress::v4({198, 18, 1, i}));
+  std::vector<zn::net::IpAddress> many;
+  for (uint8_t i = 0; i < 100; ++i) many.push_back(zn::net::IpAddress::v4({198, 18, 1, i}));
   auto reply = parse_reply(build_reply(q, Rcode::NoError, many, 60, udp_reply_limit(q)));
   ASSERT_TRUE(reply);
   EXPECT_TRUE(reply->tc);

@@ -25,9 +25,9 @@ class DeferredResolver : public Resolver {
 class HandlerTest : public ::testing::Test {
  protected:
   HandlerTest()
-      : resolver_({{"api.allowed.test", {*IpAddress::parse("198.18.0.10"), *IpAddress::parse("2001:db8:18::10")}},
-                   {"long.allowed.test", {*IpAddress::parse("198.18.0.11")}},
-                   {"v4only.allowed.test", {*IpAddress::parse("198.18.0.12")}}},
+      : resolver_({{"api.allowed.test", {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}},
+                   {"long.allowed.test", {*zn::net::IpAddress::parse("198.18.0.11")}},
+                   {"v4only.allowed.test", {*zn::net::IpAddress::parse("198.18.0.12")}}},
                   /*ttl=*/86400) {}
 
   std::unique_ptr<QueryHandler> make(HandlerConfig config = {}, Resolver* resolver = nullptr) {
@@ -55,7 +55,7 @@ class HandlerTest : public ::testing::Test {
 
   RecordingPolicy policy_;
   StaticResolver resolver_;
-  sockaddr_storage source_ = make_endpoint("198.19.0.2", 40000);
+  sockaddr_storage source_ = zn::net::make_endpoint("198.19.0.2", 40000);
 };
 
 TEST_F(HandlerTest, AllowedNameIsAnsweredWithStaticAddressAndRecorded) {
@@ -69,7 +69,7 @@ TEST_F(HandlerTest, AllowedNameIsAnsweredWithStaticAddressAndRecorded) {
   EXPECT_EQ(policy_.answers()[0].session, "s1");
   EXPECT_EQ(policy_.answers()[0].qname, "api.allowed.test");
   EXPECT_EQ(policy_.answers()[0].ttl, 300u);
-  EXPECT_EQ(policy_.answers()[0].addresses, std::vector<IpAddress>{*IpAddress::parse("198.18.0.10")});
+  EXPECT_EQ(policy_.answers()[0].addresses, std::vector<zn::net::IpAddress>{*zn::net::IpAddress::parse("198.18.0.10")});
   auto c = h->counters().snapshot();
   EXPECT_EQ(c.queries, 1u);
   EXPECT_EQ(c.allowed, 1u);
@@ -183,7 +183,7 @@ TEST_F(HandlerTest, LateResolverCallbackAfterHandlerIsGoneIsHarmless) {
   {
     QueryHandler h(policy_, deferred, {}, gate);
     h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [&](std::optional<Bytes>) { ++answered; });
-    deferred.callbacks.at(0)(ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
+    deferred.callbacks.at(0)(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
     EXPECT_EQ(answered, 1);
     EXPECT_EQ(h.pending(), 0u);
   }
@@ -195,7 +195,7 @@ TEST_F(HandlerTest, LateResolverCallbackAfterHandlerIsGoneIsHarmless) {
   }
   // The handler is gone: its callback must reach the gate, which drops it,
   // and never the destroyed handler or the query's reply function.
-  deferred.callbacks.at(1)(ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
+  deferred.callbacks.at(1)(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
   EXPECT_EQ(dropped_by_gate, 1);
   EXPECT_EQ(answered, 1);
 }
@@ -217,7 +217,7 @@ class ThrowingPolicy : public RecordingPolicy {
     if (throw_in_decide) throw std::runtime_error("policy bug");
     return RecordingPolicy::decide(s, q);
   }
-  void on_answer(const std::string&, const std::string&, const std::vector<IpAddress>&,
+  void on_answer(const std::string&, const std::string&, const std::vector<zn::net::IpAddress>&,
                  uint32_t) override {
     if (throw_in_answer) throw std::runtime_error("audit bug");
   }

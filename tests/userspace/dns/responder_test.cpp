@@ -49,20 +49,20 @@ class ResponderTest : public ::testing::Test {
   }
   RecordingPolicy policy_;
   StaticResolver resolver_{{{"api.allowed.test",
-                             {*IpAddress::parse("198.18.0.10"), *IpAddress::parse("2001:db8:18::10")}}}};
+                             {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}}};
 };
 
 TEST_F(ResponderTest, UdpIpv4AndIpv6QueriesAreAnswered) {
   auto r = start();
   ASSERT_NE(r->port(), 0);
-  auto v4 = udp_exchange(make_endpoint("127.0.0.1", r->port()), make_query("api.allowed.test"));
+  auto v4 = udp_exchange(zn::net::make_endpoint("127.0.0.1", r->port()), make_query("api.allowed.test"));
   ASSERT_TRUE(v4);
   EXPECT_EQ(parse_reply(*v4)->addresses, std::vector<std::string>{"198.18.0.10"});
-  auto v6 = udp_exchange(make_endpoint("::1", r->port()),
+  auto v6 = udp_exchange(zn::net::make_endpoint("::1", r->port()),
                          make_query("api.allowed.test", {.type = LDNS_RR_TYPE_AAAA}));
   ASSERT_TRUE(v6);
   EXPECT_EQ(parse_reply(*v6)->addresses, std::vector<std::string>{"2001:db8:18::10"});
-  auto denied = udp_exchange(make_endpoint("::1", r->port()), make_query("secret-data.evil.test"));
+  auto denied = udp_exchange(zn::net::make_endpoint("::1", r->port()), make_query("secret-data.evil.test"));
   ASSERT_TRUE(denied);
   EXPECT_EQ(parse_reply(*denied)->rcode, LDNS_RCODE_NXDOMAIN);
   EXPECT_EQ(resolver_.calls(), 2u);
@@ -74,7 +74,7 @@ TEST_F(ResponderTest, UdpIpv4AndIpv6QueriesAreAnswered) {
 
 TEST_F(ResponderTest, GarbageOverUdpIsCountedAndServiceContinues) {
   auto r = start();
-  const auto server = make_endpoint("127.0.0.1", r->port());
+  const auto server = zn::net::make_endpoint("127.0.0.1", r->port());
   Bytes q = make_query("api.allowed.test");
   Bytes loop = compression_loop(q);
   auto formerr = udp_exchange(server, loop);
@@ -92,7 +92,7 @@ TEST_F(ResponderTest, GarbageOverUdpIsCountedAndServiceContinues) {
 
 TEST_F(ResponderTest, TcpAnswersWithShortReadsAndPipelining) {
   auto r = start();
-  Fd fd(tcp_connect(make_endpoint("127.0.0.1", r->port())));
+  Fd fd(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
   Bytes frame = tcp_frame(make_query("api.allowed.test", {.id = 1}));
   // One byte at a time: the length prefix split, the body split.
   for (uint8_t b : frame) {
@@ -118,7 +118,7 @@ TEST_F(ResponderTest, TcpAnswersWithShortReadsAndPipelining) {
 
 TEST_F(ResponderTest, TcpOverIpv6Works) {
   auto r = start();
-  Fd fd(tcp_connect(make_endpoint("::1", r->port())));
+  Fd fd(tcp_connect(zn::net::make_endpoint("::1", r->port())));
   Bytes frame = tcp_frame(make_query("api.allowed.test"));
   ASSERT_TRUE(send_all(fd.get(), frame.data(), frame.size()));
   auto m = tcp_read_message(fd.get(), 2s);
@@ -128,7 +128,7 @@ TEST_F(ResponderTest, TcpOverIpv6Works) {
 
 TEST_F(ResponderTest, TcpOversizeLengthClosesConnection) {
   auto r = start();
-  Fd fd(tcp_connect(make_endpoint("127.0.0.1", r->port())));
+  Fd fd(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
   const uint8_t huge[2] = {0xff, 0xff};
   ASSERT_TRUE(send_all(fd.get(), huge, 2));
   EXPECT_TRUE(wait_closed(fd.get(), 2s));
@@ -138,8 +138,8 @@ TEST_F(ResponderTest, TcpOversizeLengthClosesConnection) {
 
 TEST_F(ResponderTest, TcpIdleAndSlowConnectionsTimeOut) {
   auto r = start({.tcp_idle_timeout = 300ms});
-  Fd idle(tcp_connect(make_endpoint("127.0.0.1", r->port())));
-  Fd partial(tcp_connect(make_endpoint("127.0.0.1", r->port())));
+  Fd idle(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
+  Fd partial(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
   Bytes frame = tcp_frame(make_query("api.allowed.test"));
   ASSERT_TRUE(send_all(partial.get(), frame.data(), frame.size() / 2));  // never finishes
   EXPECT_TRUE(wait_closed(idle.get(), 2s));
@@ -150,11 +150,11 @@ TEST_F(ResponderTest, TcpIdleAndSlowConnectionsTimeOut) {
 
 TEST_F(ResponderTest, TcpConnectionCapRejectsExtraConnections) {
   auto r = start({.max_tcp_connections = 2});
-  Fd a(tcp_connect(make_endpoint("127.0.0.1", r->port())));
-  Fd b(tcp_connect(make_endpoint("127.0.0.1", r->port())));
+  Fd a(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
+  Fd b(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
   for (int i = 0; i < 100 && r->tcp_connections() < 2; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(r->tcp_connections(), 2u);
-  Fd c(tcp_connect(make_endpoint("127.0.0.1", r->port())));
+  Fd c(tcp_connect(zn::net::make_endpoint("127.0.0.1", r->port())));
   EXPECT_TRUE(wait_closed(c.get(), 2s));
   EXPECT_EQ(r->counters().tcp_rejected, 1u);
   // The first connections still work.
@@ -166,7 +166,7 @@ TEST_F(ResponderTest, TcpConnectionCapRejectsExtraConnections) {
 TEST_F(ResponderTest, UnknownSourceIsRefused) {
   policy_.sessions = {{"198.19.0.2", "g0"}};
   auto r = start();
-  auto reply = udp_exchange(make_endpoint("127.0.0.1", r->port()), make_query("api.allowed.test"));
+  auto reply = udp_exchange(zn::net::make_endpoint("127.0.0.1", r->port()), make_query("api.allowed.test"));
   ASSERT_TRUE(reply);
   EXPECT_EQ(parse_reply(*reply)->rcode, LDNS_RCODE_REFUSED);
   EXPECT_EQ(r->counters().refused, 1u);
@@ -176,10 +176,10 @@ TEST_F(ResponderTest, StopsCleanlyWithQueriesInFlight) {
   StallingResolver stalling;
   auto r = std::make_unique<Responder>(ResponderConfig{.port = 0}, policy_, stalling);
   const uint16_t port = r->port();
-  Fd tcp(tcp_connect(make_endpoint("127.0.0.1", port)));
+  Fd tcp(tcp_connect(zn::net::make_endpoint("127.0.0.1", port)));
   Bytes frame = tcp_frame(make_query("api.allowed.test"));
   ASSERT_TRUE(send_all(tcp.get(), frame.data(), frame.size()));
-  EXPECT_FALSE(udp_exchange(make_endpoint("127.0.0.1", port), make_query("api.allowed.test"), 200ms));
+  EXPECT_FALSE(udp_exchange(zn::net::make_endpoint("127.0.0.1", port), make_query("api.allowed.test"), 200ms));
   for (int i = 0; i < 100; ++i) {
     {
       std::lock_guard lock(stalling.mutex);
@@ -189,7 +189,7 @@ TEST_F(ResponderTest, StopsCleanlyWithQueriesInFlight) {
   }
   r.reset();  // joins with one TCP and one UDP query waiting on the resolver
   // The resolver answers after the responder is gone: dropped, no crash.
-  for (auto& cb : stalling.callbacks) cb(ResolveResult{Rcode::NoError, {*IpAddress::parse("198.18.0.10")}, 5});
+  for (auto& cb : stalling.callbacks) cb(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
   EXPECT_TRUE(wait_closed(tcp.get(), 2s));
   // The port is free again: a new responder binds it.
   Responder again(ResponderConfig{.port = port}, policy_, resolver_);

@@ -21,7 +21,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.address; }
 class DestinationClassTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DestinationClassTest, Classifies) {
-  auto a = dns::IpAddress::parse(GetParam().address);
+  auto a = zn::net::IpAddress::parse(GetParam().address);
   ASSERT_TRUE(a) << GetParam().address;
   DestinationVerdict v = classify_destination(*a);
   EXPECT_EQ(destination_class_name(v.cls), destination_class_name(GetParam().cls)) << GetParam().address;
@@ -117,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // What the audit says: the class, and for a transition form what it carries.
 TEST(DestinationDescribe, NamesTheClassAndWhatATransitionFormCarries) {
-  auto d = [](const char* text) { return describe_destination(classify_destination(*dns::IpAddress::parse(text))); };
+  auto d = [](const char* text) { return describe_destination(classify_destination(*zn::net::IpAddress::parse(text))); };
   EXPECT_EQ(d("192.0.2.1"), "special-purpose: documentation");
   EXPECT_EQ(d("::ffff:169.254.169.254"), "special-purpose: metadata");
   EXPECT_EQ(d("2002:a9fe:a9fe::1"), "special-purpose: 6to4 (carries metadata)");
@@ -127,29 +127,29 @@ TEST(DestinationDescribe, NamesTheClassAndWhatATransitionFormCarries) {
   // (~0x3f57fefe = 192.168.1.1).
   EXPECT_EQ(d("2001:0:4136:e378:8000:63bf:3f57:fefe"), "special-purpose: teredo (carries private)");
   EXPECT_EQ(d("2001:0:a00:1::ffff:ffff"), "special-purpose: teredo (carries private)");
-  EXPECT_TRUE(classify_destination(*dns::IpAddress::parse("::ffff:10.0.0.1")).embedded);
+  EXPECT_TRUE(classify_destination(*zn::net::IpAddress::parse("::ffff:10.0.0.1")).embedded);
 }
 
 TEST(AddressPrefix, ParsesStrictlyAndMatchesOnBitBoundaries) {
   for (const char* bad : {"", "/8", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/8x", "10.1.0.0/8", "2001:db8::1/32",
                           "::/129", "10.0.0.0/-1", "example.com/8", "10.0.0.0/ 8", "10.0.0.0/08000000000"})
-    EXPECT_FALSE(AddressPrefix::parse(bad)) << bad;
-  auto p = AddressPrefix::parse("198.18.0.0/15");
+    EXPECT_FALSE(zn::net::AddressPrefix::parse(bad)) << bad;
+  auto p = zn::net::AddressPrefix::parse("198.18.0.0/15");
   ASSERT_TRUE(p);
-  EXPECT_TRUE(p->contains(*dns::IpAddress::parse("198.19.255.255")));
-  EXPECT_FALSE(p->contains(*dns::IpAddress::parse("198.20.0.0")));
-  EXPECT_FALSE(p->contains(*dns::IpAddress::parse("::ffff:198.18.0.1")));  // families never mix
-  auto host = AddressPrefix::parse("198.18.255.1");
+  EXPECT_TRUE(p->contains(*zn::net::IpAddress::parse("198.19.255.255")));
+  EXPECT_FALSE(p->contains(*zn::net::IpAddress::parse("198.20.0.0")));
+  EXPECT_FALSE(p->contains(*zn::net::IpAddress::parse("::ffff:198.18.0.1")));  // families never mix
+  auto host = zn::net::AddressPrefix::parse("198.18.255.1");
   ASSERT_TRUE(host);
   EXPECT_EQ(host->to_string(), "198.18.255.1/32");
   EXPECT_TRUE(host->within(*p));
   EXPECT_FALSE(p->within(*host));
-  auto v6 = AddressPrefix::parse("2001:db8:18::/48");
+  auto v6 = zn::net::AddressPrefix::parse("2001:db8:18::/48");
   ASSERT_TRUE(v6);
-  EXPECT_TRUE(v6->contains(*dns::IpAddress::parse("2001:db8:18:ff::1")));
-  EXPECT_FALSE(v6->contains(*dns::IpAddress::parse("2001:db8:19::1")));
-  EXPECT_TRUE(AddressPrefix::parse("0.0.0.0/0")->contains(*dns::IpAddress::parse("1.2.3.4")));
-  EXPECT_EQ(unmap_ipv4(*dns::IpAddress::parse("::ffff:127.0.0.1")), *dns::IpAddress::parse("127.0.0.1"));
+  EXPECT_TRUE(v6->contains(*zn::net::IpAddress::parse("2001:db8:18:ff::1")));
+  EXPECT_FALSE(v6->contains(*zn::net::IpAddress::parse("2001:db8:19::1")));
+  EXPECT_TRUE(zn::net::AddressPrefix::parse("0.0.0.0/0")->contains(*zn::net::IpAddress::parse("1.2.3.4")));
+  EXPECT_EQ(zn::net::unmap_ipv4(*zn::net::IpAddress::parse("::ffff:127.0.0.1")), *zn::net::IpAddress::parse("127.0.0.1"));
 }
 
 }  // namespace

@@ -11,14 +11,14 @@
 namespace zn::proxy {
 namespace {
 
-AddressPrefix prefix(const char* text) {
-  auto p = AddressPrefix::parse(text);
+zn::net::AddressPrefix prefix(const char* text) {
+  auto p = zn::net::AddressPrefix::parse(text);
   EXPECT_TRUE(p) << text;
-  return p.value_or(AddressPrefix{});
+  return p.value_or(zn::net::AddressPrefix{});
 }
 
 std::string refusal(const DestinationGuard& g, const char* address) {
-  auto a = dns::IpAddress::parse(address);
+  auto a = zn::net::IpAddress::parse(address);
   EXPECT_TRUE(a) << address;
   return g.refusal(*a).value_or("allowed");
 }
@@ -107,8 +107,8 @@ TEST(DestinationGuard, Nat64ConfiguredIsJudgedAsTheIpv4ItCarries) {
 }
 
 TEST(DestinationGuard, UpstreamText) {
-  EXPECT_EQ(upstream_text(*dns::IpAddress::parse("198.18.0.10"), 443), "198.18.0.10:443");
-  EXPECT_EQ(upstream_text(*dns::IpAddress::parse("2001:db8:18::10"), 80), "[2001:db8:18::10]:80");
+  EXPECT_EQ(upstream_text(*zn::net::IpAddress::parse("198.18.0.10"), 443), "198.18.0.10:443");
+  EXPECT_EQ(upstream_text(*zn::net::IpAddress::parse("2001:db8:18::10"), 80), "[2001:db8:18::10]:80");
 }
 
 std::string config_error(const std::string& text) {

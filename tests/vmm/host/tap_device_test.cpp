@@ -26,7 +26,7 @@ TEST(TapDevice, CreateConfigureDelete) {
   ZN_REQUIRE_ROOT();
   TestNetns ns("tap");
   NetnsScope in_ns(ns.name());
-  const MacAddress mac{0x02, 0x7a, 0x6e, 0x01, 0x02, 0x03};
+  const zn::net::MacAddress mac{0x02, 0x7a, 0x6e, 0x01, 0x02, 0x03};
   int ifindex = create_tap("zt0", {mac, 1400, {"198.19.250.1/24", "2001:db8:19:fa::1/64"}});
   EXPECT_GT(ifindex, 1);
 
@@ -57,10 +57,10 @@ TEST(TapDevice, LinkLocalIsEui64OfItsMacWhateverTheDefaultMode) {
     std::ofstream mode("/proc/sys/net/ipv6/conf/default/addr_gen_mode");
     mode << "3";  // IN6_ADDR_GEN_MODE_RANDOM
   }
-  const MacAddress mac{0x02, 0x7a, 0x6e, 0xff, 0x00, 0x09};
+  const zn::net::MacAddress mac{0x02, 0x7a, 0x6e, 0xff, 0x00, 0x09};
   int ifindex = create_tap("zt0", {mac, 1500, {}});
-  UniqueFd fd = open_tap("zt0");  // carrier: the kernel makes the link-local now
-  const std::string want = to_string(eui64_link_local(mac)) + "/64";
+  zn::net::UniqueFd fd = open_tap("zt0");  // carrier: the kernel makes the link-local now
+  const std::string want = zn::net::to_string(zn::net::eui64_link_local(mac)) + "/64";
   RouteNetlink nl;
   std::vector<std::string> addrs;
   for (int i = 0; i < 300; ++i) {
@@ -87,7 +87,7 @@ TEST(TapDevice, OpenAttachesToPersistentTap) {
   NetnsScope in_ns(ns.name());
   create_tap("zt0");
   {
-    UniqueFd fd = open_tap("zt0");
+    zn::net::UniqueFd fd = open_tap("zt0");
     EXPECT_TRUE(fd);
     // Single-queue: a second attach while the first is open is refused.
     EXPECT_THROW(open_tap("zt0"), std::system_error);

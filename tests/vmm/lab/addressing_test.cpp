@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "vmm/host/ip_address.h"
+#include "userspace/net/address.h"
 #include "vmm/lab/addressing.h"
 
 namespace zn::vmm {
@@ -10,13 +10,13 @@ TEST(LabAddressing, GuestPlanFollowsIndex) {
   LabGuest g = lab_plan::guest("zn", "g1", 1);
   EXPECT_EQ(g.netns, "zn-g1");
   EXPECT_EQ(g.tap_name, "zn-tap1");
-  EXPECT_EQ(to_string(g.guest_mac), "02:7a:6e:00:00:02");
-  EXPECT_EQ(to_string(g.host_mac), "02:7a:6e:ff:00:02");
-  EXPECT_EQ(to_string(g.guest_ip4), "198.19.1.2");
-  EXPECT_EQ(to_string(g.gateway_ip4), "198.19.1.1");
-  EXPECT_EQ(to_string(g.guest_ip6), "2001:db8:19:1::2");
-  EXPECT_EQ(to_string(g.gateway_ip6), "2001:db8:19:1::1");
-  EXPECT_EQ(to_string(g.guest_ip6_ll), "fe80::7a:6eff:fe00:2");
+  EXPECT_EQ(zn::net::to_string(g.guest_mac), "02:7a:6e:00:00:02");
+  EXPECT_EQ(zn::net::to_string(g.host_mac), "02:7a:6e:ff:00:02");
+  EXPECT_EQ(zn::net::to_string(g.guest_ip4), "198.19.1.2");
+  EXPECT_EQ(zn::net::to_string(g.gateway_ip4), "198.19.1.1");
+  EXPECT_EQ(zn::net::to_string(g.guest_ip6), "2001:db8:19:1::2");
+  EXPECT_EQ(zn::net::to_string(g.gateway_ip6), "2001:db8:19:1::1");
+  EXPECT_EQ(zn::net::to_string(g.guest_ip6_ll), "fe80::7a:6eff:fe00:2");
 }
 
 TEST(LabAddressing, RejectsTooManyGuests) {
@@ -28,13 +28,13 @@ TEST(LabAddressing, Upstreams) {
   auto v6 = lab_plan::upstream_ip6();
   ASSERT_EQ(v4.size(), 4u);
   ASSERT_EQ(v6.size(), 4u);
-  EXPECT_EQ(to_string(v4.front()), "198.18.0.10");
-  EXPECT_EQ(to_string(v6.back()), "2001:db8:18::13");
+  EXPECT_EQ(zn::net::to_string(v4.front()), "198.18.0.10");
+  EXPECT_EQ(zn::net::to_string(v6.back()), "2001:db8:18::13");
 }
 
 TEST(IpAddress, ParseRejectsGarbage) {
-  EXPECT_THROW(parse_ip4("198.19.0"), std::invalid_argument);
-  EXPECT_THROW(parse_ip6("zz::1"), std::invalid_argument);
+  EXPECT_THROW(zn::net::parse_ip4("198.19.0"), std::invalid_argument);
+  EXPECT_THROW(zn::net::parse_ip6("zz::1"), std::invalid_argument);
 }
 
 }  // namespace

@@ -27,9 +27,9 @@ class FramePumpTest : public ::testing::Test {
     tap_b_ = make_tap(b_->name(), 2);
   }
 
-  static UniqueFd make_tap(const std::string& ns, int host) {
+  static zn::net::UniqueFd make_tap(const std::string& ns, int host) {
     NetnsScope in_ns(ns);
-    create_tap("zt0", {MacAddress{0x02, 0x7a, 0x6e, 0xee, 0, static_cast<std::uint8_t>(host)}, 1500,
+    create_tap("zt0", {zn::net::MacAddress{0x02, 0x7a, 0x6e, 0xee, 0, static_cast<std::uint8_t>(host)}, 1500,
                        {"198.19.250." + std::to_string(host) + "/24",
                         "2001:db8:19:fa::" + std::to_string(host) + "/64"}});
     return open_tap("zt0");
@@ -40,7 +40,7 @@ class FramePumpTest : public ::testing::Test {
   }
 
   std::unique_ptr<TestNetns> a_, b_;
-  UniqueFd tap_a_, tap_b_;
+  zn::net::UniqueFd tap_a_, tap_b_;
 };
 
 TEST_F(FramePumpTest, ThreadCarriesFramesBothWaysUntilStopped) {

@@ -100,17 +100,17 @@ TEST_F(LabTest, TwoGuestsReachGatewayAndUpstreamThenTeardownLeavesNothing) {
     for (const auto& g : lab.guests()) {
       SCOPED_TRACE(g.name);
       // Gateway: ARP/ND and frames through the pump both ways.
-      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip4)));
-      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip6)));
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), zn::net::to_string(g.gateway_ip4)));
+      EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), zn::net::to_string(g.gateway_ip6)));
       // Upstream: forwarded by the host namespace to the stand-in internet.
       EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "198.18.0.10"));
       EXPECT_TRUE(udp_round_trip(g.netns, lab.inet_netns(), "2001:db8:18::13"))
           << ip6_state(g.netns) << ip6_state(lab.host_netns()) << ip6_state(lab.inet_netns());
       // And the other way: the internet reaches the guest (routes back to 198.19/16).
-      EXPECT_TRUE(udp_round_trip(lab.inet_netns(), g.netns, to_string(g.guest_ip4)));
+      EXPECT_TRUE(udp_round_trip(lab.inet_netns(), g.netns, zn::net::to_string(g.guest_ip4)));
     }
     // The host reaches the guest's computed link-local address over its TAP.
-    EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, to_string(g0.guest_ip6_ll) + "%zn-tap0"));
+    EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, zn::net::to_string(g0.guest_ip6_ll) + "%zn-tap0"));
   }
   EXPECT_TRUE(namespaces_of(prefix_).empty());
   EXPECT_FALSE(run_dir_exists(prefix_));
@@ -134,7 +134,7 @@ TEST_F(LabTest, UpAndAddGuestReturnOnlyWhenEveryLinkIsReady) {
     EXPECT_TRUE(pending.empty()) << ns << ": " << (pending.empty() ? "" : pending.front()) << "\n" << ip6_state(ns);
   }
   // Link-locals too are usable at once: the host reaches the guest's.
-  EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, to_string(g0.guest_ip6_ll) + "%" + g0.tap_name));
+  EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, zn::net::to_string(g0.guest_ip6_ll) + "%" + g0.tap_name));
   EXPECT_TRUE(udp_round_trip(g0.netns, lab.inet_netns(), "2001:db8:18::13"))
       << ip6_state(g0.netns) << ip6_state(lab.host_netns()) << ip6_state(lab.inet_netns());
 }
@@ -186,7 +186,7 @@ TEST_F(LabTest, UpReplacesLeftoversOfSamePrefix) {
   EXPECT_TRUE(lab.guests().empty());
   EXPECT_FALSE(netns_exists(prefix_ + "-g0"));
   const LabGuest g = lab.add_guest("g0");
-  EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), to_string(g.gateway_ip4)));
+  EXPECT_TRUE(udp_round_trip(g.netns, lab.host_netns(), zn::net::to_string(g.gateway_ip4)));
 }
 
 TEST_F(LabTest, RejectsBadNames) {

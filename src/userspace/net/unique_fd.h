@@ -5,7 +5,7 @@
 
 #include <utility>
 
-namespace zn::vmm {
+namespace zn::net {
 
 class UniqueFd {
  public:
@@ -32,4 +32,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace zn::vmm
+}  // namespace zn::net
