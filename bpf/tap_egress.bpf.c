@@ -38,7 +38,11 @@
 #include "zn_parse.h"
 #include "zn_verdict.h"
 
-#define DROP(reason) zn_drop(skb, p, (reason), ZN_DIR_EGRESS)
+/* Every drop of this program: counted, and reported with what p notes. */
+static __always_inline int zn_egress_drop(struct __sk_buff *skb, const struct zn_pkt *p, __u32 reason)
+{
+	return zn_drop(skb, p, reason, ZN_DIR_EGRESS);
+}
 
 /* Ports for events; TCP and UDP both start with source and destination. */
 static __always_inline void zn_note_ports(struct zn_pkt *p, void *l4, void *data_end)
@@ -57,10 +61,19 @@ static __always_inline void zn_note_ip4(struct zn_pkt *p, struct iphdr *iph, voi
 		return;
 	p->family = 4;
 	p->proto = iph->protocol;
-	__builtin_memcpy(p->saddr, &iph->saddr, 4);
-	__builtin_memcpy(p->daddr, &iph->daddr, 4);
+	p->saddr.v4 = iph->saddr;
+	p->daddr.v4 = iph->daddr;
 	if (iph->ihl == 5)
 		zn_note_ports(p, iph + 1, data_end);
+}
+
+static __always_inline void zn_note_ip6(struct zn_pkt *p, struct ipv6hdr *ip6h, void *data_end)
+{
+	p->family = 6;
+	p->proto = ip6h->nexthdr;
+	p->saddr.v6 = ip6h->saddr;
+	p->daddr.v6 = ip6h->daddr;
+	zn_note_ports(p, ip6h + 1, data_end);
 }
 
 /* Neighbour discovery from the host to the guest (see the top of the file).
@@ -78,46 +91,46 @@ static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_s
 	int options;
 
 	if (type != NDISC_NEIGHBOUR_SOLICITATION && type != NDISC_NEIGHBOUR_ADVERTISEMENT)
-		return DROP(ZN_DROP_ND_SPOOF);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_SPOOF);
 	if (!zn_is_gateway_ip6(s, &ip6h->saddr) && !host_dad)
-		return DROP(ZN_DROP_ND_SPOOF);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_SPOOF);
 	if (icmp6->icmp6_code != 0)
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	options = zn_nd_option_count(skb, ip6h, ZN_ND_NSNA_LEN);
 	if (options < 0)
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	if ((void *)(target + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_L4);
+		return zn_egress_drop(skb, p, ZN_DROP_TRUNCATED_L4);
 	if (options) {
 		__u32 why = zn_nd_option_shape(opt, data_end);
 
 		if (why)
-			return DROP(why);
-		if (opt[0] != (host_dad ? ZN_ND_OPT_NONCE
-					: type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ZN_ND_OPT_TARGET_LL
-										: ZN_ND_OPT_SOURCE_LL))
-			return DROP(ZN_DROP_ND_MALFORMED);
+			return zn_egress_drop(skb, p, why);
+		if (opt[0] != (host_dad ? ND_OPT_NONCE
+					: type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ND_OPT_TARGET_LL_ADDR
+										: ND_OPT_SOURCE_LL_ADDR))
+			return zn_egress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	}
 	if (!zn_nd_reserved_ok(icmp6))
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	if (type == NDISC_NEIGHBOUR_SOLICITATION) {
 		if (host_dad) {
 			if (!zn_is_gateway_ip6(s, target))
-				return DROP(ZN_DROP_ND_SPOOF);
+				return zn_egress_drop(skb, p, ZN_DROP_ND_SPOOF);
 			if (!zn_ip6_is_solicited_node_of(&ip6h->daddr, target->in6_u.u6_addr8))
-				return DROP(ZN_DROP_ND_SCOPE);
+				return zn_egress_drop(skb, p, ZN_DROP_ND_SCOPE);
 			return zn_pass(p, ZN_PASS_ND);
 		}
 		if (!zn_is_guest_ip6(s, target))
-			return DROP(ZN_DROP_ND_SCOPE);
+			return zn_egress_drop(skb, p, ZN_DROP_ND_SCOPE);
 		if (!zn_nd_ns_dest_ok(&ip6h->daddr, target))
-			return DROP(ZN_DROP_ND_SCOPE);
+			return zn_egress_drop(skb, p, ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	}
 	if (!zn_is_gateway_ip6(s, target))
-		return DROP(ZN_DROP_ND_SPOOF);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_SPOOF);
 	if (!zn_is_guest_ip6(s, &ip6h->daddr) && !zn_ip6_is_ff02(&ip6h->daddr, 1))
-		return DROP(ZN_DROP_ND_SCOPE);
+		return zn_egress_drop(skb, p, ZN_DROP_ND_SCOPE);
 	return zn_pass(p, ZN_PASS_ND);
 }
 
@@ -132,14 +145,14 @@ int zn_tap_egress(struct __sk_buff *skb)
 
 	s = zn_lookup_session(skb, p);
 	if (!s)
-		return DROP(ZN_DROP_NO_SESSION);
+		return zn_egress_drop(skb, p, ZN_DROP_NO_SESSION);
 
 	zn_pull_headers(skb);
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
 	eth = data;
 	if ((void *)(eth + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_ETH);
+		return zn_egress_drop(skb, p, ZN_DROP_TRUNCATED_ETH);
 	pkt.ethertype = eth->h_proto;
 
 	switch (eth->h_proto) {
@@ -153,26 +166,21 @@ int zn_tap_egress(struct __sk_buff *skb)
 		struct icmp6hdr *icmp6 = (void *)(ip6h + 1);
 
 		if ((void *)(ip6h + 1) > data_end)
-			return DROP(ZN_DROP_TRUNCATED_IP6);
-		p->family = 6;
-		p->proto = ip6h->nexthdr;
-		__builtin_memcpy(p->saddr, &ip6h->saddr, 16);
-		__builtin_memcpy(p->daddr, &ip6h->daddr, 16);
-		zn_note_ports(p, ip6h + 1, data_end);
+			return zn_egress_drop(skb, p, ZN_DROP_TRUNCATED_IP6);
+		zn_note_ip6(p, ip6h, data_end);
 		/* Any ND type with hop limit 255 is judged as ND, marked or not:
 		 * the proxy and DNS responder never send it. */
 		if (ip6h->nexthdr == IPPROTO_ICMPV6 && (void *)(icmp6 + 1) <= data_end &&
-		    ip6h->hop_limit == 255 && icmp6->icmp6_type >= NDISC_ROUTER_SOLICITATION &&
-		    icmp6->icmp6_type <= NDISC_REDIRECT)
+		    ip6h->hop_limit == ZN_ND_HOP_LIMIT && zn_icmp6_is_nd(icmp6->icmp6_type))
 			return zn_egress_nd(skb, s, p, ip6h, icmp6, data_end);
 		break;
 	}
 	default:
-		return DROP(ZN_DROP_ETHERTYPE);
+		return zn_egress_drop(skb, p, ZN_DROP_ETHERTYPE);
 	}
 	if ((skb->mark & ZN_MARK_MASK) == ZN_MARK_HOST_REPLY)
 		return zn_pass(p, ZN_PASS_HOST_REPLY);
-	return DROP(ZN_DROP_UNSOLICITED);
+	return zn_egress_drop(skb, p, ZN_DROP_UNSOLICITED);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -25,6 +25,7 @@
  *
  * Every other exit is a named drop reason.
  */
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -47,11 +48,49 @@
 #define ZN_IP_MF 0x2000
 #define ZN_IP_OFFSET 0x1FFF
 
-#define DROP(reason) zn_drop(skb, p, (reason), ZN_DIR_INGRESS)
+/* Every drop of this program: counted, and reported with what p notes. */
+static __always_inline int zn_ingress_drop(struct __sk_buff *skb, const struct zn_pkt *p, __u32 reason)
+{
+	return zn_drop(skb, p, reason, ZN_DIR_INGRESS);
+}
 
 static __always_inline void zn_mark_steered(struct __sk_buff *skb)
 {
 	skb->mark = (skb->mark & ~ZN_MARK_MASK) | ZN_MARK_STEER;
+}
+
+/* A socket lookup tuple for either family, from addresses as network-order
+ * words (one for IPv4, four for IPv6). Returns the length the lookup helpers
+ * take for that family. A listener's tuple has no source: saddr NULL. */
+static __always_inline __u32 zn_sock_tuple(struct bpf_sock_tuple *t, bool is_ipv6, const __be32 *saddr,
+					   __be16 sport, const __be32 *daddr, __be16 dport)
+{
+	if (is_ipv6) {
+		if (saddr)
+			__builtin_memcpy(t->ipv6.saddr, saddr, sizeof(t->ipv6.saddr));
+		__builtin_memcpy(t->ipv6.daddr, daddr, sizeof(t->ipv6.daddr));
+		t->ipv6.sport = sport;
+		t->ipv6.dport = dport;
+		return sizeof(t->ipv6);
+	}
+	if (saddr)
+		t->ipv4.saddr = *saddr;
+	t->ipv4.daddr = *daddr;
+	t->ipv4.sport = sport;
+	t->ipv4.dport = dport;
+	return sizeof(t->ipv4);
+}
+
+/* The host socket a packet is steered to, the DNS responder's or the proxy's,
+ * as a lookup tuple; returns its length. */
+static __always_inline __u32 zn_listener_tuple(struct bpf_sock_tuple *t, const struct zn_listeners *ln,
+					       bool is_ipv6, bool to_dns)
+{
+	if (to_dns)
+		return zn_sock_tuple(t, is_ipv6, NULL, 0,
+				     is_ipv6 ? (const __be32 *)ln->dns_ip6 : &ln->dns_ip4, ln->dns_port);
+	return zn_sock_tuple(t, is_ipv6, NULL, 0,
+			     is_ipv6 ? (const __be32 *)ln->proxy_ip6 : &ln->proxy_ip4, ln->proxy_port);
 }
 
 /* Assigns a TCP packet to its existing host socket (later packets of a steered
@@ -120,7 +159,7 @@ static __always_inline int zn_l4_allowed(const struct zn_pkt *p)
 	key.family = p->family;
 	key.proto = IPPROTO_TCP;
 	key.port = p->dport;
-	__builtin_memcpy(key.addr, p->daddr, sizeof(key.addr));
+	__builtin_memcpy(key.addr, &p->daddr, sizeof(key.addr));
 	if (bpf_map_lookup_elem(&zn_l4_allow, &key))
 		return 1;
 	key.port = 0;
@@ -134,177 +173,133 @@ static __always_inline const struct zn_listeners *zn_get_listeners(void)
 	return bpf_map_lookup_elem(&zn_listeners, &zero);
 }
 
-/* ---- IPv4 ---- */
+/* The gateway's own address on the TAP: its services are not the guest's to
+ * reach, DNS aside. */
+static __always_inline int zn_to_gateway(const struct zn_session *s, const struct zn_pkt *p, bool is_ipv6)
+{
+	if (is_ipv6)
+		return zn_ip6_eq(&p->daddr.v6, s->gateway_ip6);
+	return p->daddr.v4 == s->gateway_ip4;
+}
 
-static __always_inline int zn_ingress_tcp4(struct __sk_buff *skb, const struct zn_session *s,
-					   struct zn_pkt *p, struct iphdr *iph)
+/* ---- TCP and UDP, either family ----
+ *
+ * Past the IP header, both families take one path (as Katran's does). Each IP
+ * function passes is_ipv6 as a constant, so the compiler still gives each
+ * family its own straight-line copy and the verifier sees no mixed paths. */
+
+static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s,
+					  struct zn_pkt *p, bool is_ipv6)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple flow = {}, listener = {};
-	__u32 verdict, reason;
+	__u32 verdict, reason, tuple_len;
 
 	if (!ln)
-		return DROP(ZN_DROP_NO_LISTENER);
-	flow.ipv4.saddr = iph->saddr;
-	flow.ipv4.daddr = iph->daddr;
-	flow.ipv4.sport = p->sport;
-	flow.ipv4.dport = p->dport;
-
-	if (p->dport == bpf_htons(ZN_DNS_PORT)) {
-		listener.ipv4.daddr = ln->dns_ip4;
-		listener.ipv4.dport = ln->dns_port;
+		return zn_ingress_drop(skb, p, ZN_DROP_NO_LISTENER);
+	if (p->dport == bpf_htons(ZN_DNS_PORT))
 		verdict = ZN_PASS_DNS;
-	} else if (iph->daddr == s->gateway_ip4) {
-		return DROP(ZN_DROP_HOST_SERVICE);
-	} else if (zn_port_steered(s, p->dport)) {
-		listener.ipv4.daddr = ln->proxy_ip4;
-		listener.ipv4.dport = ln->proxy_port;
+	else if (zn_to_gateway(s, p, is_ipv6))
+		return zn_ingress_drop(skb, p, ZN_DROP_HOST_SERVICE);
+	else if (zn_port_steered(s, p->dport))
 		verdict = ZN_PASS_STEER;
-	} else if (zn_l4_allowed(p)) {
-		listener.ipv4.daddr = ln->proxy_ip4;
-		listener.ipv4.dport = ln->proxy_port;
+	else if (zn_l4_allowed(p))
 		verdict = ZN_PASS_L4;
-	} else {
-		return DROP(ZN_DROP_TCP_PORT);
-	}
-	reason = zn_assign_tcp(skb, &flow, &listener, sizeof(flow.ipv4));
+	else
+		return zn_ingress_drop(skb, p, ZN_DROP_TCP_PORT);
+
+	tuple_len = zn_sock_tuple(&flow, is_ipv6, p->saddr.words, p->sport, p->daddr.words, p->dport);
+	zn_listener_tuple(&listener, ln, is_ipv6, verdict == ZN_PASS_DNS);
+	reason = zn_assign_tcp(skb, &flow, &listener, tuple_len);
 	if (reason)
-		return DROP(reason);
+		return zn_ingress_drop(skb, p, reason);
 	zn_mark_steered(skb);
 	return zn_pass(p, verdict);
 }
 
-static __always_inline int zn_ingress_udp_dns4(struct __sk_buff *skb, struct zn_pkt *p)
+static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, struct zn_pkt *p, bool is_ipv6)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple listener = {};
-	__u32 reason;
+	__u32 reason, tuple_len;
 
 	if (!ln)
-		return DROP(ZN_DROP_NO_LISTENER);
-	listener.ipv4.daddr = ln->dns_ip4;
-	listener.ipv4.dport = ln->dns_port;
-	reason = zn_assign_udp(skb, &listener, sizeof(listener.ipv4));
+		return zn_ingress_drop(skb, p, ZN_DROP_NO_LISTENER);
+	tuple_len = zn_listener_tuple(&listener, ln, is_ipv6, true);
+	reason = zn_assign_udp(skb, &listener, tuple_len);
 	if (reason)
-		return DROP(reason);
+		return zn_ingress_drop(skb, p, reason);
 	zn_mark_steered(skb);
 	return zn_pass(p, ZN_PASS_DNS);
 }
+
+/* The transport header at l4, of which the IP header says l4_len bytes follow;
+ * p holds the addresses and protocol already. */
+static __always_inline int zn_ingress_l4(struct __sk_buff *skb, const struct zn_session *s,
+					 struct zn_pkt *p, void *l4, __u32 l4_len, void *data_end,
+					 bool is_ipv6)
+{
+	switch (p->proto) {
+	case IPPROTO_TCP: {
+		struct tcphdr *th = l4;
+
+		if ((void *)(th + 1) > data_end || l4_len < sizeof(*th))
+			return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_L4);
+		p->sport = th->source;
+		p->dport = th->dest;
+		if (th->doff < 5)
+			return zn_ingress_drop(skb, p, ZN_DROP_IP_MALFORMED);
+		return zn_ingress_tcp(skb, s, p, is_ipv6);
+	}
+	case IPPROTO_UDP: {
+		struct udphdr *uh = l4;
+
+		if ((void *)(uh + 1) > data_end || l4_len < sizeof(*uh))
+			return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_L4);
+		p->sport = uh->source;
+		p->dport = uh->dest;
+		if (uh->dest != bpf_htons(ZN_DNS_PORT))
+			return zn_ingress_drop(skb, p, ZN_DROP_UDP);
+		return zn_ingress_udp_dns(skb, p, is_ipv6);
+	}
+	default:
+		return zn_ingress_drop(skb, p, ZN_DROP_PROTO);
+	}
+}
+
+/* ---- IPv4 ---- */
 
 static __always_inline int zn_ingress_ip4(struct __sk_buff *skb, const struct zn_session *s,
 					  struct zn_pkt *p, void *data, void *data_end)
 {
 	struct iphdr *iph = data + sizeof(struct ethhdr);
-	void *l4;
 	__u16 tot_len;
 
 	if ((void *)(iph + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_IP4);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_IP4);
 	if (iph->version != 4 || iph->ihl < 5)
-		return DROP(ZN_DROP_IP_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP_MALFORMED);
 	p->family = 4;
 	p->proto = iph->protocol;
-	__builtin_memcpy(p->saddr, &iph->saddr, 4);
-	__builtin_memcpy(p->daddr, &iph->daddr, 4);
+	p->saddr.v4 = iph->saddr;
+	p->daddr.v4 = iph->daddr;
 	if (iph->ihl != 5)
-		return DROP(ZN_DROP_IP4_OPTIONS);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP4_OPTIONS);
 	tot_len = bpf_ntohs(iph->tot_len);
 	if (tot_len < sizeof(*iph))
-		return DROP(ZN_DROP_IP_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP_MALFORMED);
 	if (tot_len > skb->len - sizeof(struct ethhdr))
-		return DROP(ZN_DROP_TRUNCATED_IP4);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_IP4);
 	if (s->guest_ip4 == 0 || iph->saddr != s->guest_ip4)
-		return DROP(ZN_DROP_IP4_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP4_SPOOF);
 	if (iph->frag_off & bpf_htons(ZN_IP_MF | ZN_IP_OFFSET))
-		return DROP(ZN_DROP_FRAGMENT);
-
-	l4 = (void *)(iph + 1);
-	switch (iph->protocol) {
-	case IPPROTO_TCP: {
-		struct tcphdr *th = l4;
-
-		if ((void *)(th + 1) > data_end || tot_len < sizeof(*iph) + sizeof(*th))
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		p->sport = th->source;
-		p->dport = th->dest;
-		if (th->doff < 5)
-			return DROP(ZN_DROP_IP_MALFORMED);
-		return zn_ingress_tcp4(skb, s, p, iph);
-	}
-	case IPPROTO_UDP: {
-		struct udphdr *uh = l4;
-
-		if ((void *)(uh + 1) > data_end || tot_len < sizeof(*iph) + sizeof(*uh))
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		p->sport = uh->source;
-		p->dport = uh->dest;
-		if (uh->dest != bpf_htons(ZN_DNS_PORT))
-			return DROP(ZN_DROP_UDP);
-		return zn_ingress_udp_dns4(skb, p);
-	}
-	case IPPROTO_ICMP:
-		return DROP(ZN_DROP_ICMP);
-	default:
-		return DROP(ZN_DROP_PROTO);
-	}
+		return zn_ingress_drop(skb, p, ZN_DROP_FRAGMENT);
+	if (iph->protocol == IPPROTO_ICMP)
+		return zn_ingress_drop(skb, p, ZN_DROP_ICMP);
+	return zn_ingress_l4(skb, s, p, iph + 1, tot_len - sizeof(*iph), data_end, false);
 }
 
 /* ---- IPv6 ---- */
-
-static __always_inline int zn_ingress_tcp6(struct __sk_buff *skb, const struct zn_session *s,
-					   struct zn_pkt *p, struct ipv6hdr *ip6h)
-{
-	const struct zn_listeners *ln = zn_get_listeners();
-	struct bpf_sock_tuple flow = {}, listener = {};
-	__u32 verdict, reason;
-
-	if (!ln)
-		return DROP(ZN_DROP_NO_LISTENER);
-	__builtin_memcpy(flow.ipv6.saddr, &ip6h->saddr, 16);
-	__builtin_memcpy(flow.ipv6.daddr, &ip6h->daddr, 16);
-	flow.ipv6.sport = p->sport;
-	flow.ipv6.dport = p->dport;
-
-	if (p->dport == bpf_htons(ZN_DNS_PORT)) {
-		__builtin_memcpy(listener.ipv6.daddr, ln->dns_ip6, 16);
-		listener.ipv6.dport = ln->dns_port;
-		verdict = ZN_PASS_DNS;
-	} else if (zn_ip6_eq(&ip6h->daddr, s->gateway_ip6)) {
-		return DROP(ZN_DROP_HOST_SERVICE);
-	} else if (zn_port_steered(s, p->dport)) {
-		__builtin_memcpy(listener.ipv6.daddr, ln->proxy_ip6, 16);
-		listener.ipv6.dport = ln->proxy_port;
-		verdict = ZN_PASS_STEER;
-	} else if (zn_l4_allowed(p)) {
-		__builtin_memcpy(listener.ipv6.daddr, ln->proxy_ip6, 16);
-		listener.ipv6.dport = ln->proxy_port;
-		verdict = ZN_PASS_L4;
-	} else {
-		return DROP(ZN_DROP_TCP_PORT);
-	}
-	reason = zn_assign_tcp(skb, &flow, &listener, sizeof(flow.ipv6));
-	if (reason)
-		return DROP(reason);
-	zn_mark_steered(skb);
-	return zn_pass(p, verdict);
-}
-
-static __always_inline int zn_ingress_udp_dns6(struct __sk_buff *skb, struct zn_pkt *p)
-{
-	const struct zn_listeners *ln = zn_get_listeners();
-	struct bpf_sock_tuple listener = {};
-	__u32 reason;
-
-	if (!ln)
-		return DROP(ZN_DROP_NO_LISTENER);
-	__builtin_memcpy(listener.ipv6.daddr, ln->dns_ip6, 16);
-	listener.ipv6.dport = ln->dns_port;
-	reason = zn_assign_udp(skb, &listener, sizeof(listener.ipv6));
-	if (reason)
-		return DROP(reason);
-	zn_mark_steered(skb);
-	return zn_pass(p, ZN_PASS_DNS);
-}
 
 /* Neighbour discovery from the guest, passed only in the forms that stay on
  * the link (see the top of this file):
@@ -328,19 +323,19 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 	int from_unspec, options;
 
 	/* A router decrements the hop limit: 255 proves the sender is on the link. */
-	if (ip6h->hop_limit != 255)
-		return DROP(ZN_DROP_ND_SPOOF);
+	if (ip6h->hop_limit != ZN_ND_HOP_LIMIT)
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 	/* RA and redirects are a router's to send, and a guest is no router. */
 	if (type != NDISC_ROUTER_SOLICITATION && type != NDISC_NEIGHBOUR_SOLICITATION &&
 	    type != NDISC_NEIGHBOUR_ADVERTISEMENT)
-		return DROP(ZN_DROP_ND_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 	from_unspec = zn_ip6_is_unspecified(&ip6h->saddr);
 	/* :: is a source only before the guest has an address (DAD, an early RS). */
 	if (!zn_is_guest_ip6(s, &ip6h->saddr) && !(from_unspec && type != NDISC_NEIGHBOUR_ADVERTISEMENT))
-		return DROP(ZN_DROP_ND_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 
 	if (icmp6->icmp6_code != 0)
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	if (type == NDISC_ROUTER_SOLICITATION) {
 		options = zn_nd_option_count(skb, ip6h, ZN_ND_RS_LEN);
 		opt = (void *)(icmp6 + 1);
@@ -349,53 +344,53 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 		opt = (void *)(target + 1);
 	}
 	if (options < 0)
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	if (type != NDISC_ROUTER_SOLICITATION && (void *)(target + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_L4);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_L4);
 	if (options) {
 		__u32 why = zn_nd_option_shape(opt, data_end);
 
 		if (why)
-			return DROP(why);
+			return zn_ingress_drop(skb, p, why);
 		if (from_unspec) {
 			/* RFC 4861 4.1, 7.2.2: no link-layer address from ::. */
-			if (type != NDISC_NEIGHBOUR_SOLICITATION || opt[0] != ZN_ND_OPT_NONCE)
-				return DROP(ZN_DROP_ND_MALFORMED);
+			if (type != NDISC_NEIGHBOUR_SOLICITATION || opt[0] != ND_OPT_NONCE)
+				return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 		} else {
-			if (opt[0] != (type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ZN_ND_OPT_TARGET_LL
-									   : ZN_ND_OPT_SOURCE_LL))
-				return DROP(ZN_DROP_ND_MALFORMED);
+			if (opt[0] != (type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ND_OPT_TARGET_LL_ADDR
+									   : ND_OPT_SOURCE_LL_ADDR))
+				return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 			if (!zn_mac_eq(opt + 2, s->guest_mac))
-				return DROP(ZN_DROP_ND_SPOOF);
+				return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 		}
 	}
 
 	if (!zn_nd_reserved_ok(icmp6))
-		return DROP(ZN_DROP_ND_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	switch (type) {
 	case NDISC_ROUTER_SOLICITATION:
 		if (!zn_ip6_is_ff02(&ip6h->daddr, 2))
-			return DROP(ZN_DROP_ND_SCOPE);
+			return zn_ingress_drop(skb, p, ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	case NDISC_NEIGHBOUR_SOLICITATION:
 		if (from_unspec) {
 			/* DAD: the guest asks whether its own address is taken. */
 			if (!zn_is_guest_ip6(s, target))
-				return DROP(ZN_DROP_ND_SPOOF);
+				return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 			if (!zn_ip6_is_solicited_node_of(&ip6h->daddr, target->in6_u.u6_addr8))
-				return DROP(ZN_DROP_ND_SCOPE);
+				return zn_ingress_drop(skb, p, ZN_DROP_ND_SCOPE);
 			return zn_pass(p, ZN_PASS_ND);
 		}
 		/* The gateway is the guest's only neighbour. */
 		if (!zn_is_gateway_ip6(s, target) || !zn_nd_ns_dest_ok(&ip6h->daddr, target))
-			return DROP(ZN_DROP_ND_SCOPE);
+			return zn_ingress_drop(skb, p, ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	default: /* NDISC_NEIGHBOUR_ADVERTISEMENT */
 		/* Only its own addresses, so the guest cannot take over the gateway's. */
 		if (!zn_is_guest_ip6(s, target))
-			return DROP(ZN_DROP_ND_SPOOF);
+			return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
 		if (!zn_is_gateway_ip6(s, &ip6h->daddr) && !zn_ip6_is_ff02(&ip6h->daddr, 1))
-			return DROP(ZN_DROP_ND_SCOPE);
+			return zn_ingress_drop(skb, p, ZN_DROP_ND_SCOPE);
 		return zn_pass(p, ZN_PASS_ND);
 	}
 }
@@ -409,8 +404,8 @@ static __always_inline int zn_is_ip6_exthdr(__u8 nexthdr)
 	case IPPROTO_AH:
 	case IPPROTO_ESP:
 	case IPPROTO_MH:
-	case 139: /* HIP */
-	case 140: /* shim6 */
+	case ZN_IPPROTO_HIP:
+	case ZN_IPPROTO_SHIM6:
 		return 1;
 	default:
 		return 0;
@@ -421,70 +416,44 @@ static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn
 					  struct zn_pkt *p, void *data, void *data_end)
 {
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
-	void *l4;
 	__u32 payload_len;
 
 	if ((void *)(ip6h + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_IP6);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_IP6);
 	if (ip6h->version != 6)
-		return DROP(ZN_DROP_IP_MALFORMED);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP_MALFORMED);
 	p->family = 6;
 	p->proto = ip6h->nexthdr;
-	__builtin_memcpy(p->saddr, &ip6h->saddr, 16);
-	__builtin_memcpy(p->daddr, &ip6h->daddr, 16);
+	p->saddr.v6 = ip6h->saddr;
+	p->daddr.v6 = ip6h->daddr;
 	payload_len = bpf_ntohs(ip6h->payload_len);
 	if (payload_len + sizeof(*ip6h) > skb->len - sizeof(struct ethhdr))
-		return DROP(ZN_DROP_TRUNCATED_IP6);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_IP6);
 
-	l4 = (void *)(ip6h + 1);
 	if (ip6h->nexthdr == IPPROTO_ICMPV6) {
-		struct icmp6hdr *icmp6 = l4;
+		struct icmp6hdr *icmp6 = (void *)(ip6h + 1);
 
 		if ((void *)(icmp6 + 1) > data_end || payload_len < sizeof(*icmp6))
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		if (icmp6->icmp6_type >= NDISC_ROUTER_SOLICITATION &&
-		    icmp6->icmp6_type <= NDISC_REDIRECT)
+			return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_L4);
+		if (zn_icmp6_is_nd(icmp6->icmp6_type))
 			return zn_ingress_nd(skb, s, p, ip6h, icmp6, data_end);
 	}
 	/* Multicast (MLD reports, mDNS) has no business leaving the link; named
 	 * apart so a guest's routine MLD does not read as spoofing. */
 	if (ip6h->daddr.in6_u.u6_addr8[0] == 0xff)
-		return DROP(ZN_DROP_IP6_MULTICAST);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP6_MULTICAST);
 	if (zn_ip6_is_zero(s->guest_ip6) || !zn_ip6_eq(&ip6h->saddr, s->guest_ip6))
-		return DROP(ZN_DROP_IP6_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_IP6_SPOOF);
 
 	switch (ip6h->nexthdr) {
-	case IPPROTO_TCP: {
-		struct tcphdr *th = l4;
-
-		if ((void *)(th + 1) > data_end || payload_len < sizeof(*th))
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		p->sport = th->source;
-		p->dport = th->dest;
-		if (th->doff < 5)
-			return DROP(ZN_DROP_IP_MALFORMED);
-		return zn_ingress_tcp6(skb, s, p, ip6h);
-	}
-	case IPPROTO_UDP: {
-		struct udphdr *uh = l4;
-
-		if ((void *)(uh + 1) > data_end || payload_len < sizeof(*uh))
-			return DROP(ZN_DROP_TRUNCATED_L4);
-		p->sport = uh->source;
-		p->dport = uh->dest;
-		if (uh->dest != bpf_htons(ZN_DNS_PORT))
-			return DROP(ZN_DROP_UDP);
-		return zn_ingress_udp_dns6(skb, p);
-	}
 	case IPPROTO_ICMPV6:
-		return DROP(ZN_DROP_ICMP);
+		return zn_ingress_drop(skb, p, ZN_DROP_ICMP);
 	case IPPROTO_FRAGMENT:
-		return DROP(ZN_DROP_FRAGMENT);
-	default:
-		if (zn_is_ip6_exthdr(ip6h->nexthdr))
-			return DROP(ZN_DROP_IP6_EXTHDR);
-		return DROP(ZN_DROP_PROTO);
+		return zn_ingress_drop(skb, p, ZN_DROP_FRAGMENT);
 	}
+	if (zn_is_ip6_exthdr(ip6h->nexthdr))
+		return zn_ingress_drop(skb, p, ZN_DROP_IP6_EXTHDR);
+	return zn_ingress_l4(skb, s, p, ip6h + 1, payload_len, data_end, true);
 }
 
 /* ---- ARP ---- */
@@ -496,20 +465,20 @@ static __always_inline int zn_ingress_arp(struct __sk_buff *skb, const struct zn
 	__u32 sip;
 
 	if ((void *)(arp + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_ARP);
-	if (arp->hrd != bpf_htons(1) || arp->pro != bpf_htons(ETH_P_IP) || arp->hln != 6 ||
-	    arp->pln != 4)
-		return DROP(ZN_DROP_ARP_MALFORMED);
-	if (arp->op != bpf_htons(1) && arp->op != bpf_htons(2))
-		return DROP(ZN_DROP_ARP_MALFORMED);
-	__builtin_memcpy(&sip, arp->sip, 4);
-	__builtin_memcpy(p->saddr, arp->sip, 4);
-	__builtin_memcpy(p->daddr, arp->tip, 4);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_ARP);
+	if (arp->hrd != bpf_htons(ARPHRD_ETHER) || arp->pro != bpf_htons(ETH_P_IP) ||
+	    arp->hln != sizeof(arp->sha) || arp->pln != sizeof(arp->sip))
+		return zn_ingress_drop(skb, p, ZN_DROP_ARP_MALFORMED);
+	if (arp->op != bpf_htons(ARPOP_REQUEST) && arp->op != bpf_htons(ARPOP_REPLY))
+		return zn_ingress_drop(skb, p, ZN_DROP_ARP_MALFORMED);
+	__builtin_memcpy(&sip, arp->sip, sizeof(sip));
+	p->saddr.v4 = sip;
+	__builtin_memcpy(&p->daddr.v4, arp->tip, sizeof(arp->tip));
 	if (!zn_mac_eq(arp->sha, s->guest_mac))
-		return DROP(ZN_DROP_ARP_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_ARP_SPOOF);
 	/* An ARP probe (sender 0.0.0.0) is how a guest checks its address is free. */
-	if (!(sip != 0 && sip == s->guest_ip4) && !(sip == 0 && arp->op == bpf_htons(1)))
-		return DROP(ZN_DROP_ARP_SPOOF);
+	if (!(sip != 0 && sip == s->guest_ip4) && !(sip == 0 && arp->op == bpf_htons(ARPOP_REQUEST)))
+		return zn_ingress_drop(skb, p, ZN_DROP_ARP_SPOOF);
 	return zn_pass(p, ZN_PASS_ARP);
 }
 
@@ -524,22 +493,22 @@ int zn_tap_ingress(struct __sk_buff *skb)
 
 	s = zn_lookup_session(skb, p);
 	if (!s)
-		return DROP(ZN_DROP_NO_SESSION);
+		return zn_ingress_drop(skb, p, ZN_DROP_NO_SESSION);
 
 	/* The stack strips a VLAN tag into skb metadata before TC ingress. */
 	if (skb->vlan_present)
-		return DROP(ZN_DROP_VLAN);
+		return zn_ingress_drop(skb, p, ZN_DROP_VLAN);
 	zn_pull_headers(skb);
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
 	eth = data;
 	if ((void *)(eth + 1) > data_end)
-		return DROP(ZN_DROP_TRUNCATED_ETH);
+		return zn_ingress_drop(skb, p, ZN_DROP_TRUNCATED_ETH);
 	pkt.ethertype = eth->h_proto;
 	if (eth->h_proto == bpf_htons(ETH_P_8021Q) || eth->h_proto == bpf_htons(ZN_ETH_P_8021AD))
-		return DROP(ZN_DROP_VLAN);
+		return zn_ingress_drop(skb, p, ZN_DROP_VLAN);
 	if (!zn_mac_eq(eth->h_source, s->guest_mac))
-		return DROP(ZN_DROP_MAC_SPOOF);
+		return zn_ingress_drop(skb, p, ZN_DROP_MAC_SPOOF);
 
 	switch (eth->h_proto) {
 	case bpf_htons(ETH_P_ARP):
@@ -549,7 +518,7 @@ int zn_tap_ingress(struct __sk_buff *skb)
 	case bpf_htons(ETH_P_IPV6):
 		return zn_ingress_ip6(skb, s, p, data, data_end);
 	default:
-		return DROP(ZN_DROP_ETHERTYPE);
+		return zn_ingress_drop(skb, p, ZN_DROP_ETHERTYPE);
 	}
 }
 

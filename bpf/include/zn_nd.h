@@ -16,6 +16,32 @@
 #include "zn_abi.h"
 #include "zn_parse.h"
 
+/* ICMPv6 neighbour discovery types (RFC 4861), named as in the kernel's
+ * net/ndisc.h; the UAPI headers lack them. */
+#define NDISC_ROUTER_SOLICITATION 133
+#define NDISC_ROUTER_ADVERTISEMENT 134
+#define NDISC_NEIGHBOUR_SOLICITATION 135
+#define NDISC_NEIGHBOUR_ADVERTISEMENT 136
+#define NDISC_REDIRECT 137
+/* ND option types (RFC 4861 4.6, RFC 7527 for the DAD nonce), as in net/ndisc.h. */
+#define ND_OPT_SOURCE_LL_ADDR 1
+#define ND_OPT_TARGET_LL_ADDR 2
+#define ND_OPT_NONCE 14
+/* Bytes of an RS (ICMPv6 header + reserved) and of an NS/NA (+ target)
+ * before their options; the one option a message may carry is 8 bytes. */
+#define ZN_ND_RS_LEN 8
+#define ZN_ND_NSNA_LEN 24
+#define ZN_ND_OPT_LEN 8
+/* A router decrements the hop limit, so ND sent with 255 and received with
+ * 255 comes from the link itself (RFC 4861 6.1.1, 7.1.1). */
+#define ZN_ND_HOP_LIMIT 255
+
+/* RS, RA, NS, NA and redirect: the ICMPv6 types judged as neighbour discovery. */
+static __always_inline int zn_icmp6_is_nd(__u8 type)
+{
+	return type >= NDISC_ROUTER_SOLICITATION && type <= NDISC_REDIRECT;
+}
+
 static __always_inline int zn_is_guest_ip6(const struct zn_session *s, const struct in6_addr *a)
 {
 	return (!zn_ip6_is_zero(s->guest_ip6) && zn_ip6_eq(a, s->guest_ip6)) ||

@@ -11,21 +11,21 @@
 #include <bpf/bpf_endian.h>
 
 #define ZN_ETH_P_8021AD 0x88A8
-/* ICMPv6 neighbour discovery types (RFC 4861); the UAPI headers lack them. */
-#define NDISC_ROUTER_SOLICITATION 133
-#define NDISC_ROUTER_ADVERTISEMENT 134
-#define NDISC_NEIGHBOUR_SOLICITATION 135
-#define NDISC_NEIGHBOUR_ADVERTISEMENT 136
-#define NDISC_REDIRECT 137
-/* ND option types (RFC 4861 4.6, RFC 7527 for the DAD nonce). */
-#define ZN_ND_OPT_SOURCE_LL 1
-#define ZN_ND_OPT_TARGET_LL 2
-#define ZN_ND_OPT_NONCE 14
-/* Bytes of an RS (ICMPv6 header + reserved) and of an NS/NA (+ target)
- * before their options; the one option a message may carry is 8 bytes. */
-#define ZN_ND_RS_LEN 8
-#define ZN_ND_NSNA_LEN 24
-#define ZN_ND_OPT_LEN 8
+/* ARP (RFC 826) names from linux/if_arp.h, which BPF code cannot include: it
+ * pulls in the C library's sys/socket.h. */
+#ifndef ARPHRD_ETHER
+#define ARPHRD_ETHER 1
+#endif
+#ifndef ARPOP_REQUEST
+#define ARPOP_REQUEST 1
+#endif
+#ifndef ARPOP_REPLY
+#define ARPOP_REPLY 2
+#endif
+/* IPv6 extension headers that linux/in.h and linux/in6.h do not name:
+ * HIP (RFC 7401) and shim6 (RFC 5533). */
+#define ZN_IPPROTO_HIP 139
+#define ZN_IPPROTO_SHIM6 140
 /* Enough linear bytes for Ethernet + IPv6 + the longest ND message passed
  * (86 bytes) or a TCP header. */
 #define ZN_PULL_LEN 128
@@ -43,6 +43,14 @@ struct zn_arp {
 	__u8 tip[4];
 } __attribute__((packed));
 
+/* An address of either family, as the packet carried it: an IPv4 (or ARP)
+ * address is the first word and the rest stays zero, as in Katran's flow_key. */
+union zn_addr {
+	__be32 v4;
+	__be32 words[4];
+	struct in6_addr v6;
+};
+
 /* What is known of the packet being judged, for counters and events. */
 struct zn_pkt {
 	__u32 sidx;
@@ -54,8 +62,8 @@ struct zn_pkt {
 	__u16 dport;
 	__u8 family;
 	__u8 proto;
-	__u8 saddr[16];
-	__u8 daddr[16];
+	union zn_addr saddr;
+	union zn_addr daddr;
 };
 
 static __always_inline int zn_mac_eq(const __u8 *a, const __u8 *b)

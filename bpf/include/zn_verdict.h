@@ -112,8 +112,8 @@ static __always_inline int zn_drop(struct __sk_buff *skb, const struct zn_pkt *p
 	e->ethertype = p->ethertype;
 	e->direction = direction;
 	e->pad0 = 0;
-	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
-	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+	__builtin_memcpy(e->saddr, &p->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, &p->daddr, sizeof(e->daddr));
 	bpf_ringbuf_submit(e, 0);
 	return TC_ACT_SHOT;
 }
