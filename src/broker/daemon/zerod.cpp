@@ -3,12 +3,12 @@
 #include <arpa/inet.h>
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
 #include <filesystem>
 #include <future>
-#include <deque>
 
 #include "broker/audit/drop_events.h"
+#include "broker/control/metrics.h"
+#include "broker/control/verbs.h"
 #include "broker/policy/parser.h"
 #include "common/netns.h"
 #include "userspace/datapath/drop_events.h"
@@ -45,20 +45,7 @@ std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c)
   return std::make_shared<const proxy::DestinationGuard>(std::move(g), std::make_shared<net::LocalAddresses>());
 }
 
-const json& require(const json& args, const char* key) {
-  if (!args.contains(key) || !args[key].is_string())
-    throw SessionError(std::string("missing \"") + key + "\" (string)");
-  return args[key];
-}
-
 }  // namespace
-
-struct ZerodDaemon::Subscriber {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<json> queue;
-  static constexpr size_t kMax = 1000;  // a slow reader loses the oldest
-};
 
 ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   if (!config_.netns.empty()) {
@@ -118,7 +105,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::vector<std::string> failed;
   auto restored = registry_->restore(&failed);
   for (const auto& id : restored) {
-    if (auto s = registry_->get(id)) register_secrets(*s);
+    if (auto s = registry_->get(id)) register_secrets(*audit_, *s);
     spdlog::info("re-adopted session {}", id);
   }
   for (const auto& f : failed) spdlog::error("could not restore session {}", f);
@@ -142,7 +129,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
   if (config_.metrics_port)
-    metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] { return render_metrics(); });
+    metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] {
+      return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_));
+    });
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
   control_->start();
@@ -154,6 +143,7 @@ ZerodDaemon::~ZerodDaemon() { stop(); }
 
 void ZerodDaemon::stop() {
   if (stopping_.exchange(true)) return;
+  events_.close();
   if (control_) control_->stop();
   metrics_.reset();
   proxy_.reset();
@@ -162,201 +152,14 @@ void ZerodDaemon::stop() {
   spdlog::info("zerod stopped; the datapath stays attached and denying");
 }
 
-void ZerodDaemon::register_secrets(const Session& s) {
-  for (const auto& [name, resource] : s.policy->policy().resources)
-    for (const auto& [field, value] : resource.fields) audit_->add_secret(value);
-}
-
-json ZerodDaemon::describe(const Session& s, bool with_policy) const {
-  json out = {{"id", s.record.id},
-              {"session_idx", s.record.session_idx},
-              {"device", s.record.device},
-              {"ifindex", s.ifindex},
-              {"adopted", s.record.adopted},
-              {"policy_version", s.record.policy_version},
-              {"network",
-               {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
-                {"gateway", net::to_string(s.net.gateway_ip4)},
-                {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
-                {"gateway6", net::to_string(s.net.gateway_ip6)},
-                {"dns", net::to_string(s.net.gateway_ip4)},
-                {"mac", net::to_string(s.net.guest_mac)},
-                {"mtu", vmm::GuestNetwork::kMtu},
-                {"ca_certificate", ca_.cert}}}};
-  if (with_policy) {
-    // The policy as compiled, never its resources' values.
-    json allow = json::array();
-    for (const AllowRule& r : s.policy->policy().allow) {
-      json rule = {{"host", r.host.kind == HostPattern::Kind::kWildcard ? "*." + r.host.name : r.host.name}};
-      if (!r.methods.empty()) rule["methods"] = r.methods;
-      if (!r.paths.empty()) {
-        json paths = json::array();
-        for (const auto& p : r.paths) paths.push_back(p.text());
-        rule["paths"] = paths;
-      }
-      if (r.identity) rule["identity"] = "cap:" + *r.identity;
-      if (r.action == RuleAction::kAsk) rule["action"] = "ask";
-      if (r.port) rule["port"] = *r.port;
-      allow.push_back(rule);
-    }
-    json deny = json::array();
-    for (const DenyRule& d : s.policy->policy().deny)
-      deny.push_back({{"host", d.host.kind == HostPattern::Kind::kWildcard ? "*." + d.host.name : d.host.name}});
-    json resources = json::array();
-    for (const auto& [name, r] : s.policy->policy().resources) resources.push_back(name);
-    out["policy"] = {{"default", "deny"}, {"allow", allow}, {"deny", deny}, {"resources", resources}};
-    if (auto rate = s.policy->policy().rate)
-      out["policy"]["rate"] = {{"burst", rate->burst}, {"per_second", rate->per_second}};
-  }
-  return out;
-}
-
+// The verbs, each family given only what it acts on.
 void ZerodDaemon::register_verbs() {
-  control_->handle("status", [this](const json&) {
-    const auto dns = dns_->counters();
-    return json{{"sessions", registry_->list().size()},
-                {"pin_root", config_.pin_root},
-                {"netns", config_.netns},
-                {"dns", {{"queries", dns.queries}, {"allowed", dns.allowed}, {"denied", dns.denied},
-                         {"refused", dns.refused}, {"malformed", dns.malformed},
-                         {"upstream_failures", dns.upstream_failures}}}};
-  });
-  control_->handle("session.list", [this](const json&) {
-    json out = json::array();
-    for (const Session& s : registry_->list()) out.push_back(describe(s, false));
-    return out;
-  });
-  control_->handle("session.show", [this](const json& args) {
-    auto s = registry_->get(require(args, "id"));
-    if (!s) throw SessionError("no session '" + args["id"].get<std::string>() + "'");
-    return describe(*s, true);
-  });
-  control_->handle("session.create", [this](const json& args) {
-    SessionSpec spec;
-    spec.id = require(args, "id");
-    spec.policy_json = require(args, "policy");
-    if (args.contains("device")) spec.adopt_device = require(args, "device").get<std::string>();
-    if (args.contains("slot")) {
-      if (!args["slot"].is_number_unsigned()) throw SessionError("\"slot\" must be a number");
-      spec.slot = args["slot"].get<unsigned>();
-    }
-    Session s = registry_->create(spec);
-    register_secrets(s);
-    spdlog::info("session {} created on {} (slot {})", s.record.id, s.record.device, s.record.slot);
-    return describe(s, false);
-  });
-  control_->handle("session.update", [this](const json& args) {
-    Session s = registry_->update(require(args, "id"), require(args, "policy"));
-    register_secrets(s);
-    spdlog::info("session {} policy v{}", s.record.id, s.record.policy_version);
-    return describe(s, false);
-  });
-  control_->handle("session.delete", [this](const json& args) {
-    const std::string id = require(args, "id");
-    registry_->remove(id);
-    dns_policy_->forget(id);
-    approvals_->forget_session(id);
-    proxy_policy_->forget_session(id);
-    spdlog::info("session {} deleted", id);
-    return json{{"deleted", id}};
-  });
-  control_->handle("approval.list", [this](const json&) {
-    json out = json::array();
-    for (const HeldRequest& h : approvals_->pending())
-      out.push_back({{"ticket", h.ticket}, {"session", h.session}, {"scheme", h.scheme}, {"host", h.host},
-                     {"method", h.method}, {"path", h.path}, {"url", h.scheme + "://" + h.host + h.path},
-                     {"expires", format_audit_ts(h.expires_at)}});
-    return out;
-  });
-  for (const bool approve : {true, false}) {
-    control_->handle(approve ? "approval.allow" : "approval.deny", [this, approve](const json& args) {
-      if (!args.contains("ticket") || !args["ticket"].is_number_unsigned())
-        throw SessionError("missing \"ticket\" (number)");
-      const json& t = args["ticket"];
-      // Only a pending ticket can be decided: a replayed command is refused.
-      std::optional<HeldRequest> h = approvals_->decide(t.get<uint64_t>(), approve);
-      if (!h) throw SessionError("no pending request with ticket " + std::to_string(t.get<uint64_t>()));
-      audit_->append({approve ? "egress:approved" : "egress:deny", h->session,
-                      {{"host", h->host}, {"method", h->method}, {"path", h->path}, {"ticket", h->ticket},
-                       {"reason", approve ? "approved by operator" : "denied by operator"}}});
-      return json{{"ticket", h->ticket}, {"approved", approve}};
-    });
-  }
-  control_->handle("stats", [this](const json& args) {
-    json out = json::object();
-    for (const Session& s : registry_->list()) {
-      if (args.contains("id") && args["id"] != s.record.id) continue;
-      json counters = json::object();
-      const auto c = maps_->counters(s.record.session_idx);
-      for (unsigned v = 0; v < c.size(); ++v)
-        if (c[v]) counters[std::string(dp::verdict_name(v))] = c[v];
-      out[s.record.id] = counters;
-    }
-    if (args.contains("id") && out.empty()) throw SessionError("no session '" + args["id"].get<std::string>() + "'");
-    return out;
-  });
-  control_->stream("events", [this](const json&, const std::function<bool(const json&)>& emit,
-                                    const std::atomic<bool>& stopping) {
-    auto sub = std::make_shared<Subscriber>();
-    {
-      std::lock_guard lock(subscribers_mu_);
-      subscribers_.push_back(sub);
-    }
-    while (!stopping && !stopping_) {
-      std::deque<json> batch;
-      {
-        std::unique_lock lock(sub->mu);
-        sub->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !sub->queue.empty(); });
-        batch.swap(sub->queue);
-      }
-      bool alive = true;
-      for (const json& e : batch) alive = alive && emit(e);
-      // A heartbeat finds a client that went away while nothing happened.
-      if (!alive || (batch.empty() && !emit(json{{"heartbeat", true}}))) break;
-    }
-    std::lock_guard lock(subscribers_mu_);
-    subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), sub), subscribers_.end());
-  });
-}
-
-std::string ZerodDaemon::render_metrics() const {
-  std::string out;
-  const auto sessions = registry_->list();
-  out += "# HELP zn_sessions Sessions zerod governs.\n# TYPE zn_sessions gauge\n";
-  out += prometheus_line("zn_sessions", {}, sessions.size());
-  out += "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
-         "# TYPE zn_datapath_packets_total counter\n";
-  for (const Session& s : sessions) {
-    const auto c = maps_->counters(s.record.session_idx);
-    for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
-      if (c[v])
-        out += prometheus_line("zn_datapath_packets_total",
-                               {{"session", s.record.id}, {"verdict", std::string(dp::verdict_name(v))}}, c[v]);
-    out += prometheus_line("zn_datapath_events_suppressed_total", {{"session", s.record.id}},
-                           c[ZN_STAT_EVENTS_SUPPRESSED]);
-  }
-  const auto d = dns_->counters();
-  out += "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n# TYPE zn_dns_queries_total counter\n";
-  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
-           {"allowed", d.allowed}, {"denied", d.denied}, {"refused", d.refused},
-           {"malformed", d.malformed}, {"upstream_failure", d.upstream_failures}})
-    out += prometheus_line("zn_dns_queries_total", {{"result", result}}, n);
-  const auto p = proxy_->counters();
-  out += "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
-         "# TYPE zn_proxy_connections_total counter\n";
-  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
-           {"accepted", p.accepted}, {"spliced", p.allowed}, {"intercepted", p.intercepted},
-           {"reset", p.denied}, {"hello_timeout", p.timed_out}, {"tls_handshake_failure", p.tls_handshake_failures},
-           {"busy", p.rejected_busy}, {"guest_cap", p.rejected_guest_cap}, {"idle_closed", p.idle_closed},
-           {"accept_error", p.accept_errors}})
-    out += prometheus_line("zn_proxy_connections_total", {{"result", result}}, n);
-  out += "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
-         "# TYPE zn_proxy_requests_total counter\n";
-  for (const auto& [result, n] : std::vector<std::pair<std::string, uint64_t>>{
-           {"allowed", p.requests_allowed}, {"denied", p.requests_denied}, {"malformed", p.bad_requests},
-           {"upstream_failure", p.upstream_failures}})
-    out += prometheus_line("zn_proxy_requests_total", {{"result", result}}, n);
-  return out;
+  register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
+  register_session_verbs(*control_,
+                         {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert});
+  register_approval_verbs(*control_, *approvals_, *audit_);
+  register_stats_verb(*control_, *registry_, *maps_);
+  register_events_verb(*control_, events_);
 }
 
 void ZerodDaemon::drop_event_loop() {
@@ -370,20 +173,9 @@ void ZerodDaemon::drop_event_loop() {
   });
   dp::DropEventReader reader(datapath_->events_fd(), [&](const zn_drop_event& e) {
     aggregator.add(e);
-    std::vector<std::shared_ptr<Subscriber>> subs;
-    {
-      std::lock_guard lock(subscribers_mu_);
-      subs = subscribers_;
-    }
-    if (subs.empty()) return;
-    json line = {{"session", name_of(e.session_idx)}, {"event", dp::format_drop_event(e)},
-                 {"reason", std::string(dp::verdict_name(e.reason))}};
-    for (auto& sub : subs) {
-      std::lock_guard lock(sub->mu);
-      if (sub->queue.size() >= Subscriber::kMax) sub->queue.pop_front();
-      sub->queue.push_back(line);
-      sub->cv.notify_one();
-    }
+    if (!events_.has_subscribers()) return;
+    events_.publish({{"session", name_of(e.session_idx)}, {"event", dp::format_drop_event(e)},
+                     {"reason", std::string(dp::verdict_name(e.reason))}});
   });
   auto next_flush = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!stopping_) {

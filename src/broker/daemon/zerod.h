@@ -10,6 +10,7 @@
 
 #include "broker/session/approval_book.h"
 #include "broker/audit/log.h"
+#include "broker/control/event_feed.h"
 #include "broker/control/server.h"
 #include "broker/daemon/config.h"
 #include "broker/identity/deployment_ca.h"
@@ -28,21 +29,25 @@ class ZerodDaemon {
  public:
   // Enters config.netns (the calling thread must be the only one), installs
   // the steering routes, loads or re-adopts the pinned datapath, restores the
-  // sessions of the state file and opens the control socket.
+  // sessions of the state file and opens the control socket. The main thread,
+  // before any other exists.
   explicit ZerodDaemon(DaemonConfig config);
-  ~ZerodDaemon();  // stops threads; the datapath stays attached and pinned
+  // Stops (see stop()); the datapath stays attached and pinned.
+  ~ZerodDaemon();
 
+  // Stops the control server, the metrics server, the proxy, the DNS
+  // responder and the drop-event thread, joining each. Idempotent. Any
+  // thread but theirs (zerod's main thread, on its signal).
   void stop();
+  // Parts zerod composed. Any thread (each part is thread-safe), until the
+  // destructor.
   SessionRegistry& sessions() { return *registry_; }
   SessionDnsPolicy& dns_policy() { return *dns_policy_; }
   AuditLog& audit() { return *audit_; }
 
  private:
   void register_verbs();
-  void register_secrets(const Session& s);
-  nlohmann::json describe(const Session& s, bool with_policy) const;
   void drop_event_loop();
-  std::string render_metrics() const;
 
   DaemonConfig config_;
   DeploymentCaPaths ca_;
@@ -56,14 +61,11 @@ class ZerodDaemon {
   std::unique_ptr<ApprovalBook> approvals_;
   std::unique_ptr<SessionProxyPolicy> proxy_policy_;
   std::unique_ptr<proxy::TransparentProxy> proxy_;
+  EventFeed events_;  // live drop events for `znctl events`; outlives control_
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;
-  // Live drop events for `znctl events` subscribers (bounded queues).
-  struct Subscriber;
-  std::mutex subscribers_mu_;
-  std::vector<std::shared_ptr<Subscriber>> subscribers_;
 };
 
 }  // namespace zn::broker

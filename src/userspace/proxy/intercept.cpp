@@ -1,4 +1,5 @@
 #include "userspace/proxy/intercept.h"
+#include "userspace/proxy/upstream_connector.h"
 
 #include <openssl/crypto.h>
 
@@ -396,50 +397,43 @@ class Exchange {
       summary.error = where.reason;
       co_return Refusal{403, "zeroness: blocked by policy (" + where.reason + ")\n"};
     }
-    auto executor = co_await asio::this_coro::executor;
-    std::string last_error = "no address", refused;
-    bool attempted = false;
-    for (const net::IpAddress& a : where.addresses) {
-      // The backstop, on the very address about to be connected: the local
-      // table or a resolution may have changed since the broker checked.
-      std::optional<std::string> why =
-          ctx_.guard ? ctx_.guard->refusal(a) : std::optional<std::string>("no destination guard");
-      if (why) {
-        refused = *why;
-        continue;
-      }
-      attempted = true;
-      auto socket = std::make_unique<tcp::socket>(executor);
+    // Interception's step after the TCP connect: no Nagle, then the
+    // upstream TLS handshake; a failure tries the next address.
+    std::unique_ptr<ByteStream> stream;
+    auto handshake = [&](tcp::socket& socket, const std::string&) -> awaitable<std::optional<std::string>> {
       try {
-        co_await with_deadline(socket->async_connect(net::endpoint_of(a, conn_.port), use_awaitable),
-                               ctx_.connect_timeout);
-        socket->set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
-        std::unique_ptr<ByteStream> stream;
-        if (conn_.tls) {
-          SslPtr ssl(SSL_new(ctx_.upstream_tls));
-          if (!ssl) throw std::runtime_error("SSL_new failed");
-          prepare_upstream(ssl.get(), host);
-          auto tls = std::make_unique<TlsStream>(*socket, std::move(ssl), false);
-          co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
-          stream = std::move(tls);
-        } else {
-          stream = std::make_unique<PlainStream>(*socket);
+        socket.set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
+        if (!conn_.tls) {
+          stream = std::make_unique<PlainStream>(socket);
+          co_return std::nullopt;
         }
-        upstream_.socket = std::move(socket);
-        upstream_.stream = std::move(stream);
-        upstream_.host = host;
-        upstream_.connected = upstream_text(a, conn_.port);
+        SslPtr ssl(SSL_new(ctx_.upstream_tls));
+        if (!ssl) throw std::runtime_error("SSL_new failed");
+        prepare_upstream(ssl.get(), host);
+        auto tls = std::make_unique<TlsStream>(socket, std::move(ssl), false);
+        co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
+        stream = std::move(tls);
         co_return std::nullopt;
       } catch (const std::exception& e) {
-        last_error = e.what();
+        stream.reset();
+        co_return std::string(e.what());
       }
+    };
+    UpstreamConnection up =
+        co_await proxy::connect_upstream(where.addresses, conn_.port, ctx_.guard, ctx_.connect_timeout, handshake);
+    if (up.socket) {
+      upstream_.socket = std::move(up.socket);
+      upstream_.stream = std::move(stream);
+      upstream_.host = host;
+      upstream_.connected = up.upstream;
+      co_return std::nullopt;
     }
-    if (!attempted) {
-      summary.error = refused;
-      co_return Refusal{403, "zeroness: blocked by policy (" + refused + ")\n"};
+    if (!up.attempted) {
+      summary.error = up.refused;
+      co_return Refusal{403, "zeroness: blocked by policy (" + up.refused + ")\n"};
     }
     summary.upstream_failed = true;
-    throw std::runtime_error("upstream unreachable: " + last_error);
+    throw std::runtime_error("upstream unreachable: " + up.last_error);
   }
 
   awaitable<void> forward_request_body(const http::RequestHead& req, RequestSummary& summary) {

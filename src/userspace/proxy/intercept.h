@@ -11,15 +11,12 @@
 #include <chrono>
 
 #include "userspace/proxy/byte_stream.h"
+#include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
 
 namespace zn::proxy {
-
-struct InterceptCounters {
-  std::atomic<uint64_t> requests{0}, allowed{0}, denied{0}, upstream_failures{0}, bad_requests{0};
-};
 
 struct InterceptContext {
   ProxyPolicy& policy;
@@ -37,7 +34,8 @@ struct InterceptContext {
 
 // Runs until the guest closes, a request is refused (refusals close the
 // connection, so nothing pipelined behind a denied request is ever read as a
-// request), or a timeout. Never throws.
+// request), or a timeout. Never throws. Runs on the proxy's I/O loop (the
+// executor of `guest`); broker calls go to context.pool.
 asio::awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
                                         InterceptContext& context);
 

@@ -17,6 +17,7 @@
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/tls/client_hello.h"
 #include "userspace/proxy/intercept.h"
+#include "userspace/proxy/upstream_connector.h"
 #include "userspace/tls/leaf_certs.h"
 #include "userspace/tls/contexts.h"
 #include "userspace/net/transparent_socket.h"
@@ -148,22 +149,22 @@ struct TransparentProxy::Impl {
         // the backlog and accept would fail again at once. Back off
         // (doubling, capped) instead of spinning the loop every other
         // connection needs; the backlog is served when resources return.
-        accept_errors++;
+        counters.accept_errors++;
         backoff.expires_after(delay);
         co_await backoff.async_wait(as_tuple);
         delay = std::min(delay * 2, kMaxAcceptBackoff);
         continue;
       }
       delay = kMinAcceptBackoff;
-      accepted++;
+      counters.accepted++;
       if (active >= config.max_connections) {
-        rejected_busy++;
+        counters.rejected_busy++;
         reset(socket);
         continue;
       }
       std::string guest = guest_key(socket.native_handle());
       if (per_guest[guest] >= config.max_connections_per_guest) {
-        rejected_guest_cap++;
+        counters.rejected_guest_cap++;
         reset(socket);
         continue;
       }
@@ -203,7 +204,7 @@ struct TransparentProxy::Impl {
       while (hello.status == HelloStatus::kNeedMore) {
         auto r = co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
         if (r.index() == 1) {
-          timed_out++;
+          counters.timed_out++;
           reset(guest);
           co_return;
         }
@@ -225,44 +226,28 @@ struct TransparentProxy::Impl {
       co_return;
     }
     if (decision.mode != ConnectionMode::kPassthrough || decision.addresses.empty()) {
-      denied++;
+      counters.denied++;
       reset(guest);
       co_return;
     }
-    tcp::socket upstream(io);
-    bool connected = false, attempted = false;
-    std::string refused;
-    for (const net::IpAddress& a : decision.addresses) {
-      // The backstop, on the very address about to be connected: the local
-      // table or a resolution may have changed since the broker checked.
-      if (auto why = guard->refusal(a)) {
-        refused = *why;
-        continue;
-      }
-      attempted = true;
-      upstream = tcp::socket(io);
-      asio::steady_timer deadline(io, config.connect_timeout);
-      auto r = co_await (upstream.async_connect(net::endpoint_of(a, decision.port), as_tuple) || deadline.async_wait(as_tuple));
-      if (r.index() == 0 && !std::get<0>(std::get<0>(r))) {
-        connected = true;
-        summary.upstream = upstream_text(a, decision.port);
-        break;
-      }
-    }
-    if (!connected) {
+    UpstreamConnection up =
+        co_await connect_upstream(decision.addresses, decision.port, guard.get(), config.connect_timeout);
+    if (!up.socket) {
       reset(guest);
-      if (!attempted) {
-        denied++;
-        summary.refused = refused;
+      if (!up.attempted) {
+        counters.denied++;
+        summary.refused = up.refused;
         summary.end = "refused";
       } else {
-        upstream_failures++;
+        counters.upstream_failures++;
         summary.end = "upstream unreachable";
       }
       co_await report_closed(summary, start);
       co_return;
     }
-    allowed++;
+    summary.upstream = up.upstream;
+    tcp::socket& upstream = *up.socket;
+    counters.allowed++;
     auto [wec, written] = co_await asio::async_write(upstream, asio::buffer(first_bytes), as_tuple);
     (void)written;
     if (!wec) {
@@ -273,7 +258,7 @@ struct TransparentProxy::Impl {
                                   splice_one_way(upstream, guest, activity, config.idle_timeout));
       summary.bytes_from_guest = first_bytes.size() + up;
       summary.bytes_to_guest = down;
-      if (activity.idle_closed) idle_closed++;
+      if (activity.idle_closed) counters.idle_closed++;
       summary.end = activity.idle_closed ? "idle timeout" : "closed";
     }
     if (wec) summary.end = "upstream write failed";
@@ -290,11 +275,11 @@ struct TransparentProxy::Impl {
 
   awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision, const std::vector<uint8_t>& hello) {
     if (!interception) {
-      denied++;
+      counters.denied++;
       reset(guest);
       co_return;
     }
-    intercepted++;
+    counters.intercepted++;
     // Heads and bodies go out as separate writes: without NODELAY, Nagle
     // holds the second until the guest's delayed ACK (40 ms per response).
     asio::error_code ignored;
@@ -308,7 +293,7 @@ struct TransparentProxy::Impl {
     try {
       leaf = leaves->leaf_for(decision.host);
     } catch (const std::exception&) {
-      denied++;
+      counters.denied++;
       reset(guest);
       co_return;
     }
@@ -324,7 +309,7 @@ struct TransparentProxy::Impl {
       co_await with_deadline(tls.handshake(), config.hello_timeout);
     } catch (const std::exception&) {
       // Typically a guest that does not trust the deployment CA.
-      tls_handshake_failures++;
+      counters.tls_handshake_failures++;
       reset(guest);
       co_return;
     }
@@ -348,8 +333,7 @@ struct TransparentProxy::Impl {
   std::thread thread;
   uint16_t port = 0;
   std::atomic<size_t> active{0};
-  std::atomic<uint64_t> accepted{0}, allowed{0}, denied{0}, timed_out{0}, upstream_failures{0}, rejected_busy{0},
-      idle_closed{0}, intercepted{0}, tls_handshake_failures{0}, rejected_guest_cap{0}, accept_errors{0};
+  ProxyCounters counters;  // the loop increments, any thread reads
 };
 
 TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
@@ -390,25 +374,10 @@ TransparentProxy::~TransparentProxy() {
 
 uint16_t TransparentProxy::port() const { return impl_->port; }
 
-ProxyCounters TransparentProxy::counters() const {
-  const Impl& i = *impl_;
-  ProxyCounters c;
-  c.accepted = i.accepted;
-  c.allowed = i.allowed;
-  c.denied = i.denied;
-  c.timed_out = i.timed_out;
-  c.upstream_failures = i.upstream_failures + i.intercept_counters.upstream_failures;
-  c.rejected_busy = i.rejected_busy;
-  c.idle_closed = i.idle_closed;
-  c.intercepted = i.intercepted;
-  c.tls_handshake_failures = i.tls_handshake_failures;
-  c.requests = i.intercept_counters.requests;
-  c.requests_allowed = i.intercept_counters.allowed;
-  c.requests_denied = i.intercept_counters.denied;
-  c.bad_requests = i.intercept_counters.bad_requests;
-  c.rejected_guest_cap = i.rejected_guest_cap;
-  c.accept_errors = i.accept_errors;
-  return c;
+ProxyCountersSnapshot TransparentProxy::counters() const { return impl_->counters.snapshot(); }
+
+InterceptCountersSnapshot TransparentProxy::request_counters() const {
+  return impl_->intercept_counters.snapshot();
 }
 
 }  // namespace zn::proxy

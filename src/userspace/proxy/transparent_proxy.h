@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/policy.h"
 #include "zn_abi.h"
@@ -46,24 +47,23 @@ struct ProxyConfig {
   std::shared_ptr<const DestinationGuard> guard;
 };
 
-struct ProxyCounters {
-  uint64_t accepted = 0, allowed = 0, denied = 0, timed_out = 0, upstream_failures = 0, rejected_busy = 0,
-           idle_closed = 0, intercepted = 0, tls_handshake_failures = 0, requests = 0, requests_allowed = 0,
-           requests_denied = 0, bad_requests = 0, rejected_guest_cap = 0,
-           accept_errors = 0;  // failed accepts (EMFILE...), each followed by a backoff
-};
-
 class TransparentProxy {
  public:
   // Binds (IP_TRANSPARENT, SO_MARK host reply) in the calling thread's netns
-  // and starts its loop thread. Throws std::system_error.
+  // and starts its I/O loop thread and its worker pool. Throws
+  // std::system_error. Any thread but the proxy's own.
   TransparentProxy(ProxyConfig config, ProxyPolicy& policy);
+  // Stops the loop and joins the loop thread and the pool. Any thread but
+  // the proxy's loop or pool.
   ~TransparentProxy();
   TransparentProxy(const TransparentProxy&) = delete;
   TransparentProxy& operator=(const TransparentProxy&) = delete;
 
+  // The bound port. Never blocks; any thread.
   uint16_t port() const;
-  ProxyCounters counters() const;
+  // The listener's and the intercepted requests' counters. Never blocks; any thread.
+  ProxyCountersSnapshot counters() const;
+  InterceptCountersSnapshot request_counters() const;
 
  private:
   struct Impl;

@@ -1,0 +1,47 @@
+// Live drop events for `znctl events`: zerod's drop-event thread publishes,
+// and each streaming client reads its own bounded queue, so a slow reader
+// loses its oldest events and never holds up the publisher or the others.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zn::broker {
+
+class EventFeed {
+ public:
+  static constexpr size_t kMaxQueued = 1000;  // per subscriber
+
+  // Whether anyone listens, so the publisher can skip building an event.
+  // Never blocks for long (one short lock); any thread.
+  bool has_subscribers() const;
+  // Queues `event` for every subscriber. Never blocks on a reader; any thread
+  // (zerod's drop-event thread).
+  void publish(const nlohmann::json& event);
+  // Streams events through `emit` until it fails (client gone), `stopping`
+  // or close(); sends a heartbeat after each 500 ms without an event, which
+  // finds a client that went away meanwhile. Blocks: a control client's thread.
+  void serve(const std::function<bool(const nlohmann::json&)>& emit, const std::atomic<bool>& stopping);
+  // Ends every serve() at its next wake-up (within 500 ms). Any thread.
+  void close();
+
+ private:
+  struct Subscriber {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<nlohmann::json> queue;
+  };
+
+  std::atomic<bool> closed_{false};
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Subscriber>> subscribers_;
+};
+
+}  // namespace zn::broker

@@ -1,0 +1,58 @@
+#include "broker/control/metrics.h"
+
+#include "broker/control/metrics_server.h"
+#include "userspace/datapath/verdict_names.h"
+
+namespace zn::broker {
+
+MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
+                             const dns::Responder& dns, const proxy::TransparentProxy& proxy) {
+  MetricsSnapshot m;
+  for (const Session& s : registry.list())
+    m.sessions.push_back({s.record.id, maps.counters(s.record.session_idx)});
+  m.dns = dns.counters();
+  m.connections = proxy.counters();
+  m.requests = proxy.request_counters();
+  return m;
+}
+
+std::string render_metrics(const MetricsSnapshot& m) {
+  std::string out;
+  out += "# HELP zn_sessions Sessions zerod governs.\n# TYPE zn_sessions gauge\n";
+  out += prometheus_line("zn_sessions", {}, m.sessions.size());
+  out += "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
+         "# TYPE zn_datapath_packets_total counter\n";
+  for (const MetricsSnapshot::SessionVerdicts& s : m.sessions) {
+    for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
+      if (s.counters[v])
+        out += prometheus_line("zn_datapath_packets_total",
+                               {{"session", s.id}, {"verdict", std::string(dp::verdict_name(v))}},
+                               s.counters[v]);
+    out += prometheus_line("zn_datapath_events_suppressed_total", {{"session", s.id}},
+                           s.counters[ZN_STAT_EVENTS_SUPPRESSED]);
+  }
+  // Each family shows the counters its list gives an outcome, in list order.
+  out += "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n# TYPE zn_dns_queries_total counter\n";
+  dns::for_each_counter(m.dns, [&](const dns::CounterInfo& c, uint64_t n) {
+    if (!c.outcome.empty())
+      out += prometheus_line("zn_dns_queries_total", {{"result", std::string(c.outcome)}}, n);
+  });
+  out += "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
+         "# TYPE zn_proxy_connections_total counter\n";
+  proxy::for_each_counter(m.connections, [&](const proxy::CounterInfo& c, uint64_t n) {
+    if (!c.outcome.empty())
+      out += prometheus_line("zn_proxy_connections_total", {{"result", std::string(c.outcome)}}, n);
+  });
+  out += "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
+         "# TYPE zn_proxy_requests_total counter\n";
+  proxy::for_each_counter(m.requests, [&](const proxy::CounterInfo& c, uint64_t n) {
+    if (c.outcome.empty()) return;
+    // This result has always counted the spliced connections whose upstream
+    // could not be connected too (they have no result of their own).
+    if (c.name == "upstream_failures") n += m.connections.upstream_failures;
+    out += prometheus_line("zn_proxy_requests_total", {{"result", std::string(c.outcome)}}, n);
+  });
+  return out;
+}
+
+}  // namespace zn::broker

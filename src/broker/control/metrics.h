@@ -1,0 +1,40 @@
+// zerod's metrics in the Prometheus text format: the sessions, each
+// session's datapath verdicts, the DNS responder's and the proxy's outcomes.
+// Read into plain values first (read_metrics), then rendered by a pure
+// function, so the text depends only on what was counted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "broker/session/registry.h"
+#include "userspace/datapath/maps.h"
+#include "userspace/dns/counters.h"
+#include "userspace/dns/responder.h"
+#include "userspace/proxy/counters.h"
+#include "userspace/proxy/transparent_proxy.h"
+
+namespace zn::broker {
+
+// What one scrape shows.
+struct MetricsSnapshot {
+  struct SessionVerdicts {
+    std::string id;
+    dp::SessionCounters counters;  // by verdict, plus ZN_STAT_EVENTS_SUPPRESSED
+  };
+  std::vector<SessionVerdicts> sessions;
+  dns::DnsCountersSnapshot dns;
+  proxy::ProxyCountersSnapshot connections;
+  proxy::InterceptCountersSnapshot requests;
+};
+
+// Reads the session list, each session's counters in the maps and the
+// loops' counters. Blocks briefly (registry lock, map syscalls): the metrics
+// server's thread or a control client's, never an I/O loop.
+MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
+                             const dns::Responder& dns, const proxy::TransparentProxy& proxy);
+
+// The text GET /metrics answers. Pure; any thread.
+std::string render_metrics(const MetricsSnapshot& m);
+
+}  // namespace zn::broker

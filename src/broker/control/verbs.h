@@ -1,0 +1,68 @@
+// zerod's control verbs, registered on its ControlServer one family at a
+// time, each with only what it acts on. zerod owns all of it, and it
+// outlives the server (stop the server first).
+//
+// Register before ControlServer::start(), on the thread composing zerod. The
+// handlers then run on the server's client threads (one per connection, so
+// several at once); they may block (registry lock, map syscalls, audit
+// commits), and they never run on an I/O loop.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/audit/log.h"
+#include "broker/control/event_feed.h"
+#include "broker/control/server.h"
+#include "broker/session/approval_book.h"
+#include "broker/session/dns.h"
+#include "broker/session/proxy.h"
+#include "broker/session/registry.h"
+#include "userspace/datapath/maps.h"
+#include "userspace/dns/counters.h"
+#include "userspace/dns/responder.h"
+
+namespace zn::broker {
+
+// status: the number of sessions, the pin root, the namespace, the DNS
+// responder's query counts.
+void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,
+                          std::string pin_root, std::string netns);
+
+// What session.list, .show, .create, .update and .delete act on.
+struct SessionVerbs {
+  SessionRegistry& registry;
+  SessionDnsPolicy& dns;        // forgets a deleted session's answers
+  SessionProxyPolicy& proxy;    // forgets a deleted session's rate bucket
+  ApprovalBook& approvals;      // denies a deleted session's held requests
+  AuditLog& audit;              // learns each new policy's secrets
+  std::string ca_certificate;   // the deployment CA's path, shown with each session
+};
+void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
+
+// approval.list, approval.allow and approval.deny: held requests, each
+// decision audited.
+void register_approval_verbs(ControlServer& server, ApprovalBook& approvals, AuditLog& audit);
+
+// stats: each session's (or the one asked for) non-zero datapath verdict counters.
+void register_stats_verb(ControlServer& server, const SessionRegistry& registry,
+                         const dp::DatapathMaps& maps);
+
+// events (streaming): live drop events from `feed`.
+void register_events_verb(ControlServer& server, EventFeed& feed);
+
+// The audit's redactor learns every resource value of the session's policy,
+// before anything can log one. Any thread.
+void register_secrets(AuditLog& audit, const Session& session);
+
+// The answers' JSON, apart for tests. Pure; any thread.
+nlohmann::json status_json(size_t sessions, const std::string& pin_root, const std::string& netns,
+                           const dns::DnsCountersSnapshot& dns);
+// A session as the control API shows it; with_policy adds the compiled
+// policy, never its resources' values.
+nlohmann::json session_json(const Session& session, const std::string& ca_certificate, bool with_policy);
+// Non-zero counters by verdict name ("pass:dns": 3).
+nlohmann::json verdicts_json(const dp::SessionCounters& counters);
+
+}  // namespace zn::broker

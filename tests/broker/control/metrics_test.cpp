@@ -1,0 +1,78 @@
+// zerod's Prometheus text, byte for byte. The expected text is what zerod
+// served before the counters were declared as lists (issue 10): scrapers and
+// dashboards key on these names, labels and their order.
+#include "broker/control/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "broker/control/counter_values.h"
+
+namespace zn::broker::test {
+namespace {
+
+MetricsSnapshot snapshot() {
+  MetricsSnapshot m;
+  MetricsSnapshot::SessionVerdicts a{"user-1", {}};
+  a.counters[ZN_PASS_DNS] = 13;
+  a.counters[ZN_PASS_STEER] = 45;
+  a.counters[ZN_DROP_TCP_PORT] = 1;
+  a.counters[ZN_STAT_EVENTS_SUPPRESSED] = 7;
+  m.sessions.push_back(a);
+  m.sessions.push_back({"idle", {}});
+  m.dns = dns_values();
+  m.connections = connection_values();
+  m.requests = request_values();
+  return m;
+}
+
+TEST(Metrics, TextIsUnchanged) {
+  EXPECT_EQ(render_metrics(snapshot()),
+            "# HELP zn_sessions Sessions zerod governs.\n"
+            "# TYPE zn_sessions gauge\n"
+            "zn_sessions 2\n"
+            "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
+            "# TYPE zn_datapath_packets_total counter\n"
+            "zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:dns\"} 13\n"
+            "zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:steer\"} 45\n"
+            "zn_datapath_packets_total{session=\"user-1\",verdict=\"drop:tcp_port\"} 1\n"
+            "zn_datapath_events_suppressed_total{session=\"user-1\"} 7\n"
+            "zn_datapath_events_suppressed_total{session=\"idle\"} 0\n"
+            "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n"
+            "# TYPE zn_dns_queries_total counter\n"
+            "zn_dns_queries_total{result=\"allowed\"} 102\n"
+            "zn_dns_queries_total{result=\"denied\"} 103\n"
+            "zn_dns_queries_total{result=\"refused\"} 104\n"
+            "zn_dns_queries_total{result=\"malformed\"} 105\n"
+            "zn_dns_queries_total{result=\"upstream_failure\"} 107\n"
+            "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
+            "# TYPE zn_proxy_connections_total counter\n"
+            "zn_proxy_connections_total{result=\"accepted\"} 201\n"
+            "zn_proxy_connections_total{result=\"spliced\"} 202\n"
+            "zn_proxy_connections_total{result=\"intercepted\"} 208\n"
+            "zn_proxy_connections_total{result=\"reset\"} 203\n"
+            "zn_proxy_connections_total{result=\"hello_timeout\"} 204\n"
+            "zn_proxy_connections_total{result=\"tls_handshake_failure\"} 209\n"
+            "zn_proxy_connections_total{result=\"busy\"} 206\n"
+            "zn_proxy_connections_total{result=\"guest_cap\"} 210\n"
+            "zn_proxy_connections_total{result=\"idle_closed\"} 207\n"
+            "zn_proxy_connections_total{result=\"accept_error\"} 211\n"
+            "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
+            "# TYPE zn_proxy_requests_total counter\n"
+            "zn_proxy_requests_total{result=\"allowed\"} 302\n"
+            "zn_proxy_requests_total{result=\"denied\"} 303\n"
+            "zn_proxy_requests_total{result=\"malformed\"} 305\n"
+            // Spliced connections' failed connects (205) are counted here too.
+            "zn_proxy_requests_total{result=\"upstream_failure\"} 509\n");
+}
+
+TEST(Metrics, NoSessionsStillShowsEveryFamily) {
+  MetricsSnapshot m;
+  const std::string text = render_metrics(m);
+  EXPECT_NE(text.find("zn_sessions 0\n# HELP zn_datapath_packets_total"), std::string::npos) << text;
+  EXPECT_EQ(text.find("zn_datapath_events_suppressed_total"), std::string::npos) << text;
+  EXPECT_NE(text.find("zn_dns_queries_total{result=\"allowed\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("zn_proxy_requests_total{result=\"upstream_failure\"} 0\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace zn::broker::test
