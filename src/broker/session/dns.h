@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "broker/audit/log.h"
-#include "broker/session/registry.h"
+#include "broker/session/directory.h"
 #include "userspace/dns/policy.h"
 #include "userspace/dns/resolver.h"
 
@@ -25,7 +25,7 @@ struct RecordedAnswer {
 
 class SessionDnsPolicy : public dns::DnsPolicy {
  public:
-  SessionDnsPolicy(const SessionRegistry& sessions, AuditLog& audit) : sessions_(sessions), audit_(audit) {}
+  SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit) : sessions_(sessions), audit_(audit) {}
 
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
@@ -39,7 +39,7 @@ class SessionDnsPolicy : public dns::DnsPolicy {
   void forget(const std::string& session_id);
 
  private:
-  const SessionRegistry& sessions_;
+  const SessionDirectory& sessions_;
   AuditLog& audit_;
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, RecordedAnswer>> answers_;

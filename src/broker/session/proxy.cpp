@@ -46,6 +46,10 @@ const std::string* access_token(const Policy& p, const std::string& identity) {
 
 }  // namespace
 
+bool SessionProxyPolicy::take_rate(const std::string& session, const Session& s) {
+  return rate_.take(session, s.policy->policy().rate, clock_ ? clock_() : RateLimiter::Clock::now());
+}
+
 proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, const std::string& reason,
                                                   const proxy::ConnectionFacts& facts) {
   d.mode = proxy::ConnectionMode::kReset;
@@ -80,7 +84,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     // A rule naming an address (or a name that resolved to one) does not
     // open the host itself, a guest pool or a special-purpose range.
     if (auto why = guard_->refusal(dst)) return reset(d, *why, facts);
-    if (!rate_.take(d.session, s->policy->policy().rate)) {
+    if (!take_rate(d.session, *s)) {
       audit_.append({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
       d.reason = "rate limited";
       return d;
@@ -116,7 +120,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     d.mode = proxy::ConnectionMode::kIntercept;
     return d;
   }
-  if (!rate_.take(d.session, s->policy->policy().rate)) {
+  if (!take_rate(d.session, *s)) {
     audit_.append({"egress:rate_limited", d.session, {{"host", d.host}}});
     d.reason = "rate limited";
     return d;
@@ -198,7 +202,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   // one its requests may address.
   if (facts.sni && host->name != *facts.sni) return refuse(d, 421, "Host does not match SNI", facts);
   if (host->port && *host->port != facts.port) return refuse(d, 421, "Host port does not match the connection", facts);
-  if (!rate_.take(facts.session, s->policy->policy().rate)) return refuse(d, 429, "session rate exceeded", facts);
+  if (!take_rate(facts.session, *s)) return refuse(d, 429, "session rate exceeded", facts);
 
   RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
   if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);

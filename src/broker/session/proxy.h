@@ -5,11 +5,13 @@
 // identity for a request just allowed. Every verdict is audited here.
 #pragma once
 
+#include <functional>
+
 #include "broker/session/approval_book.h"
 #include "broker/audit/log.h"
 #include "broker/policy/rate_limiter.h"
 #include "broker/session/dns.h"
-#include "broker/session/registry.h"
+#include "broker/session/directory.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/policy.h"
 
@@ -17,12 +19,16 @@ namespace zn::broker {
 
 class SessionProxyPolicy : public proxy::ProxyPolicy {
  public:
+  // The rate buckets' clock; unset: RateLimiter::Clock::now (a test moves its own).
+  using Clock = std::function<RateLimiter::Clock::time_point()>;
+
   // `guard` judges every upstream address the broker picks (the proxy checks
   // it again at connect time).
-  SessionProxyPolicy(const SessionRegistry& sessions, const SessionDnsPolicy& dns, ConfiguredResolver& resolver,
-                     AuditLog& audit, ApprovalBook& approvals, std::shared_ptr<const proxy::DestinationGuard> guard)
+  SessionProxyPolicy(const SessionDirectory& sessions, const SessionDnsPolicy& dns,
+                     ConfiguredResolver& resolver, AuditLog& audit, ApprovalBook& approvals,
+                     std::shared_ptr<const proxy::DestinationGuard> guard, Clock clock = {})
       : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit), approvals_(approvals),
-        guard_(std::move(guard)) {}
+        guard_(std::move(guard)), clock_(std::move(clock)) {}
 
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
@@ -41,12 +47,14 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
                                 const proxy::ConnectionFacts& facts);
   proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,
                                 const proxy::RequestFacts& facts);
-  const SessionRegistry& sessions_;
+  bool take_rate(const std::string& session, const Session& s);  // a token of the session's rate
+  const SessionDirectory& sessions_;
   const SessionDnsPolicy& dns_;
   ConfiguredResolver& resolver_;
   AuditLog& audit_;
   ApprovalBook& approvals_;
   std::shared_ptr<const proxy::DestinationGuard> guard_;
+  Clock clock_;
   RateLimiter rate_;
 };
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/session/directory.h"
 #include "broker/session/session.h"
 #include "userspace/datapath/maps.h"
 
@@ -36,7 +37,7 @@ struct SessionSpec {
 using AuditSink = std::function<void(const std::string& event, const std::string& sid,
                                      const nlohmann::json& detail)>;
 
-class SessionRegistry {
+class SessionRegistry : public SessionDirectory {
  public:
   struct Options {
     dp::DatapathMaps* maps = nullptr;
@@ -57,10 +58,10 @@ class SessionRegistry {
   void remove(const std::string& id);
 
   std::vector<Session> list() const;
-  std::optional<Session> get(const std::string& id) const;
+  std::optional<Session> get(const std::string& id) const override;
   // The session a guest source address belongs to (DNS, proxy).
-  std::optional<Session> find_by_guest_ip4(in_addr addr) const;
-  std::optional<Session> find_by_guest_ip6(const in6_addr& addr) const;
+  std::optional<Session> find_by_guest_ip4(in_addr addr) const override;
+  std::optional<Session> find_by_guest_ip6(const in6_addr& addr) const override;
 
   // Re-adopts the sessions of the state file after a restart: TAPs are kept
   // (or re-created if ours and gone), map entries rewritten, programs

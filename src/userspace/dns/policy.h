@@ -19,6 +19,12 @@ struct DnsDecision {
   std::string reason;  // for the audit event, e.g. "default deny", "deny list"
 };
 
+// Executor: every method is called on the DNS responder's I/O loop thread
+// (QueryHandler; resolver completions are posted back to it), while the
+// broker's other threads share the implementation's state. They should not
+// block; today on_denied and on_answer commit an audit record (fsync) on the
+// loop, a known departure that issue 11's audit pipeline removes
+// (docs/HACKING.md).
 class DnsPolicy {
  public:
   virtual ~DnsPolicy() = default;

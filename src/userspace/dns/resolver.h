@@ -26,6 +26,8 @@ class Resolver {
  public:
   using Callback = std::function<void(ResolveResult)>;
   virtual ~Resolver() = default;
+  // Executor: any thread (the DNS loop, the proxy's worker pool through the
+  // broker's ConfiguredResolver); never blocks.
   // name: lowercase, no trailing dot. The callback is called exactly once,
   // possibly synchronously inside resolve() or on another thread; it must not
   // block. Failures (timeouts, unreachable upstream) are Rcode::ServFail.

@@ -122,14 +122,18 @@ struct ConnectionSummary {
   std::string refused;
 };
 
+// Executor: the proxy calls every method on its worker pool (off_loop /
+// co_spawn on TransparentProxy's pool), never on its I/O loop, and from
+// several pool threads at once: implementations are thread-safe. Each may
+// block briefly (name resolution, a lock, the audit's commit). Denials are
+// audited by the broker itself.
 class ProxyPolicy {
  public:
   virtual ~ProxyPolicy() = default;
-  // Each may block briefly (name resolution, a lock): the proxy calls them
-  // off its event loop. Denials are audited by the broker itself.
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
   virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
   // Never blocks: the proxy polls a held request until it is decided.
+  // (Issue 11 replaces the poll with a notification.)
   virtual HoldState hold_state(const std::string& session, uint64_t ticket) = 0;
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.

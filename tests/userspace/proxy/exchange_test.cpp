@@ -1,0 +1,679 @@
+// The per-request exchange of an intercepted connection (serve_intercepted)
+// without root: the guest is a scripted in-memory ByteStream (reads split as
+// the test says, down to a byte each), the broker a fake ProxyPolicy whose
+// verdicts each test sets, and the upstream a real server on 127.0.0.1 (plain
+// or TLS with a leaf of a CA made in a temp dir) that records every byte the
+// proxy sent it. Every refusal has a positive control through the same
+// exchange.
+#include <openssl/evp.h>
+
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "broker/identity/deployment_ca.h"
+#include "support/temp_dir.h"
+#include "userspace/http/body.h"
+#include "userspace/http/message.h"
+#include "userspace/proxy/byte_stream.h"
+#include "userspace/proxy/intercept.h"
+#include "userspace/proxy/secret_scrubber.h"
+#include "userspace/tls/contexts.h"
+#include "userspace/tls/leaf_certs.h"
+
+namespace zn::proxy {
+namespace {
+
+using asio::awaitable;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+constexpr const char* kHost = "api.example";
+const std::string kSecret = "sk_live_exchange_test_4f9a8b7c6d";
+
+// ---- The guest: scripted reads, recorded writes -----------------------------
+
+class ScriptedGuest : public ByteStream {
+ public:
+  // Each entry is what one read returns (less if the reader asks for less);
+  // after the last, the guest has closed (reads return 0).
+  ScriptedGuest(asio::io_context& io, std::vector<std::string> reads)
+      : socket_(io), reads_(std::move(reads)) {}
+
+  awaitable<size_t> read_some(char* data, size_t size) override {
+    if (next_ == reads_.size()) co_return 0;
+    const std::string& r = reads_[next_];
+    const size_t n = std::min(size, r.size() - offset_);
+    std::memcpy(data, r.data() + offset_, n);
+    offset_ += n;
+    if (offset_ == r.size()) {
+      ++next_;
+      offset_ = 0;
+    }
+    co_return n;
+  }
+  awaitable<void> write_all(std::string_view data) override {
+    written.append(data);
+    co_return;
+  }
+  awaitable<void> close_write() override {
+    closed_write = true;
+    co_return;
+  }
+  tcp::socket& socket() override { return socket_; }
+
+  std::string written;
+  bool closed_write = false;
+
+ private:
+  tcp::socket socket_;  // never opened: the exchange does not touch it
+  std::vector<std::string> reads_;
+  size_t next_ = 0, offset_ = 0;
+};
+
+std::vector<std::string> one_byte_each(const std::string& bytes) {
+  std::vector<std::string> out;
+  for (char c : bytes) out.emplace_back(1, c);
+  return out;
+}
+
+// ---- The broker: verdicts set by the test, everything recorded ---------------
+
+class FakePolicy : public ProxyPolicy {
+ public:
+  // Default: allowed under rule 0 (no identity), to the Host as sent.
+  std::function<RequestDecision(const RequestFacts&)> verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.status = 0;
+    d.host = f.host_header;
+    d.rule = RuleRef{0, ""};
+    return d;
+  };
+  std::optional<Injection> injection;
+  std::vector<ScrubSecret> secrets;
+  HoldState hold{HoldOutcome::kApproved, ""};
+  std::vector<net::IpAddress> upstream{*net::IpAddress::parse("127.0.0.1")};
+
+  UpstreamDecision decide(const ConnectionFacts&) override { return {}; }
+  RequestDecision decide_request(const RequestFacts& facts) override {
+    std::lock_guard lock(mu_);
+    requests.push_back(facts);
+    return verdict(facts);
+  }
+  HoldState hold_state(const std::string&, uint64_t ticket) override {
+    std::lock_guard lock(mu_);
+    polled.push_back(ticket);
+    return hold;
+  }
+  UpstreamAddresses resolve_upstream(const std::string&, const std::string& host) override {
+    std::lock_guard lock(mu_);
+    resolved.push_back(host);
+    return {upstream, upstream.empty() ? "no upstream" : ""};
+  }
+  std::optional<Injection> injection_for(const std::string&, const RuleRef& rule) override {
+    std::lock_guard lock(mu_);
+    injected.push_back(rule.identity);
+    return injection;
+  }
+  std::vector<ScrubSecret> session_secrets(const std::string&) override { return secrets; }
+  void on_request_done(const RequestSummary& summary) override {
+    std::lock_guard lock(mu_);
+    summaries.push_back(summary);
+  }
+  void on_closed(const ConnectionSummary&) override {}
+
+  std::vector<RequestFacts> requests;
+  std::vector<uint64_t> polled;
+  std::vector<std::string> resolved, injected;
+  std::vector<RequestSummary> summaries;
+
+ private:
+  std::mutex mu_;
+};
+
+RequestDecision refused(int status, const std::string& reason) {
+  RequestDecision d;
+  d.allow = false;
+  d.status = status;
+  d.reason = reason;
+  return d;
+}
+
+Injection stripe_injection() {
+  return Injection{"Authorization", "Bearer " + kSecret, {"Authorization", "Proxy-Authorization"}, {kSecret}};
+}
+
+// ---- The upstream: a real server on 127.0.0.1 --------------------------------
+
+struct Received {
+  std::string raw;  // every byte of the request as the proxy sent it
+  http::RequestHead head;
+  std::string body;  // decoded
+};
+
+class Upstream {
+ public:
+  using Respond = std::function<std::string(const Received&)>;
+
+  Upstream(asio::io_context& io, SSL_CTX* tls_server, const LeafCert* leaf, X509* ca)
+      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        tls_server_(tls_server), leaf_(leaf), ca_(ca) {}
+
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void start(bool tls) {
+    tls_ = tls;
+    asio::co_spawn(acceptor_.get_executor(), serve(), asio::detached);
+  }
+  // Ends the accept loop (the port stays bound for the next start) and the
+  // connections.
+  void stop() {
+    asio::error_code ignored;
+    acceptor_.cancel(ignored);
+    for (auto& s : sockets_) s->close(ignored);
+    sockets_.clear();
+  }
+
+  Respond respond = [](const Received&) {
+    return std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  };
+  std::vector<Received> received;
+  int connections = 0;
+
+ private:
+  awaitable<void> serve() {
+    for (;;) {
+      auto socket = std::make_shared<tcp::socket>(acceptor_.get_executor());
+      asio::error_code ec;
+      co_await acceptor_.async_accept(*socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      ++connections;
+      sockets_.push_back(socket);
+      asio::co_spawn(acceptor_.get_executor(), handle(socket), asio::detached);
+    }
+  }
+
+  awaitable<void> handle(std::shared_ptr<tcp::socket> socket) {
+    try {
+      std::unique_ptr<ByteStream> stream;
+      if (tls_) {
+        SslPtr ssl(SSL_new(tls_server_));
+        use_leaf(ssl.get(), *leaf_, ca_);
+        auto t = std::make_unique<TlsStream>(*socket, std::move(ssl), true);
+        co_await t->handshake();
+        stream = std::move(t);
+      } else {
+        stream = std::make_unique<PlainStream>(*socket);
+      }
+      const http::HttpLimits limits;
+      std::string in;
+      char buf[4096];
+      for (;;) {
+        Received r;
+        http::ParseResult p;
+        for (;;) {
+          p = http::parse_request_head(in, limits, r.head);
+          if (p.state != http::ParseState::kNeedMore) break;
+          const size_t n = co_await stream->read_some(buf, sizeof buf);
+          if (n == 0) co_return;
+          in.append(buf, n);
+        }
+        if (p.state == http::ParseState::kError) co_return;
+        r.raw = in.substr(0, p.consumed);
+        in.erase(0, p.consumed);
+        http::BodyDecoder body(r.head.framing, r.head.content_length, limits);
+        for (;;) {
+          const http::BodyDecoder::Step step = body.feed(in, r.body);
+          r.raw.append(in, 0, step.consumed);
+          in.erase(0, step.consumed);
+          if (step.error) co_return;
+          if (step.done) break;
+          const size_t n = co_await stream->read_some(buf, sizeof buf);
+          if (n == 0) co_return;
+          in.append(buf, n);
+        }
+        received.push_back(r);
+        const std::string answer = respond(r);
+        co_await stream->write_all(answer);
+      }
+    } catch (const std::exception&) {
+      // The proxy went away: what it sent is recorded.
+    }
+  }
+
+  tcp::acceptor acceptor_;
+  SSL_CTX* tls_server_;
+  const LeafCert* leaf_;
+  X509* ca_;
+  bool tls_ = false;
+  std::vector<std::shared_ptr<tcp::socket>> sockets_;
+};
+
+// ---- One guest connection through the exchange --------------------------------
+
+class ExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ca_ = broker::ensure_deployment_ca(dir_.file("ca"), "exchange test CA");
+    leaves_ = std::make_unique<LeafCertAuthority>(ca_.cert, ca_.key);
+    leaf_ = leaves_->leaf_for(kHost);
+    server_ctx_ = make_guest_facing_ctx();
+    client_tls_ = std::make_unique<UpstreamTls>(make_upstream_ctx(ca_.cert));
+    // The loopback upstream is allowed explicitly, as zerod's upstream_allow would.
+    GuardConfig g;
+    g.allow = {*net::AddressPrefix::parse("127.0.0.1/32")};
+    guard_ = std::make_unique<DestinationGuard>(g);
+    reset();
+  }
+
+  // A fresh loop, broker and upstream (for a table's next row).
+  void reset() {
+    upstream_.reset();
+    io_ = std::make_unique<asio::io_context>();
+    policy_ = std::make_unique<FakePolicy>();
+    upstream_ = std::make_unique<Upstream>(*io_, server_ctx_.get(), leaf_.get(), leaves_->ca_cert());
+  }
+
+  // Runs one guest connection to `kHost` (TLS terminated when `tls`) to its end.
+  void run(ScriptedGuest& guest, bool tls) {
+    InterceptContext ctx{*policy_, pool_, client_tls_->get(), http::HttpLimits{}, 2s, 2s, 2s, counters_,
+                         guard_.get()};
+    UpstreamDecision conn;
+    conn.mode = ConnectionMode::kIntercept;
+    conn.session = "s1";
+    conn.host = kHost;
+    conn.tls = tls;
+    conn.port = upstream_->port();
+    upstream_->start(tls);
+    bool done = false;
+    auto work = asio::make_work_guard(*io_);
+    asio::co_spawn(*io_, serve_intercepted(guest, conn, ctx), [&](std::exception_ptr) {
+      done = true;
+      upstream_->stop();
+      work.reset();
+    });
+    io_->run_for(20s);  // a hang fails here rather than blocking the suite
+    io_->restart();
+    if (!done) {
+      // Its coroutines go with their loop now, while what they refer to
+      // (the guest, `conn`, `ctx`) still exists.
+      ADD_FAILURE() << "the exchange did not end";
+      upstream_->stop();
+      upstream_.reset();
+      io_.reset();
+      reset();
+    }
+  }
+
+  std::string fetch(const std::vector<std::string>& reads, bool tls = false) {
+    ScriptedGuest guest(guest_io_, reads);
+    run(guest, tls);
+    return guest.written;
+  }
+
+  // Requests the upstream got, as their request lines.
+  std::vector<std::string> request_lines() const {
+    std::vector<std::string> out;
+    for (const Received& r : upstream_->received) out.push_back(r.raw.substr(0, r.raw.find("\r\n")));
+    return out;
+  }
+
+  static size_t count(const std::string& hay, const std::string& needle) {
+    size_t n = 0;
+    for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+    return n;
+  }
+
+  zn::test::TempDir dir_;
+  broker::DeploymentCaPaths ca_;
+  std::unique_ptr<LeafCertAuthority> leaves_;
+  std::shared_ptr<const LeafCert> leaf_;
+  SslCtxPtr server_ctx_;
+  std::unique_ptr<UpstreamTls> client_tls_;
+  std::unique_ptr<DestinationGuard> guard_;
+  asio::io_context guest_io_;  // never run: the scripted guests' unused sockets
+  std::unique_ptr<asio::io_context> io_;  // the proxy's loop and the upstream's
+  asio::thread_pool pool_{1};
+  std::unique_ptr<FakePolicy> policy_;
+  InterceptCounters counters_;
+  std::unique_ptr<Upstream> upstream_;  // after io_: its sockets go first
+};
+
+const std::string kGet = std::string("GET /v1/a HTTP/1.1\r\nHost: ") + kHost + "\r\n\r\n";
+
+TEST_F(ExchangeTest, AnAllowedRequestIsRelayedWithTheIdentityInjected) {
+  policy_->verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.rule = RuleRef{2, "stripe"};
+    return d;
+  };
+  policy_->injection = stripe_injection();
+  const std::string request = std::string("POST /v1/charges?x=1 HTTP/1.1\r\nHost: ") + kHost +
+                              "\r\nAuthorization: Bearer guest-own-token\r\n"
+                              "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+                              "Content-Length: 10\r\n\r\namount=500";
+  const std::string got = fetch({request}, /*tls=*/true);
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+  EXPECT_EQ(got.substr(got.size() - 4), "\r\nok") << got;
+  // What the broker was asked: the SNI, the Host as sent, the normalised path.
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].sni, std::optional<std::string>(kHost));
+  EXPECT_EQ(policy_->requests[0].host_header, kHost);
+  EXPECT_EQ(policy_->requests[0].method, "POST");
+  EXPECT_EQ(policy_->requests[0].path, "/v1/charges");
+  EXPECT_EQ(policy_->requests[0].port, upstream_->port());
+  EXPECT_EQ(policy_->injected, std::vector<std::string>{"stripe"});
+  // What the upstream got: the identity, once, and none of the guest's credentials.
+  ASSERT_EQ(upstream_->received.size(), 1u);
+  const Received& r = upstream_->received[0];
+  EXPECT_EQ(request_lines(), std::vector<std::string>{"POST /v1/charges?x=1 HTTP/1.1"});
+  EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kSecret);
+  EXPECT_EQ(count(r.raw, "Authorization:"), 1u);
+  EXPECT_EQ(r.raw.find("guest-own-token"), std::string::npos);
+  EXPECT_EQ(r.raw.find("Proxy-Authorization"), std::string::npos);
+  EXPECT_EQ(r.head.host, kHost);
+  EXPECT_EQ(r.body, "amount=500");
+  EXPECT_EQ(got.find(kSecret), std::string::npos);
+  ASSERT_EQ(policy_->summaries.size(), 1u);
+  const RequestSummary& s = policy_->summaries[0];
+  EXPECT_TRUE(s.forwarded);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_EQ(s.identity, "stripe");
+  EXPECT_EQ(s.upstream, "127.0.0.1:" + std::to_string(upstream_->port()));
+  EXPECT_EQ(s.path, "/v1/charges");
+}
+
+TEST_F(ExchangeTest, CleartextTellsTheBrokerThereIsNoSni) {
+  const std::string got = fetch({kGet}, /*tls=*/false);
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].sni, std::nullopt);  // the broker's "identity is never sent over cleartext"
+  EXPECT_TRUE(policy_->injected.empty());             // a rule without identity: nothing fetched
+  ASSERT_EQ(upstream_->received.size(), 1u);
+  EXPECT_EQ(upstream_->received[0].head.find("Authorization"), nullptr);
+}
+
+struct RefusalRow {
+  const char* name;
+  std::optional<RequestDecision> verdict;  // unset: the default (allowed)
+  std::string status_line;
+  std::string body;
+};
+
+TEST_F(ExchangeTest, ARefusedRequestIsAnsweredByTheProxyAndNothingReachesTheUpstream) {
+  const std::vector<RefusalRow> rows = {
+      {"allowed (control)", std::nullopt, "HTTP/1.1 200 OK", "ok"},
+      {"denied", refused(403, "default deny"), "HTTP/1.1 403 Forbidden",
+       "zeroness: blocked by policy (default deny)\n"},
+      {"misdirected", refused(421, "Host does not match SNI"), "HTTP/1.1 421 Misdirected Request",
+       "zeroness: blocked by policy (Host does not match SNI)\n"},
+      {"rate limited", refused(429, "session rate exceeded"), "HTTP/1.1 429 Too Many Requests",
+       "zeroness: rate limited (session rate exceeded)\n"},
+  };
+  for (const RefusalRow& row : rows) {
+    SCOPED_TRACE(row.name);
+    reset();
+    if (row.verdict) policy_->verdict = [v = *row.verdict](const RequestFacts&) { return v; };
+    ScriptedGuest guest(guest_io_, {kGet, kGet});  // a second request behind it
+    run(guest, false);
+    EXPECT_EQ(guest.written.substr(0, row.status_line.size()), row.status_line) << guest.written;
+    EXPECT_EQ(guest.written.substr(guest.written.size() - row.body.size()), row.body) << guest.written;
+    const bool allowed = !row.verdict;
+    EXPECT_EQ(upstream_->connections, allowed ? 1 : 0);
+    EXPECT_EQ(upstream_->received.size(), allowed ? 2u : 0u);
+    EXPECT_EQ(policy_->resolved.size(), allowed ? 1u : 0u);  // not even resolved when refused
+    // A refusal ends the connection: what was behind it is never a request.
+    EXPECT_EQ(policy_->requests.size(), allowed ? 2u : 1u);
+    EXPECT_EQ(count(guest.written, "HTTP/1.1 "), allowed ? 2u : 1u);
+    EXPECT_EQ(guest.closed_write, !allowed);
+  }
+}
+
+TEST_F(ExchangeTest, AHostOtherThanTheSniIsRefusedAndTheSniHostIsServed) {
+  // The broker's rule (SessionProxyPolicy: Host must equal the SNI); the
+  // exchange's part is to hand it the SNI and the Host as sent, and honour it.
+  policy_->verdict = [](const RequestFacts& f) {
+    if (f.sni && f.host_header != *f.sni) return refused(421, "Host does not match SNI");
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    return d;
+  };
+  const std::string fronted = fetch({"GET /v1/a HTTP/1.1\r\nHost: other.example\r\n\r\n"}, /*tls=*/true);
+  EXPECT_EQ(fronted.substr(0, 12), "HTTP/1.1 421") << fronted;
+  EXPECT_EQ(upstream_->connections, 0);
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].sni, std::optional<std::string>(kHost));
+  EXPECT_EQ(policy_->requests[0].host_header, "other.example");
+
+  const std::string same = fetch({kGet}, /*tls=*/true);
+  EXPECT_EQ(same.substr(0, 15), "HTTP/1.1 200 OK") << same;
+  EXPECT_EQ(upstream_->connections, 1);
+  EXPECT_EQ(request_lines(), std::vector<std::string>{"GET /v1/a HTTP/1.1"});
+}
+
+TEST_F(ExchangeTest, SmugglingShapesAreRefusedBeforeAnyByteGoesUpstream) {
+  const std::string h = std::string("Host: ") + kHost + "\r\n";
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* status;  // "200": the control
+  };
+  const std::vector<Case> cases = {
+      {"CL+TE",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       "400"},
+      {"TE+CL",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+       "400"},
+      {"two CLs", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+       "400"},
+      {"CL list", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4, 4\r\n\r\nabcd", "400"},
+      {"TE unknown", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", "501"},
+      {"absolute form", std::string("GET https://other.example/v1/a HTTP/1.1\r\n") + h + "\r\n", "400"},
+      {"CONNECT", std::string("CONNECT other.example:443 HTTP/1.1\r\n") + h + "\r\n", "400"},
+      {"two Hosts", "GET /v1/a HTTP/1.1\r\n" + h + "Host: other.example\r\n\r\n", "400"},
+      {"websocket upgrade",
+       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
+      {"single CL (control)", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\n\r\nabcd", "200"},
+      {"chunked (control)",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n", "200"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    reset();
+    const std::string got = fetch({c.bytes});
+    EXPECT_EQ(got.substr(0, 12), std::string("HTTP/1.1 ") + c.status) << got;
+    if (std::string(c.status) == "200") {
+      ASSERT_EQ(upstream_->received.size(), 1u);
+      EXPECT_EQ(upstream_->received[0].body, "abcd");
+      continue;
+    }
+    EXPECT_EQ(count(got, "\r\nServer: zeroness\r\n"), 1u) << got;  // one answer, ours
+    EXPECT_EQ(upstream_->connections, 0);
+    EXPECT_TRUE(policy_->requests.empty());  // refused before any verdict
+    ASSERT_EQ(policy_->summaries.size(), 1u);  // and reported as such
+    EXPECT_FALSE(policy_->summaries[0].forwarded);
+  }
+}
+
+TEST_F(ExchangeTest, ARequestSplitIntoSingleBytesIsTheSameRequest) {
+  const std::string request = std::string("POST /v1/%61b HTTP/1.1\r\nHost: ") + kHost +
+                              "\r\nTransfer-Encoding: chunked\r\nX-Trace: 1\r\n\r\n"
+                              "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+  const std::string whole = fetch({request});
+  ASSERT_EQ(upstream_->received.size(), 1u);
+  const Received sent_whole = upstream_->received[0];
+
+  reset();
+  const std::string split = fetch(one_byte_each(request));
+  ASSERT_EQ(upstream_->received.size(), 1u);
+  // The same head; the body re-chunked as it arrived (framing is regenerated), the same payload.
+  const std::string& raw = upstream_->received[0].raw;
+  EXPECT_EQ(raw.substr(0, raw.find("\r\n\r\n")), sent_whole.raw.substr(0, sent_whole.raw.find("\r\n\r\n")));
+  EXPECT_EQ(upstream_->received[0].body, "hello world");
+  EXPECT_EQ(sent_whole.body, "hello world");
+  EXPECT_EQ(split, whole);
+  EXPECT_EQ(whole.substr(0, 15), "HTTP/1.1 200 OK");
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].path, "/v1/ab");  // decided on the normalised path, however it arrived
+  // A request the broker refuses is refused however it arrives, too.
+  reset();
+  policy_->verdict = [](const RequestFacts&) { return refused(403, "path not allowed"); };
+  EXPECT_EQ(fetch(one_byte_each(request)).substr(0, 12), "HTTP/1.1 403");
+  EXPECT_EQ(upstream_->connections, 0);
+}
+
+TEST_F(ExchangeTest, PipelinedRequestsAreEachDecidedOnTheirOwn) {
+  auto get = [](const std::string& path) {
+    return "GET " + path + " HTTP/1.1\r\nHost: " + kHost + "\r\n\r\n";
+  };
+  struct Case {
+    const char* name;
+    std::vector<std::string> reads;
+    std::vector<std::string> statuses;  // answered, in order
+    std::vector<std::string> upstream;  // request lines that reached it
+    size_t decisions;
+  };
+  const std::vector<Case> cases = {
+      {"both allowed", {get("/one") + get("/two")}, {"200", "200"},
+       {"GET /one HTTP/1.1", "GET /two HTTP/1.1"}, 2},
+      {"allowed then denied", {get("/one") + get("/admin")}, {"200", "403"}, {"GET /one HTTP/1.1"}, 2},
+      {"denied then allowed", {get("/admin") + get("/smuggled")}, {"403"}, {}, 1},
+      {"allowed then denied, split", one_byte_each(get("/one") + get("/admin")), {"200", "403"},
+       {"GET /one HTTP/1.1"}, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    reset();
+    policy_->verdict = [](const RequestFacts& f) {
+      if (f.path == "/admin") return refused(403, "path not allowed");
+      RequestDecision d;
+      d.allow = true;
+      d.host = f.host_header;
+      return d;
+    };
+    const std::string got = fetch(c.reads);
+    std::vector<std::string> statuses;
+    for (size_t p = got.find("HTTP/1.1 "); p != std::string::npos; p = got.find("HTTP/1.1 ", p + 1))
+      statuses.push_back(got.substr(p + 9, 3));
+    EXPECT_EQ(statuses, c.statuses) << got;
+    EXPECT_EQ(request_lines(), c.upstream);
+    EXPECT_EQ(policy_->requests.size(), c.decisions);
+    EXPECT_LE(upstream_->connections, 1);  // kept alive across the allowed ones
+  }
+}
+
+TEST_F(ExchangeTest, AHeldRequestGoesUpstreamOnlyOnceApproved) {
+  for (const HoldOutcome outcome : {HoldOutcome::kApproved, HoldOutcome::kRefused}) {
+    SCOPED_TRACE(outcome == HoldOutcome::kApproved ? "approved" : "refused");
+    reset();
+    policy_->verdict = [](const RequestFacts& f) {
+      RequestDecision d;
+      d.allow = true;
+      d.host = f.host_header;
+      d.hold_ticket = 77;
+      return d;
+    };
+    policy_->hold = {outcome, outcome == HoldOutcome::kApproved ? "" : "denied by operator"};
+    const std::string got = fetch({kGet});
+    EXPECT_EQ(policy_->polled, std::vector<uint64_t>{77});
+    if (outcome == HoldOutcome::kApproved) {
+      EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+      EXPECT_EQ(upstream_->received.size(), 1u);
+    } else {
+      EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 403") << got;
+      EXPECT_NE(got.find("zeroness: blocked by policy (denied by operator)\n"), std::string::npos) << got;
+      EXPECT_EQ(upstream_->connections, 0);
+    }
+  }
+}
+
+std::string base64(const std::string& s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// The upstream echoes the credential it got, raw in a header and in the
+// body, and base64 in the body: an echo service, or one that replays.
+std::string echo(const Received& r) {
+  const std::string* auth = r.head.find("Authorization");
+  const std::string value = auth ? *auth : "none";
+  const std::string body = "{\"authorization\":\"" + value + "\",\"b64\":\"" + base64(value) + "\"}";
+  return "HTTP/1.1 200 OK\r\nX-Echo: " + value + "\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+TEST_F(ExchangeTest, ResponsesAreScrubbedOfTheInjectedSecret) {
+  const std::string request = std::string("GET /v1/a HTTP/1.1\r\nHost: ") + kHost +
+                              "\r\nAuthorization: Bearer guest-own-token\r\n\r\n";
+  // Control: no identity, so the guest's own header is relayed and echoed as is.
+  upstream_->respond = echo;
+  const std::string plain = fetch({request}, true);
+  EXPECT_NE(plain.find("X-Echo: Bearer guest-own-token\r\n"), std::string::npos) << plain;
+  EXPECT_NE(plain.find(base64("Bearer guest-own-token")), std::string::npos) << plain;
+  ASSERT_EQ(policy_->summaries.size(), 1u);
+  EXPECT_EQ(policy_->summaries[0].reflected_in_head + policy_->summaries[0].reflected_in_body, 0u);
+
+  reset();
+  upstream_->respond = echo;
+  policy_->verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.rule = RuleRef{2, "stripe"};
+    return d;
+  };
+  policy_->injection = stripe_injection();
+  const std::string got = fetch({request}, true);
+  ASSERT_EQ(upstream_->received.size(), 1u);
+  EXPECT_NE(upstream_->received[0].raw.find(kSecret), std::string::npos);  // it was injected ...
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+  for (const SecretPattern& p : secret_patterns(kSecret))  // ... and never came back, in any encoding
+    EXPECT_EQ(got.find(p.bytes), std::string::npos) << encoding_name(p.encoding);
+  // Same-length replacement: the upstream's Content-Length still frames the body.
+  const size_t body_at = got.find("\r\n\r\n") + 4;
+  const size_t length_at = got.find("Content-Length: ") + 16;
+  EXPECT_EQ(std::stoul(got.substr(length_at, got.find("\r\n", length_at) - length_at)), got.size() - body_at);
+  ASSERT_EQ(policy_->summaries.size(), 1u);
+  const RequestSummary& s = policy_->summaries[0];
+  EXPECT_EQ(s.reflected_in_head, 1u);
+  EXPECT_EQ(s.reflected_in_body, 2u);
+  EXPECT_EQ(s.reflected_identities, std::vector<std::string>{"stripe"});
+  const auto& encodings = s.reflected_encodings;
+  EXPECT_NE(std::find(encodings.begin(), encodings.end(), "raw"), encodings.end());
+  EXPECT_NE(std::find(encodings.begin(), encodings.end(), "base64"), encodings.end());
+}
+
+TEST_F(ExchangeTest, TheSessionsSecretsAreScrubbedEvenWhereNoneWasInjected) {
+  // An upstream replaying on this connection what it got on another one.
+  const std::string leak = "{\"token\":\"" + kSecret + "\"}";
+  upstream_->respond = [&](const Received&) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(leak.size()) + "\r\n\r\n" + leak;
+  };
+  const std::string unarmed = fetch({kGet});
+  EXPECT_NE(unarmed.find(kSecret), std::string::npos);  // control: nothing to scrub for
+
+  reset();
+  upstream_->respond = [&](const Received&) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(leak.size()) + "\r\n\r\n" + leak;
+  };
+  policy_->secrets = {{"stripe", kSecret}};
+  const std::string got = fetch({kGet});
+  EXPECT_EQ(got.find(kSecret), std::string::npos) << "the session's secret reached the guest";
+  EXPECT_EQ(got.size(), unarmed.size());
+  EXPECT_TRUE(policy_->injected.empty());
+}
+
+}  // namespace
+}  // namespace zn::proxy
