@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const VerbIndex index = index_verbs();
   try {
-    while (!args.empty() && args[0].rfind("-", 0) == 0) {
+    while (!args.empty() && args[0].rfind('-', 0) == 0) {
       const std::string o = args[0];
       args.erase(args.begin());
       if (o == "-j" || o == "--json") options.json_out = true;

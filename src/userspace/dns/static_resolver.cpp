@@ -15,8 +15,8 @@ std::string normalize(std::string name) {
 
 }  // namespace
 
-StaticResolver::StaticResolver(Table table, uint32_t ttl) : ttl_(ttl) {
-  for (auto& [name, addrs] : table) {
+StaticResolver::StaticResolver(const Table& table, uint32_t ttl) : ttl_(ttl) {
+  for (const auto& [name, addrs] : table) {
     auto& slot = table_[normalize(name)];
     slot.insert(slot.end(), addrs.begin(), addrs.end());
   }

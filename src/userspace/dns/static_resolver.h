@@ -17,7 +17,7 @@ class StaticResolver : public Resolver {
 
   // Names not in the table are NXDOMAIN; a name without addresses of the
   // asked family is NODATA. Keys are lowercased, trailing dots removed.
-  explicit StaticResolver(Table table, uint32_t ttl = 60);
+  explicit StaticResolver(const Table& table, uint32_t ttl = 60);
 
   void resolve(const std::string& name, QType qtype, Callback callback) override;
 

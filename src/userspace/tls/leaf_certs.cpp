@@ -84,7 +84,7 @@ EvpPkeyPtr public_key_for_certificates(EVP_PKEY* key) {
   if (full && pub && out && EC_KEY_set_group(pub.get(), EC_KEY_get0_group(full.get())) == 1 &&
       EC_KEY_set_public_key(pub.get(), EC_KEY_get0_public_key(full.get())) == 1 &&
       EVP_PKEY_assign_EC_KEY(out.get(), pub.get()) == 1) {
-    pub.release();  // owned by out
+    static_cast<void>(pub.release());  // owned by out
     if (EVP_PKEY_eq(out.get(), key) == 1) return out;
   }
   ERR_clear_error();
@@ -242,7 +242,7 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::mint(const LeafName& name, st
     GENERAL_NAME_set0_value(gn.get(), GEN_DNS, dns);
   }
   if (!sk_GENERAL_NAME_push(sans.get(), gn.get())) fail("leaf subjectAltName");
-  gn.release();  // owned by sans
+  static_cast<void>(gn.release());  // owned by sans
   if (X509_add1_ext_i2d(x.get(), NID_subject_alt_name, sans.get(), with_cn ? 0 : 1, X509V3_ADD_DEFAULT) != 1)
     fail("leaf subjectAltName");
 
