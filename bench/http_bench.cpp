@@ -64,8 +64,8 @@ void http_rewrite_request_head(benchmark::State& state) {
   zn::http::RequestHead head;
   zn::http::parse_request_head(kHead, zn::http::HttpLimits{}, head);
   const auto target = zn::http::normalise_target(head.target);
-  const zn::http::Injection injection{"Authorization", "Bearer sk_live_bench_0123456789abcdef",
-                                       {"Authorization", "Proxy-Authorization"}};
+  const zn::http::Injection injection{
+      "Authorization", "Bearer sk_live_bench_0123456789abcdef", {"Authorization", "Proxy-Authorization"}};
   for (auto _ : state) {
     std::string out = zn::http::forwarded_request_head(head, *target, "api.stripe.com", &injection);
     benchmark::DoNotOptimize(out.data());
@@ -92,9 +92,15 @@ const std::string& response_body() {
   static const std::string body = [] {
     std::mt19937 rng(42);
     std::string b;
-    const char* words[] = {"\"id\": ", "\"object\": \"charge\", ", "\"amount\": 500, ", "\"currency\": \"usd\", ",
-                           "\"description\": \"Order 1234/5\", ", "\"metadata\": {}, ", "\"livemode\": false, ",
-                           "\"created\": 1700000000, ", "\"status\": \"succeeded\"}, {"};
+    const char* words[] = {"\"id\": ",
+                           "\"object\": \"charge\", ",
+                           "\"amount\": 500, ",
+                           "\"currency\": \"usd\", ",
+                           "\"description\": \"Order 1234/5\", ",
+                           "\"metadata\": {}, ",
+                           "\"livemode\": false, ",
+                           "\"created\": 1700000000, ",
+                           "\"status\": \"succeeded\"}, {"};
     size_t next_secret = 8192;
     while (b.size() < kBodySize) {
       b += words[rng() % std::size(words)];
@@ -125,7 +131,8 @@ BENCHMARK(baseline_memcpy_body);
 void scrub_response_body(benchmark::State& state) {
   const std::string& body = response_body();
   zn::proxy::SecretScrubber scrubber;
-  for (int64_t i = 0; i < state.range(0); ++i) scrubber.add_secret(secret_for(static_cast<size_t>(i)), "bench");
+  for (int64_t i = 0; i < state.range(0); ++i)
+    scrubber.add_secret(secret_for(static_cast<size_t>(i)), "bench");
   std::string out;
   out.reserve(body.size());
   uint64_t matches = 0;

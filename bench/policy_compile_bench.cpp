@@ -74,15 +74,15 @@ int main(int argc, char** argv) {
   }
   const double base = median(json_ms);
   const double parse_compile = median(parse_ms) + median(compile_ms) + median(plan_ms);
-  std::printf("policy of %d rules (%zu bytes), %zu L4 map entries, %d rounds (median)\n", rules,
-              doc.size(), entries, rounds);
+  std::printf("policy of %d rules (%zu bytes), %zu L4 map entries, %d rounds (median)\n", rules, doc.size(),
+              entries, rounds);
   std::printf("%-34s %9s %8s\n", "step", "ms", "x json");
   std::string results;
   auto row = [&](const char* key, const char* name, double ms) {
     std::printf("%-34s %9.2f %7.2fx\n", name, ms, ms / base);
     char line[160];
-    std::snprintf(line, sizeof(line), "RESULT name=%s rules=%d ms=%.4f base_ms=%.4f ratio=%.4f\n", key, rules, ms,
-                  base, ms / base);
+    std::snprintf(line, sizeof(line), "RESULT name=%s rules=%d ms=%.4f base_ms=%.4f ratio=%.4f\n", key, rules,
+                  ms, base, ms / base);
     results += line;
   };
   row("json_parse", "baseline: nlohmann::json::parse", base);

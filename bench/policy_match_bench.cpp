@@ -48,7 +48,7 @@ const Fixture& fixture(int n) {
   f.policy = CompiledPolicy::compile(zn::broker::parse_policy(zn::bench::make_policy(n)));
   for (int i = 0; i < n; ++i) {
     const std::string s = std::to_string(i);
-    const std::string host = i % 4 == 0 ? "api" + s + ".example.com"
+    const std::string host = i % 4 == 0   ? "api" + s + ".example.com"
                              : i % 4 == 1 ? "svc" + s + ".example.net"
                              : i % 4 == 2 ? "198.18.0." + s
                                           : "bad" + s + ".example.com";

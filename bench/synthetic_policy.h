@@ -14,16 +14,21 @@ inline std::string make_policy(int rules) {
     const std::string n = std::to_string(i);
     switch (i % 4) {
       case 0:
-        allow.push_back({{"host", "api" + n + ".example.com"}, {"methods", {"GET", "POST"}},
+        allow.push_back({{"host", "api" + n + ".example.com"},
+                         {"methods", {"GET", "POST"}},
                          {"paths", {"/v1/**", "/repos/*/issues"}}});
         break;
-      case 1: allow.push_back({{"host", "*.svc" + n + ".example.net"}}); break;
+      case 1:
+        allow.push_back({{"host", "*.svc" + n + ".example.net"}});
+        break;
       case 2:
         allow.push_back({{"host", "198." + std::to_string(18 + (i >> 16) % 2) + "." +
                                       std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255)},
                          {"port", 5432}});
         break;
-      default: deny.push_back({{"host", "bad" + n + ".example.com"}}); break;
+      default:
+        deny.push_back({{"host", "bad" + n + ".example.com"}});
+        break;
     }
   }
   return nlohmann::json{{"policy", {{"allow", allow}, {"deny", deny}}}}.dump();

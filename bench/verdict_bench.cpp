@@ -29,7 +29,7 @@ struct Path {
   const char* name;   // machine-readable
   const char* label;  // for the table
   const char* fixture;
-  double target;            // max ratio to pass-through, 0 = no target
+  double target;             // max ratio to pass-through, 0 = no target
   bool no_l4_rules = false;  // measured after the session's L4 rules are gone
 };
 
@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
 
   int missed = 0;
   auto measure = [&](const Path& path, const std::string& rules) -> bool {
-    auto it = std::find_if(fixtures.begin(), fixtures.end(),
-                           [&](const auto& f) { return f.name == path.fixture; });
+    auto it =
+        std::find_if(fixtures.begin(), fixtures.end(), [&](const auto& f) { return f.name == path.fixture; });
     if (it == fixtures.end()) {
       std::fprintf(stderr, "no fixture %s\n", path.fixture);
       return false;
@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%-38s %10.1f %10.1f %6.2fx  %s\n", path.label, median(ns), median(base), rmed,
                 verdict.c_str());
-    std::printf("RESULT name=%s rules=%s ns=%.2f base_ns=%.2f ratio=%.4f target=%.2f\n", path.name, rules.c_str(),
-                median(ns), median(base), rmed, path.target);
+    std::printf("RESULT name=%s rules=%s ns=%.2f base_ns=%.2f ratio=%.4f target=%.2f\n", path.name,
+                rules.c_str(), median(ns), median(base), rmed, path.target);
     return true;
   };
 

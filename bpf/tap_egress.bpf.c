@@ -79,9 +79,8 @@ static __always_inline void zn_note_ip6(struct zn_pkt *p, struct ipv6hdr *ip6h, 
 /* Neighbour discovery from the host to the guest (see the top of the file).
  * The host's MAC is not part of the session, so the link-layer option is
  * checked for type and size only. */
-static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_session *s,
-					struct zn_pkt *p, struct ipv6hdr *ip6h,
-					struct icmp6hdr *icmp6, void *data_end)
+static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					struct ipv6hdr *ip6h, struct icmp6hdr *icmp6, void *data_end)
 {
 	__u8 type = icmp6->icmp6_type;
 	struct in6_addr *target = (void *)(icmp6 + 1);
@@ -106,9 +105,9 @@ static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_s
 
 		if (why)
 			return zn_egress_drop(skb, p, why);
-		if (opt[0] != (host_dad ? ND_OPT_NONCE
-					: type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ND_OPT_TARGET_LL_ADDR
-										: ND_OPT_SOURCE_LL_ADDR))
+		if (opt[0] != (host_dad				       ? ND_OPT_NONCE
+			       : type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ND_OPT_TARGET_LL_ADDR
+								       : ND_OPT_SOURCE_LL_ADDR))
 			return zn_egress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 	}
 	if (!zn_nd_reserved_ok(icmp6))

@@ -89,8 +89,8 @@ static __always_inline __u32 zn_listener_tuple(struct bpf_sock_tuple *t, const s
 	if (to_dns)
 		return zn_sock_tuple(t, is_ipv6, NULL, 0,
 				     is_ipv6 ? (const __be32 *)ln->dns_ip6 : &ln->dns_ip4, ln->dns_port);
-	return zn_sock_tuple(t, is_ipv6, NULL, 0,
-			     is_ipv6 ? (const __be32 *)ln->proxy_ip6 : &ln->proxy_ip4, ln->proxy_port);
+	return zn_sock_tuple(t, is_ipv6, NULL, 0, is_ipv6 ? (const __be32 *)ln->proxy_ip6 : &ln->proxy_ip4,
+			     ln->proxy_port);
 }
 
 /* Assigns a TCP packet to its existing host socket (later packets of a steered
@@ -188,8 +188,8 @@ static __always_inline int zn_to_gateway(const struct zn_session *s, const struc
  * function passes is_ipv6 as a constant, so the compiler still gives each
  * family its own straight-line copy and the verifier sees no mixed paths. */
 
-static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s,
-					  struct zn_pkt *p, bool is_ipv6)
+static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					  bool is_ipv6)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple flow = {}, listener = {};
@@ -235,9 +235,8 @@ static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, struct zn_p
 
 /* The transport header at l4, of which the IP header says l4_len bytes follow;
  * p holds the addresses and protocol already. */
-static __always_inline int zn_ingress_l4(struct __sk_buff *skb, const struct zn_session *s,
-					 struct zn_pkt *p, void *l4, __u32 l4_len, void *data_end,
-					 bool is_ipv6)
+static __always_inline int zn_ingress_l4(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					 void *l4, __u32 l4_len, void *data_end, bool is_ipv6)
 {
 	switch (p->proto) {
 	case IPPROTO_TCP: {
@@ -269,8 +268,8 @@ static __always_inline int zn_ingress_l4(struct __sk_buff *skb, const struct zn_
 
 /* ---- IPv4 ---- */
 
-static __always_inline int zn_ingress_ip4(struct __sk_buff *skb, const struct zn_session *s,
-					  struct zn_pkt *p, void *data, void *data_end)
+static __always_inline int zn_ingress_ip4(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					  void *data, void *data_end)
 {
 	struct iphdr *iph = data + sizeof(struct ethhdr);
 	__u16 tot_len;
@@ -313,9 +312,8 @@ static __always_inline int zn_ingress_ip4(struct __sk_buff *skb, const struct zn
  *   NA  for the guest's own address, from it, to a gateway address or
  *       ff02::1, optionally with the guest's link-layer address.
  * Code 0, reserved bits 0, hop limit 255, no trailing bytes, nothing else. */
-static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_session *s,
-					 struct zn_pkt *p, struct ipv6hdr *ip6h,
-					 struct icmp6hdr *icmp6, void *data_end)
+static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					 struct ipv6hdr *ip6h, struct icmp6hdr *icmp6, void *data_end)
 {
 	__u8 type = icmp6->icmp6_type;
 	struct in6_addr *target = (void *)(icmp6 + 1);
@@ -358,7 +356,7 @@ static __always_inline int zn_ingress_nd(struct __sk_buff *skb, const struct zn_
 				return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 		} else {
 			if (opt[0] != (type == NDISC_NEIGHBOUR_ADVERTISEMENT ? ND_OPT_TARGET_LL_ADDR
-									   : ND_OPT_SOURCE_LL_ADDR))
+									     : ND_OPT_SOURCE_LL_ADDR))
 				return zn_ingress_drop(skb, p, ZN_DROP_ND_MALFORMED);
 			if (!zn_mac_eq(opt + 2, s->guest_mac))
 				return zn_ingress_drop(skb, p, ZN_DROP_ND_SPOOF);
@@ -412,8 +410,8 @@ static __always_inline int zn_is_ip6_exthdr(__u8 nexthdr)
 	}
 }
 
-static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn_session *s,
-					  struct zn_pkt *p, void *data, void *data_end)
+static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					  void *data, void *data_end)
 {
 	struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
 	__u32 payload_len;
@@ -458,8 +456,8 @@ static __always_inline int zn_ingress_ip6(struct __sk_buff *skb, const struct zn
 
 /* ---- ARP ---- */
 
-static __always_inline int zn_ingress_arp(struct __sk_buff *skb, const struct zn_session *s,
-					  struct zn_pkt *p, void *data, void *data_end)
+static __always_inline int zn_ingress_arp(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					  void *data, void *data_end)
 {
 	struct zn_arp *arp = data + sizeof(struct ethhdr);
 	__u32 sip;

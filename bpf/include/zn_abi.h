@@ -19,7 +19,7 @@
 #define ZN_EVENTS_RINGBUF_BYTES (256 * 1024)
 
 /* Defaults the programs and userspace share (each said once). */
-#define ZN_DEFAULT_EVENT_RATE 20   /* drop events per second, per session */
+#define ZN_DEFAULT_EVENT_RATE 20 /* drop events per second, per session */
 #define ZN_DEFAULT_EVENT_BURST 40
 #define ZN_DEFAULT_PROXY_PORT 15001 /* the proxy's transparent listener */
 #define ZN_DEFAULT_DNS_PORT 15053   /* the DNS responder, UDP and TCP */
@@ -34,41 +34,41 @@
 #define ZN_STEER_ROUTE_TABLE 100
 
 /* Every verdict: the passes first, then the drop reasons. X(ident, "name"). */
-#define ZN_VERDICTS(X)                                                        \
-	X(PASS_ARP, "pass:arp")                                               \
-	X(PASS_ND, "pass:nd")                                                 \
-	X(PASS_DNS, "pass:dns")                                               \
-	X(PASS_STEER, "pass:steer")                                           \
-	X(PASS_L4, "pass:l4")                                                 \
-	X(PASS_HOST_REPLY, "pass:host_reply")                                 \
-	X(DROP_NO_SESSION, "drop:no_session")                                 \
-	X(DROP_TRUNCATED_ETH, "drop:truncated_eth")                           \
-	X(DROP_TRUNCATED_ARP, "drop:truncated_arp")                           \
-	X(DROP_TRUNCATED_IP4, "drop:truncated_ip4")                           \
-	X(DROP_TRUNCATED_IP6, "drop:truncated_ip6")                           \
-	X(DROP_TRUNCATED_L4, "drop:truncated_l4")                             \
-	X(DROP_VLAN, "drop:vlan")                                             \
-	X(DROP_ETHERTYPE, "drop:ethertype")                                   \
-	X(DROP_MAC_SPOOF, "drop:mac_spoof")                                   \
-	X(DROP_ARP_MALFORMED, "drop:arp_malformed")                           \
-	X(DROP_ARP_SPOOF, "drop:arp_spoof")                                   \
-	X(DROP_IP_MALFORMED, "drop:ip_malformed")                             \
-	X(DROP_IP4_SPOOF, "drop:ip4_spoof")                                   \
-	X(DROP_IP6_SPOOF, "drop:ip6_spoof")                                   \
-	X(DROP_IP4_OPTIONS, "drop:ip4_options")                               \
-	X(DROP_FRAGMENT, "drop:fragment")                                     \
-	X(DROP_IP6_EXTHDR, "drop:ip6_exthdr")                                 \
-	X(DROP_ND_SPOOF, "drop:nd_spoof")                                     \
-	X(DROP_IP6_MULTICAST, "drop:ip6_multicast")                           \
-	X(DROP_ICMP, "drop:icmp")                                             \
-	X(DROP_UDP, "drop:udp")                                               \
-	X(DROP_PROTO, "drop:proto")                                           \
-	X(DROP_TCP_PORT, "drop:tcp_port")                                     \
-	X(DROP_HOST_SERVICE, "drop:host_service")                             \
-	X(DROP_NO_LISTENER, "drop:no_listener")                               \
-	X(DROP_ASSIGN_FAILED, "drop:assign_failed")                           \
-	X(DROP_UNSOLICITED, "drop:unsolicited")                               \
-	X(DROP_ND_SCOPE, "drop:nd_scope")                                     \
+#define ZN_VERDICTS(X)                              \
+	X(PASS_ARP, "pass:arp")                     \
+	X(PASS_ND, "pass:nd")                       \
+	X(PASS_DNS, "pass:dns")                     \
+	X(PASS_STEER, "pass:steer")                 \
+	X(PASS_L4, "pass:l4")                       \
+	X(PASS_HOST_REPLY, "pass:host_reply")       \
+	X(DROP_NO_SESSION, "drop:no_session")       \
+	X(DROP_TRUNCATED_ETH, "drop:truncated_eth") \
+	X(DROP_TRUNCATED_ARP, "drop:truncated_arp") \
+	X(DROP_TRUNCATED_IP4, "drop:truncated_ip4") \
+	X(DROP_TRUNCATED_IP6, "drop:truncated_ip6") \
+	X(DROP_TRUNCATED_L4, "drop:truncated_l4")   \
+	X(DROP_VLAN, "drop:vlan")                   \
+	X(DROP_ETHERTYPE, "drop:ethertype")         \
+	X(DROP_MAC_SPOOF, "drop:mac_spoof")         \
+	X(DROP_ARP_MALFORMED, "drop:arp_malformed") \
+	X(DROP_ARP_SPOOF, "drop:arp_spoof")         \
+	X(DROP_IP_MALFORMED, "drop:ip_malformed")   \
+	X(DROP_IP4_SPOOF, "drop:ip4_spoof")         \
+	X(DROP_IP6_SPOOF, "drop:ip6_spoof")         \
+	X(DROP_IP4_OPTIONS, "drop:ip4_options")     \
+	X(DROP_FRAGMENT, "drop:fragment")           \
+	X(DROP_IP6_EXTHDR, "drop:ip6_exthdr")       \
+	X(DROP_ND_SPOOF, "drop:nd_spoof")           \
+	X(DROP_IP6_MULTICAST, "drop:ip6_multicast") \
+	X(DROP_ICMP, "drop:icmp")                   \
+	X(DROP_UDP, "drop:udp")                     \
+	X(DROP_PROTO, "drop:proto")                 \
+	X(DROP_TCP_PORT, "drop:tcp_port")           \
+	X(DROP_HOST_SERVICE, "drop:host_service")   \
+	X(DROP_NO_LISTENER, "drop:no_listener")     \
+	X(DROP_ASSIGN_FAILED, "drop:assign_failed") \
+	X(DROP_UNSOLICITED, "drop:unsolicited")     \
+	X(DROP_ND_SCOPE, "drop:nd_scope")           \
 	X(DROP_ND_MALFORMED, "drop:nd_malformed")
 
 #define ZN_VERDICT_ENUM_(ident, name) ZN_##ident,
@@ -83,17 +83,17 @@ enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT };
 
 /* zn_sessions: TAP ifindex -> what the guest on it is. */
 struct zn_session {
-	__u32 session_idx;          /* 1..ZN_MAX_SESSIONS-1 */
-	__u32 flags;                /* reserved, 0 */
+	__u32 session_idx; /* 1..ZN_MAX_SESSIONS-1 */
+	__u32 flags;	   /* reserved, 0 */
 	__u8 guest_mac[6];
 	__u8 pad0[2];
-	__u32 guest_ip4;            /* 0 = the guest has no IPv4 */
-	__u32 gateway_ip4;          /* the host's address on the TAP */
-	__u8 guest_ip6[16];         /* all zero = the guest has no IPv6 */
-	__u8 guest_ip6_ll[16];      /* the guest's link-local, for neighbour discovery */
+	__u32 guest_ip4;       /* 0 = the guest has no IPv4 */
+	__u32 gateway_ip4;     /* the host's address on the TAP */
+	__u8 guest_ip6[16];    /* all zero = the guest has no IPv6 */
+	__u8 guest_ip6_ll[16]; /* the guest's link-local, for neighbour discovery */
 	__u8 gateway_ip6[16];
 	__u16 steered_ports[ZN_MAX_STEERED_PORTS]; /* TCP, network order, 0 = unused */
-	__u32 event_rate;           /* drop events per second to userspace */
+	__u32 event_rate;			   /* drop events per second to userspace */
 	__u32 event_burst;
 	/* The host's link-local on the TAP, the other address guests find the
 	 * gateway by; all zero = not known (an adopted device), and then any
@@ -109,7 +109,7 @@ struct zn_listeners {
 	__u8 proxy_ip6[16];
 	__u8 dns_ip6[16];
 	__u16 proxy_port;
-	__u16 dns_port;             /* UDP and TCP */
+	__u16 dns_port; /* UDP and TCP */
 };
 
 /* zn_l4_allow (LPM trie): destinations a session may reach with raw TCP.
@@ -118,38 +118,38 @@ struct zn_listeners {
  * Precedence: a rule for the exact port is looked up first, then a rule with
  * port 0 (any port). */
 struct zn_l4_key {
-	__u32 prefixlen;            /* ZN_L4_KEY_FIXED_BITS + address prefix length */
+	__u32 prefixlen; /* ZN_L4_KEY_FIXED_BITS + address prefix length */
 	__u32 session_idx;
-	__u8 family;                /* 4 or 6 */
-	__u8 proto;                 /* IPPROTO_TCP */
-	__u16 port;                 /* network order, 0 = any */
-	__u8 addr[16];              /* IPv4 in the first four bytes */
+	__u8 family;   /* 4 or 6 */
+	__u8 proto;    /* IPPROTO_TCP */
+	__u16 port;    /* network order, 0 = any */
+	__u8 addr[16]; /* IPv4 in the first four bytes */
 };
 #define ZN_L4_KEY_FIXED_BITS 64
 
 struct zn_l4_value {
 	__u32 rule_id;
-	__u32 flags;                /* reserved, 0 */
+	__u32 flags; /* reserved, 0 */
 };
 
 /* zn_ev_bucket: per-session token bucket limiting drop events. */
 struct zn_event_bucket {
 	__u64 last_ns;
-	__u64 credit_ns;            /* one event costs 1e9 */
+	__u64 credit_ns; /* one event costs 1e9 */
 };
 
 /* zn_events (ring buffer): one record per (rate-limited) dropped packet. */
 struct zn_drop_event {
-	__u64 ts_ns;                /* CLOCK_MONOTONIC_COARSE */
+	__u64 ts_ns; /* CLOCK_MONOTONIC_COARSE */
 	__u32 session_idx;
 	__u32 ifindex;
-	__u16 reason;               /* enum zn_verdict */
-	__u8 family;                /* 4, 6, or 0 for non-IP frames */
+	__u16 reason; /* enum zn_verdict */
+	__u8 family;  /* 4, 6, or 0 for non-IP frames */
 	__u8 proto;
-	__u16 sport;                /* network order */
-	__u16 dport;                /* network order */
-	__u16 ethertype;            /* network order */
-	__u8 direction;             /* 0 ingress (from guest), 1 egress (to guest) */
+	__u16 sport;	 /* network order */
+	__u16 dport;	 /* network order */
+	__u16 ethertype; /* network order */
+	__u8 direction;	 /* 0 ingress (from guest), 1 egress (to guest) */
 	__u8 pad0;
 	__u8 saddr[16];
 	__u8 daddr[16];

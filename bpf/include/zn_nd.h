@@ -64,7 +64,8 @@ static __always_inline int zn_is_gateway_ip6(const struct zn_session *s, const s
  * (address resolution) or the target itself (unreachability detection). */
 static __always_inline int zn_nd_ns_dest_ok(const struct in6_addr *dst, const struct in6_addr *target)
 {
-	return zn_ip6_is_solicited_node_of(dst, target->in6_u.u6_addr8) || zn_ip6_eq(dst, target->in6_u.u6_addr8);
+	return zn_ip6_is_solicited_node_of(dst, target->in6_u.u6_addr8) ||
+	       zn_ip6_eq(dst, target->in6_u.u6_addr8);
 }
 
 /* The frame carries exactly the IPv6 packet (no trailing bytes), and the

@@ -68,8 +68,7 @@ struct zn_pkt {
 
 static __always_inline int zn_mac_eq(const __u8 *a, const __u8 *b)
 {
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] &&
-	       a[4] == b[4] && a[5] == b[5];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] && a[5] == b[5];
 }
 
 static __always_inline int zn_ip6_eq(const struct in6_addr *a, const __u8 *b)
@@ -89,8 +88,8 @@ static __always_inline int zn_ip6_is_zero(const __u8 *a)
 
 static __always_inline int zn_ip6_is_unspecified(const struct in6_addr *a)
 {
-	return (a->in6_u.u6_addr32[0] | a->in6_u.u6_addr32[1] |
-		a->in6_u.u6_addr32[2] | a->in6_u.u6_addr32[3]) == 0;
+	return (a->in6_u.u6_addr32[0] | a->in6_u.u6_addr32[1] | a->in6_u.u6_addr32[2] |
+		a->in6_u.u6_addr32[3]) == 0;
 }
 
 /* fe80::/10: never routed off the link it was received on. */
@@ -107,13 +106,12 @@ static __always_inline int zn_ip6_is_ff02(const struct in6_addr *a, __u8 last)
 }
 
 /* ff02::1:ffXX:XXXX, the solicited-node group of addr (RFC 4291 2.7.1). */
-static __always_inline int zn_ip6_is_solicited_node_of(const struct in6_addr *group,
-						       const __u8 *addr)
+static __always_inline int zn_ip6_is_solicited_node_of(const struct in6_addr *group, const __u8 *addr)
 {
-	return group->in6_u.u6_addr32[0] == bpf_htonl(0xff020000) &&
-	       group->in6_u.u6_addr32[1] == 0 && group->in6_u.u6_addr32[2] == bpf_htonl(1) &&
-	       group->in6_u.u6_addr8[12] == 0xff && group->in6_u.u6_addr8[13] == addr[13] &&
-	       group->in6_u.u6_addr8[14] == addr[14] && group->in6_u.u6_addr8[15] == addr[15];
+	return group->in6_u.u6_addr32[0] == bpf_htonl(0xff020000) && group->in6_u.u6_addr32[1] == 0 &&
+	       group->in6_u.u6_addr32[2] == bpf_htonl(1) && group->in6_u.u6_addr8[12] == 0xff &&
+	       group->in6_u.u6_addr8[13] == addr[13] && group->in6_u.u6_addr8[14] == addr[14] &&
+	       group->in6_u.u6_addr8[15] == addr[15];
 }
 
 /* Makes the first ZN_PULL_LEN bytes (or the whole packet) directly readable. */

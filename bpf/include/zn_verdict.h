@@ -18,8 +18,7 @@ enum zn_direction { ZN_DIR_INGRESS = 0, ZN_DIR_EGRESS = 1 };
 
 /* The session on the packet's interface, noted in p for counters and events;
  * NULL (and session index 0) when the interface has none. */
-static __always_inline const struct zn_session *zn_lookup_session(struct __sk_buff *skb,
-								  struct zn_pkt *p)
+static __always_inline const struct zn_session *zn_lookup_session(struct __sk_buff *skb, struct zn_pkt *p)
 {
 	__u32 ifindex = skb->ifindex;
 	const struct zn_session *s;
@@ -83,8 +82,8 @@ static __always_inline int zn_pass(const struct zn_pkt *p, __u32 verdict)
 	return TC_ACT_OK;
 }
 
-static __always_inline int zn_drop(struct __sk_buff *skb, const struct zn_pkt *p,
-				   __u32 reason, __u8 direction)
+static __always_inline int zn_drop(struct __sk_buff *skb, const struct zn_pkt *p, __u32 reason,
+				   __u8 direction)
 {
 	struct zn_drop_event *e;
 	/* Coarse time (tick resolution) is plenty for a per-second budget and

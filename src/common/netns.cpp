@@ -14,7 +14,7 @@ namespace zn {
 std::string netns_path(const std::string& name) { return "/run/netns/" + name; }
 
 bool netns_exists(const std::string& name) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(netns_path(name).c_str(), &st) == 0;
 }
 

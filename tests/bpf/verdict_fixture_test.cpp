@@ -63,9 +63,7 @@ TEST_P(VerdictFixtureTest, VerdictReasonCounterAndEvent) {
   }
 }
 
-std::string fixture_name(const ::testing::TestParamInfo<VerdictFixture>& info) {
-  return info.param.name;
-}
+std::string fixture_name(const ::testing::TestParamInfo<VerdictFixture>& info) { return info.param.name; }
 
 // Frames with an incomplete IP header are refused by the kernel's test-run
 // (EINVAL); the TAP namespace test sends those through a real TAP.
@@ -84,9 +82,8 @@ TEST(VerdictFixtureCoverage, EveryReachableVerdictHasAFixture) {
   for (const auto& f : verdict_fixtures()) seen[f.expected_verdict] = true;
   // Reached only with real traffic (namespace tests) or unreachable on a TAP:
   // the kernel refuses frames shorter than an Ethernet header on both paths.
-  const std::vector<unsigned> elsewhere = {ZN_PASS_DNS, ZN_PASS_STEER, ZN_PASS_L4,
-                                           ZN_DROP_NO_SESSION, ZN_DROP_TRUNCATED_ETH,
-                                           ZN_DROP_NO_LISTENER};
+  const std::vector<unsigned> elsewhere = {ZN_PASS_DNS,        ZN_PASS_STEER,         ZN_PASS_L4,
+                                           ZN_DROP_NO_SESSION, ZN_DROP_TRUNCATED_ETH, ZN_DROP_NO_LISTENER};
   for (unsigned v : elsewhere) seen[v] = true;
   for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
     EXPECT_TRUE(seen[v]) << "no fixture for " << dp::verdict_name(v);
@@ -123,8 +120,7 @@ TEST(DropEvents, TokenBucketLimitsEventsButCountsEveryDrop) {
   s.event_burst = 5;
   d.maps().put_session(1, s);
   std::vector<zn_drop_event> events;
-  dp::DropEventReader reader(d.datapath().events_fd(),
-                             [&](const zn_drop_event& e) { events.push_back(e); });
+  dp::DropEventReader reader(d.datapath().events_fd(), [&](const zn_drop_event& e) { events.push_back(e); });
   VerdictFixture tcp22;
   for (const auto& f : verdict_fixtures())
     if (f.name == "tcp22") tcp22 = f;
@@ -136,8 +132,7 @@ TEST(DropEvents, TokenBucketLimitsEventsButCountsEveryDrop) {
   // Burst of 5, plus at most one refill if the run took over a second.
   EXPECT_GE(events.size(), 5u);
   EXPECT_LE(events.size(), 7u);
-  EXPECT_EQ(after[ZN_STAT_EVENTS_SUPPRESSED] - before[ZN_STAT_EVENTS_SUPPRESSED],
-            1000u - events.size());
+  EXPECT_EQ(after[ZN_STAT_EVENTS_SUPPRESSED] - before[ZN_STAT_EVENTS_SUPPRESSED], 1000u - events.size());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(ntohs(events[0].dport), 22);
   EXPECT_EQ(ntohs(events[0].sport), 40000);

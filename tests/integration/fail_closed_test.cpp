@@ -55,8 +55,7 @@ TEST(FailClosed, DatapathKeepsDenyingAfterItsLoaderExits) {
       dp::DatapathMaps maps(datapath->map_fds());
       maps.set_listeners({});
       maps.put_session(g.tap_ifindex, broker::session_entry_for(g, kIdx));
-      dp::TcAttachment::attach(g.tap_ifindex, datapath->ingress_prog_fd(),
-                               datapath->egress_prog_fd())
+      dp::TcAttachment::attach(g.tap_ifindex, datapath->ingress_prog_fd(), datapath->egress_prog_fd())
           .release();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "loader: %s\n", e.what());

@@ -42,8 +42,7 @@ void send_frame_from(const std::string& ns, const std::string& ifname, const Byt
   if (addr.sll_ifindex == 0) throw std::runtime_error("no interface " + ifname + " in " + ns);
   addr.sll_halen = 6;
   std::copy(frame.begin(), frame.begin() + 6, addr.sll_addr);
-  if (::sendto(fd.get(), frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&addr),
-               sizeof(addr)) < 0)
+  if (::sendto(fd.get(), frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
     throw std::system_error(errno, std::generic_category(), "send frame");
 }
 

@@ -50,14 +50,16 @@ class InterceptTest : public ProxyTest {
 };
 
 TEST_F(InterceptTest, AllowedRequestIsForwardedUnderALeafOfTheDeploymentCa) {
-  auto r = guest("curl -sv -m 5 --cacert " + p("guest-trust.pem") + " 'https://api.github.com/repos/zn/zeroness?page=2' 2>&1");
+  auto r = guest("curl -sv -m 5 --cacert " + p("guest-trust.pem") +
+                 " 'https://api.github.com/repos/zn/zeroness?page=2' 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("issuer: CN=zeroness deployment CA"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("subject: CN=api.github.com"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("HTTP/1.1 200"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"target\": \"/repos/zn/zeroness?page=2\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"server\": \"198.18.0.10\""), std::string::npos) << r.output;
-  const std::string events = egress_events({"egress:allow", "\"method\":\"GET\"", "\"path\":\"/repos/zn/zeroness\"", "\"status\":200"});
+  const std::string events = egress_events(
+      {"egress:allow", "\"method\":\"GET\"", "\"path\":\"/repos/zn/zeroness\"", "\"status\":200"});
   EXPECT_NE(events.find("egress:allow"), std::string::npos) << events;
   EXPECT_NE(events.find("\"method\":\"GET\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"path\":\"/repos/zn/zeroness\""), std::string::npos) << events;
@@ -73,7 +75,8 @@ TEST_F(InterceptTest, IdentityIsInjectedUpstreamAndNeverReachesTheGuestLogsOrAud
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("HTTP/1.1 200"), std::string::npos) << r.output;
   // The echo shows a hash of what arrived: the identity, not the guest's token.
-  EXPECT_NE(r.output.find("sha256:" + sha256_hex(std::string("Bearer ") + kSecret)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sha256:" + sha256_hex(std::string("Bearer ") + kSecret)), std::string::npos)
+      << r.output;
   const std::string log = upstream_log();
   EXPECT_EQ(count(log, std::string("\"Bearer ") + kSecret + "\""), 1u) << log;
   EXPECT_EQ(count(log, "\"Authorization\""), 1u) << log;
@@ -108,7 +111,8 @@ TEST_F(InterceptTest, MethodsAndPathsAreEnforcedOnTheNormalisedPath) {
             "zeroness: blocked by policy (path not allowed)\n\n403");
   EXPECT_EQ(fetch("--path-as-is https://api.github.com/repos/%2e%2E/admin"),
             "zeroness: blocked by policy (path not allowed)\n\n403");
-  EXPECT_EQ(fetch("https://api.github.com/repos/a%2F..%2F..%2Fadmin").substr(0, 23), "zeroness: bad request (");
+  EXPECT_EQ(fetch("https://api.github.com/repos/a%2F..%2F..%2Fadmin").substr(0, 23),
+            "zeroness: bad request (");
   // Unreserved escapes are decoded: what was checked is what is sent.
   const std::string ok = fetch("https://api.github.com/repos/%61%7E/x");
   EXPECT_NE(ok.find("\"target\": \"/repos/a~/x\""), std::string::npos) << ok;
@@ -141,25 +145,32 @@ TEST_F(InterceptTest, SmugglingAndFramingTricksAreRefusedBeforeAnyByteGoesUpstre
     const char* status;
   };
   const std::vector<Case> cases = {
-      {"CL+TE", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      {"CL+TE",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
        "400"},
-      {"TE+CL", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+      {"TE+CL",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
        "400"},
-      {"double CL", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd", "400"},
+      {"double CL", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+       "400"},
       {"CL list", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4, 4\r\n\r\nabcd", "400"},
       {"CL sign", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: +4\r\n\r\nabcd", "400"},
-      {"TE twice", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "400"},
+      {"TE twice", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+       "400"},
       {"TE unknown", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", "501"},
       {"obs-fold", "GET /v1/a HTTP/1.1\r\n" + h + "X-A: 1\r\n  folded\r\n\r\n", "400"},
       {"space before colon", "GET /v1/a HTTP/1.1\r\n" + h + "X-A : 1\r\n\r\n", "400"},
       {"bare LF", "GET /v1/a HTTP/1.1\n" + h + "\r\n", "400"},
-      {"chunk size 0x", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n0x4\r\nabcd\r\n0\r\n\r\n",
-       "400"},
-      {"chunk without CRLF", "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcdXX0\r\n\r\n",
-       "400"},
-      {"websocket upgrade", "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
+      {"chunk size 0x",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n0x4\r\nabcd\r\n0\r\n\r\n", "400"},
+      {"chunk without CRLF",
+       "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcdXX0\r\n\r\n", "400"},
+      {"websocket upgrade",
+       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
       {"h2c upgrade",
-       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n",
+       "GET /v1/a HTTP/1.1\r\n" + h +
+           "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: "
+           "AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n",
        "403"},
       {"h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
       {"absolute form", "GET https://api.stripe.com/v1/a HTTP/1.1\r\n" + h + "\r\n", "400"},
@@ -179,8 +190,9 @@ TEST_F(InterceptTest, SmugglingAndFramingTricksAreRefusedBeforeAnyByteGoesUpstre
 
 TEST_F(InterceptTest, NothingPipelinedBehindADeniedRequestIsForwarded) {
   const std::string h = "Host: api.github.com\r\n";
-  std::string got = raw_tls("api.github.com", "198.18.0.10",
-                            "GET /admin HTTP/1.1\r\n" + h + "\r\nGET /repos/smuggled HTTP/1.1\r\n" + h + "\r\n");
+  std::string got =
+      raw_tls("api.github.com", "198.18.0.10",
+              "GET /admin HTTP/1.1\r\n" + h + "\r\nGET /repos/smuggled HTTP/1.1\r\n" + h + "\r\n");
   EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 403") << got;
   EXPECT_EQ(count(got, "HTTP/1.1 "), 1u) << got;
   EXPECT_EQ(upstream_log().find("smuggled"), std::string::npos);
@@ -193,8 +205,8 @@ TEST_F(InterceptTest, NothingPipelinedBehindADeniedRequestIsForwarded) {
   // A request hidden in a body stays a body: framing is regenerated.
   const std::string inner = "GET /admin HTTP/1.1\r\nHost: api.stripe.com\r\n\r\n";
   got = raw_tls("api.stripe.com", "198.18.0.11",
-                "POST /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nContent-Length: " + std::to_string(inner.size()) +
-                    "\r\nConnection: close\r\n\r\n" + inner);
+                "POST /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nContent-Length: " +
+                    std::to_string(inner.size()) + "\r\nConnection: close\r\n\r\n" + inner);
   EXPECT_EQ(count(got, "HTTP/1.1 200"), 1u) << got;
   const std::string log = upstream_log();
   EXPECT_EQ(count(log, "\"method\""), 3u) << log;
@@ -208,10 +220,12 @@ TEST_F(InterceptTest, OversizedHeadersAre431AndASlowHeadIsCutOff) {
   EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 431") << got.substr(0, 200);
   // Half a head, then silence: the proxy answers 408 at its header deadline
   // (2 s here) rather than waiting for the rest.
-  auto r = guest("bash -c 's=$(date +%s); (printf \"GET /v1/a HTTP/1.1\\r\\nHost: api\"; sleep 8) | timeout 10 openssl "
-                 "s_client -quiet -CAfile " + p("guest-trust.pem") +
-                 " -connect 198.18.0.11:443 -servername api.stripe.com 2>/dev/null | head -c 12; echo; "
-                 "e=$(date +%s); echo $((e - s))'");
+  auto r = guest(
+      "bash -c 's=$(date +%s); (printf \"GET /v1/a HTTP/1.1\\r\\nHost: api\"; sleep 8) | timeout 10 openssl "
+      "s_client -quiet -CAfile " +
+      p("guest-trust.pem") +
+      " -connect 198.18.0.11:443 -servername api.stripe.com 2>/dev/null | head -c 12; echo; "
+      "e=$(date +%s); echo $((e - s))'");
   EXPECT_EQ(r.output.substr(0, 12), "HTTP/1.1 408") << r.output;
   EXPECT_EQ(upstream_log(), "");
 }
@@ -224,7 +238,8 @@ TEST_F(InterceptTest, RequestsOverTheSessionRateAre429) {
   std::vector<std::string> outs;
   for (int i = 0; i < 10; ++i) outs.push_back(fetch("https://api.github.com/repos/a"));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(outs[i].substr(outs[i].size() - 3), "200") << outs[i];
-  EXPECT_NE(std::find(outs.begin(), outs.end(), "zeroness: rate limited (session rate exceeded)\n\n429"), outs.end());
+  EXPECT_NE(std::find(outs.begin(), outs.end(), "zeroness: rate limited (session rate exceeded)\n\n429"),
+            outs.end());
   EXPECT_NE(egress_events({"egress:rate_limited"}).find("egress:rate_limited"), std::string::npos);
 }
 
@@ -240,18 +255,21 @@ TEST_F(InterceptTest, PlainHttpIsDecidedFromTheHostHeaderAndNeverCarriesIdentity
   // The guest aims at another server: the request still goes to the name's.
   const std::string moved = fetch("--resolve registry.npmjs.org:80:198.18.0.11 http://registry.npmjs.org/x");
   EXPECT_NE(moved.find("\"server\": \"198.18.0.12\""), std::string::npos) << moved;
-  const std::string got = raw_http("198.18.0.12", "GET / HTTP/1.1\r\nHost: registry.npmjs.org\r\nContent-Length: 1\r\n"
-                                                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  const std::string got = raw_http("198.18.0.12",
+                                   "GET / HTTP/1.1\r\nHost: registry.npmjs.org\r\nContent-Length: 1\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << got;
   EXPECT_EQ(upstream_log().find("stripe"), std::string::npos);
 }
 
 TEST_F(InterceptTest, KeepAliveRequestsAreDecidedOneByOne) {
-  auto r = curl("-o /dev/null -w '%{http_code}\\n' https://api.github.com/repos/a -o /dev/null "
-                "https://api.github.com/repos/b");
+  auto r = curl(
+      "-o /dev/null -w '%{http_code}\\n' https://api.github.com/repos/a -o /dev/null "
+      "https://api.github.com/repos/b");
   EXPECT_EQ(r.output, "200\n200\n") << r.output;
-  r = curl("-o /dev/null -w '%{http_code} %{num_connects}\\n' https://api.github.com/repos/a -o /dev/null "
-           "https://api.github.com/admin");
+  r = curl(
+      "-o /dev/null -w '%{http_code} %{num_connects}\\n' https://api.github.com/repos/a -o /dev/null "
+      "https://api.github.com/admin");
   EXPECT_EQ(r.output, "200 1\n403 0\n") << r.output;  // the second reused the connection
   const std::string events = egress_events({"\"path\":\"/repos/b\"", "\"path\":\"/admin\""});
   EXPECT_NE(events.find("\"path\":\"/repos/b\""), std::string::npos) << events;
@@ -261,7 +279,8 @@ TEST_F(InterceptTest, KeepAliveRequestsAreDecidedOneByOne) {
 TEST_F(InterceptTest, LargeBodiesStreamBothWays) {
   auto r = curl("-o /dev/null -w '%{size_download} %{http_code}' https://api.stripe.com/v1/bytes/3000000");
   EXPECT_EQ(r.output, "3000000 200");
-  r = curl("-o /dev/null -w '%{size_download} %{http_code}' 'https://api.stripe.com/v1/bytes/3000000?chunked'");
+  r = curl(
+      "-o /dev/null -w '%{size_download} %{http_code}' 'https://api.stripe.com/v1/bytes/3000000?chunked'");
   EXPECT_EQ(r.output, "3000000 200");
   r = guest("head -c 2000000 /dev/zero | tr '\\0' 'q' | curl -s -m 10 --cacert " + p("guest-trust.pem") +
             " -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' "
@@ -289,12 +308,13 @@ TEST_F(InterceptTest, AnUpstreamWithTheWrongCertificateIs502) {
 // retry: the upstream waited for it and the guest got a 502).
 TEST_F(InterceptTest, ARequestRetriedAfterAFailedWriteOnAReusedUpstreamCarriesItsBody) {
   const fs::path script = dir_ / "retry.sh";
-  std::ofstream(script) << "exec 3<>/dev/tcp/198.18.0.10/80\n"
-                           "printf 'GET /repos/reset-after HTTP/1.1\\r\\nHost: api.github.com\\r\\n\\r\\n' >&3\n"
-                           "sleep 1\n"
-                           "printf 'GET /repos/with-body HTTP/1.1\\r\\nHost: api.github.com\\r\\n"
-                           "Content-Length: 11\\r\\nConnection: close\\r\\n\\r\\nhello-body!' >&3\n"
-                           "timeout 8 cat <&3\n";
+  std::ofstream(script)
+      << "exec 3<>/dev/tcp/198.18.0.10/80\n"
+         "printf 'GET /repos/reset-after HTTP/1.1\\r\\nHost: api.github.com\\r\\n\\r\\n' >&3\n"
+         "sleep 1\n"
+         "printf 'GET /repos/with-body HTTP/1.1\\r\\nHost: api.github.com\\r\\n"
+         "Content-Length: 11\\r\\nConnection: close\\r\\n\\r\\nhello-body!' >&3\n"
+         "timeout 8 cat <&3\n";
   const std::string out = guest("bash " + script.string()).output;
   EXPECT_EQ(count(out, "HTTP/1.1 200"), 2u) << out;
   EXPECT_NE(out.find("\"target\": \"/repos/with-body\""), std::string::npos) << out;
@@ -311,7 +331,8 @@ TEST_F(InterceptTest, AGuestThatDoesNotTrustTheDeploymentCaGetsNothing) {
 }
 
 TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
-  std::string p2 = policy(R"({"host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"],"action":"ask"},)");
+  std::string p2 =
+      policy(R"({"host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"],"action":"ask"},)");
   ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", p2}})["ok"]);
   auto held_ticket = [&]() -> uint64_t {
     for (int i = 0; i < 50; ++i) {
@@ -322,7 +343,8 @@ TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
     return 0;
   };
   // Approved: the request goes on, once; the approval cannot be replayed.
-  auto pending = std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/b"); });
+  auto pending = std::async(std::launch::async,
+                            [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/b"); });
   uint64_t ticket = held_ticket();
   ASSERT_NE(ticket, 0u);
   json listed = call("approval.list")["result"][0];
@@ -337,7 +359,8 @@ TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
   EXPECT_EQ(approved.substr(approved.size() - 3), "200") << approved;
   EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 1u);
   // Denied by the operator.
-  pending = std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/c"); });
+  pending = std::async(std::launch::async,
+                       [&] { return fetch("-m 8 -X DELETE https://api.github.com/repos/a/c"); });
   ticket = held_ticket();
   ASSERT_NE(ticket, 0u);
   EXPECT_TRUE(call("approval.deny", {{"ticket", ticket}})["ok"]);
@@ -346,7 +369,8 @@ TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
   EXPECT_EQ(fetch("-m 8 -X DELETE https://api.github.com/repos/a/d"),
             "zeroness: blocked by policy (approval timed out)\n\n403");
   // Held on plain HTTP (port 80): listed, and printed by znctl, as http://.
-  pending = std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE http://api.github.com/repos/a/e"); });
+  pending =
+      std::async(std::launch::async, [&] { return fetch("-m 8 -X DELETE http://api.github.com/repos/a/e"); });
   ticket = held_ticket();
   ASSERT_NE(ticket, 0u);
   EXPECT_EQ(call("approval.list")["result"][0]["url"], "http://api.github.com/repos/a/e");
@@ -363,7 +387,9 @@ TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
   EXPECT_EQ(pending.get(), "zeroness: blocked by policy (denied by operator)\n\n403");
   EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 1u);
   EXPECT_FALSE(call("approval.allow", {{"ticket", 12345}})["ok"]);
-  const std::string events = egress_events({"egress:ask", "egress:approved", "\"reason\":\"denied by operator\"", "\"reason\":\"approval timed out\""});
+  const std::string events =
+      egress_events({"egress:ask", "egress:approved", "\"reason\":\"denied by operator\"",
+                     "\"reason\":\"approval timed out\""});
   EXPECT_NE(events.find("egress:ask"), std::string::npos) << events;
   EXPECT_NE(events.find("egress:approved"), std::string::npos) << events;
   EXPECT_NE(events.find("\"reason\":\"denied by operator\""), std::string::npos) << events;

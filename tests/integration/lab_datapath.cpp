@@ -46,8 +46,8 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
     s.event_rate = 100;
     s.event_burst = 1000;
     maps_->put_session(g.tap_ifindex, s);
-    attachments_.push_back(dp::TcAttachment::attach(g.tap_ifindex, datapath_->ingress_prog_fd(),
-                                                    datapath_->egress_prog_fd()));
+    attachments_.push_back(
+        dp::TcAttachment::attach(g.tap_ifindex, datapath_->ingress_prog_fd(), datapath_->egress_prog_fd()));
   }
 }
 

@@ -187,7 +187,8 @@ TEST_F(NdEscapeTest, GuestKernelNeighbourDiscoveryStillPasses) {
   // Flush the guest's entry for the gateway so its kernel must solicit again.
   std::string cmd = "ip netns exec " + g0().netns + " ip -6 neigh flush dev eth0";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  cmd = "ip netns exec " + g0().netns + " ping -6 -c 1 -W 2 " + zn::net::to_string(g0().gateway_ip6) + " >/dev/null 2>&1";
+  cmd = "ip netns exec " + g0().netns + " ping -6 -c 1 -W 2 " + zn::net::to_string(g0().gateway_ip6) +
+        " >/dev/null 2>&1";
   (void)std::system(cmd.c_str());  // the echo itself is dropped (drop:icmp); resolution is what counts
   bool resolved = false;
   for (int i = 0; i < 30 && !resolved; ++i) {

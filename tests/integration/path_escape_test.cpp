@@ -22,8 +22,8 @@ class PathEscapeTest : public ProxyTest {
   // address; what came back.
   std::string get(const std::string& host, const std::string& ip, const std::string& target) {
     const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
-    std::ofstream(f, std::ios::binary) << "GET " << target << " HTTP/1.1\r\nHost: " << host
-                                       << "\r\nConnection: close\r\n\r\n";
+    std::ofstream(f, std::ios::binary)
+        << "GET " << target << " HTTP/1.1\r\nHost: " << host << "\r\nConnection: close\r\n\r\n";
     return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
                  ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
         .output;
@@ -33,29 +33,29 @@ class PathEscapeTest : public ProxyTest {
 
 // Targets inside /repos/** as sent, that a backend would route elsewhere.
 const char* const kHostileUnderRepos[] = {
-    "/repos/..;/admin",                     // Tomcat, Jetty, Spring: ".."
-    "/repos/%2e%2e;/admin",                 // decoded then stripped
-    "/repos/.%2E;x=1/admin",                //
-    "/repos/x/..;jsessionid=1/../admin",    //
-    "/repos/x/..%3B/admin",                 // encoded parameter (Jetty)
-    "/repos/a%252e%252e/",                  // double decoding
-    "/repos/%252e%252e%252fadmin",          //
-    "/repos/%25%32%65%25%32%65/admin",      // double escape built from decoded ones
-    "/repos/%u002e%u002e/admin",            // IIS %u
-    "/repos/..%5Cadmin",                    // encoded backslash
-    "/repos/%C0%AE%C0%AE/admin",            // overlong '.'
-    "/repos/..%C0%AFadmin",                 // overlong '/'
-    "/repos/%E0%80%AE%E0%80%AE/admin",      // 3-byte overlong '.'
-    "/repos/%80/admin",                     // lone continuation byte
-    "/repos/%ED%A0%80/admin",               // surrogate
+    "/repos/..;/admin",                         // Tomcat, Jetty, Spring: ".."
+    "/repos/%2e%2e;/admin",                     // decoded then stripped
+    "/repos/.%2E;x=1/admin",                    //
+    "/repos/x/..;jsessionid=1/../admin",        //
+    "/repos/x/..%3B/admin",                     // encoded parameter (Jetty)
+    "/repos/a%252e%252e/",                      // double decoding
+    "/repos/%252e%252e%252fadmin",              //
+    "/repos/%25%32%65%25%32%65/admin",          // double escape built from decoded ones
+    "/repos/%u002e%u002e/admin",                // IIS %u
+    "/repos/..%5Cadmin",                        // encoded backslash
+    "/repos/%C0%AE%C0%AE/admin",                // overlong '.'
+    "/repos/..%C0%AFadmin",                     // overlong '/'
+    "/repos/%E0%80%AE%E0%80%AE/admin",          // 3-byte overlong '.'
+    "/repos/%80/admin",                         // lone continuation byte
+    "/repos/%ED%A0%80/admin",                   // surrogate
     "/repos/%EF%BC%8E%EF%BC%8E%EF%BC%8Fadmin",  // fullwidth "../"
-    "/repos/..%E2%88%95admin",              // U+2215 division slash
-    "/repos/..%C2%A5admin",                 // U+00A5: '\' in cp932
-    "/repos/..%0D%0A/admin",                // encoded controls
-    "/repos/..%C2%85/admin",                // C1 (NEL)
-    "/repos/..%20/admin",                   // Windows strips trailing spaces
-    "/repos/.../admin",                     // ... and dots
-    "/repos/admin.",                        //
+    "/repos/..%E2%88%95admin",                  // U+2215 division slash
+    "/repos/..%C2%A5admin",                     // U+00A5: '\' in cp932
+    "/repos/..%0D%0A/admin",                    // encoded controls
+    "/repos/..%C2%85/admin",                    // C1 (NEL)
+    "/repos/..%20/admin",                       // Windows strips trailing spaces
+    "/repos/.../admin",                         // ... and dots
+    "/repos/admin.",                            //
 };
 
 TEST_F(PathEscapeTest, AmbiguousTargetsAre400AndNeverReachTheUpstream) {
@@ -95,7 +95,8 @@ TEST_F(PathEscapeTest, AmbiguousTargetsAre400AndNeverReachTheUpstream) {
   EXPECT_EQ(log.find("admin"), std::string::npos) << log;
   EXPECT_EQ(log.find(";/"), std::string::npos) << log;
   // Each refusal is audited with the reason, like any bad request.
-  const std::string events = egress_events({"path parameter", "double-encoded escape", "invalid UTF-8 in path"});
+  const std::string events =
+      egress_events({"path parameter", "double-encoded escape", "invalid UTF-8 in path"});
   EXPECT_NE(events.find("path parameter"), std::string::npos) << events;
   EXPECT_NE(events.find("double-encoded escape"), std::string::npos) << events;
   EXPECT_NE(events.find("invalid UTF-8 in path"), std::string::npos) << events;
@@ -105,8 +106,9 @@ TEST_F(PathEscapeTest, AmbiguousTargetsAre400AndNeverReachTheUpstream) {
 // about where the backend routes a credential. Nothing ambiguous goes up, so
 // the key never reaches a route the request did not name.
 TEST_F(PathEscapeTest, AnInjectedIdentityIsNeverSentWithAnAmbiguousTarget) {
-  for (const char* target : {"/v1/..;/admin", "/v1/%2e%2e;/admin", "/v1/x/..%3B/admin", "/v1/%252e%252e/admin",
-                             "/v1/%C0%AE%C0%AE/admin", "/v1/..%EF%BC%8Fadmin", "/v1/..%20/admin", "/v1/admin."}) {
+  for (const char* target :
+       {"/v1/..;/admin", "/v1/%2e%2e;/admin", "/v1/x/..%3B/admin", "/v1/%252e%252e/admin",
+        "/v1/%C0%AE%C0%AE/admin", "/v1/..%EF%BC%8Fadmin", "/v1/..%20/admin", "/v1/admin."}) {
     const std::string got = get("api.stripe.com", "198.18.0.11", target);
     EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << target << ": " << got;
   }

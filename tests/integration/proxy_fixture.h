@@ -19,7 +19,8 @@ namespace zn::test {
 // How often `needle` occurs in `haystack` (non-overlapping).
 inline size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
-  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size()))
+  for (size_t pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + needle.size()))
     ++n;
   return n;
 }
@@ -29,12 +30,12 @@ class ProxyTest : public ZerodTest {
   void configure(json& config) override {
     pki_ = dir_ / "pki";
     fs::create_directories(pki_);
-    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ca.key") + " -out " +
-       p("ca.pem") + " -days 2 -subj '/CN=zeroness lab upstream CA'");
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ca.key") +
+       " -out " + p("ca.pem") + " -days 2 -subj '/CN=zeroness lab upstream CA'");
     for (const char* host : {"registry.npmjs.org", "evil.example", "api.github.com", "api.stripe.com"}) {
       const std::string h = host;
-      sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") + " -out " +
-         p(h + ".csr") + " -subj '/CN=" + h + "'");
+      sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") +
+         " -out " + p(h + ".csr") + " -subj '/CN=" + h + "'");
       std::ofstream(pki_ / (h + ".ext")) << "subjectAltName=DNS:" << h << "\n";
       sh("openssl x509 -req -in " + p(h + ".csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
          " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
@@ -47,7 +48,8 @@ class ProxyTest : public ZerodTest {
     if (HasFatalFailure()) return;
     // The guest trusts the lab CA (passthrough hosts show their own
     // certificates) and the deployment CA (intercepted hosts).
-    std::ofstream(pki_ / "guest-trust.pem") << slurp(pki_ / "ca.pem") << slurp(dir_ / "state" / "ca" / "ca.pem");
+    std::ofstream(pki_ / "guest-trust.pem")
+        << slurp(pki_ / "ca.pem") << slurp(dir_ / "state" / "ca" / "ca.pem");
     // The real registry, and an attacker's server with another name's certificate.
     serve("198.18.0.12:443", "registry.npmjs.org");
     serve("198.18.0.13:443", "evil.example");
@@ -56,7 +58,8 @@ class ProxyTest : public ZerodTest {
     echo("198.18.0.10", 80, "");
     echo("198.18.0.11", 80, "");
     echo("198.18.0.12", 80, "");
-    servers_.push_back(spawn_in_inet({"socat", "TCP-LISTEN:5432,bind=198.18.0.13,reuseaddr,fork", "EXEC:cat"}));
+    servers_.push_back(
+        spawn_in_inet({"socat", "TCP-LISTEN:5432,bind=198.18.0.13,reuseaddr,fork", "EXEC:cat"}));
     // The servers are up when they accept (a loaded CI machine is slow).
     for (const char* target : {"198.18.0.10 443", "198.18.0.11 443", "198.18.0.10 80", "198.18.0.11 80",
                                "198.18.0.12 80", "198.18.0.12 443", "198.18.0.13 443", "198.18.0.13 5432"}) {
@@ -77,7 +80,9 @@ class ProxyTest : public ZerodTest {
     ZerodTest::TearDown();
   }
   std::string p(const std::string& name) const { return (pki_ / name).string(); }
-  static void sh(const std::string& cmd) { ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd; }
+  static void sh(const std::string& cmd) {
+    ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+  }
   pid_t spawn_in_inet(std::vector<std::string> argv) { return spawn_in(lab_->inet_netns(), std::move(argv)); }
   // A server in namespace `ns`, its output discarded; stopped at TearDown
   // when added to servers_.
@@ -103,7 +108,8 @@ class ProxyTest : public ZerodTest {
   }
   // host "" = plain HTTP. Every request lands in upstream_log().
   void echo(const std::string& address, int port, const std::string& host) {
-    std::vector<std::string> argv = {"python3", ZN_ECHO_UPSTREAM, address, std::to_string(port), p("upstream.log")};
+    std::vector<std::string> argv = {"python3", ZN_ECHO_UPSTREAM, address, std::to_string(port),
+                                     p("upstream.log")};
     if (!host.empty()) {
       argv.push_back(p(host + ".pem"));
       argv.push_back(p(host + ".key"));

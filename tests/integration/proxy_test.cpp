@@ -12,7 +12,8 @@ TEST_F(ProxyTest, AllowedHostIsSplicedToItsUpstreamWithItsOwnCertificate) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("<HTML>"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("issuer: CN=zeroness lab upstream CA"), std::string::npos) << r.output;
-  const std::string events = egress_events({"egress:allow {\"bytes_down\"", "\"host\":\"registry.npmjs.org\""});
+  const std::string events =
+      egress_events({"egress:allow {\"bytes_down\"", "\"host\":\"registry.npmjs.org\""});
   EXPECT_NE(events.find("egress:allow {\"bytes_down\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"host\":\"registry.npmjs.org\""), std::string::npos) << events;
 }
@@ -30,9 +31,11 @@ TEST_F(ProxyTest, RawIpsAndUnresolvedNamesAreReset) {
   EXPECT_NE(guest("curl -sk -m 5 https://198.18.0.12/").exit_code, 0);  // no SNI
   // An allowed name the guest never resolved through us: not pinned.
   EXPECT_NE(curl("--resolve other.npmjs.org:443:198.18.0.12 https://other.npmjs.org/").exit_code, 0);
-  const std::string events = egress_events({"\"reason\":\"no SNI\"", "\"reason\":\"name was not resolved through governed DNS\""});
+  const std::string events =
+      egress_events({"\"reason\":\"no SNI\"", "\"reason\":\"name was not resolved through governed DNS\""});
   EXPECT_NE(events.find("\"reason\":\"no SNI\""), std::string::npos) << events;
-  EXPECT_NE(events.find("\"reason\":\"name was not resolved through governed DNS\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"reason\":\"name was not resolved through governed DNS\""), std::string::npos)
+      << events;
   EXPECT_EQ(events.find("egress:allow"), std::string::npos) << events;
 }
 
@@ -63,7 +66,8 @@ TEST_F(ProxyTest, L4RuleDestinationIsSplicedAndOtherPortsAreNot) {
 TEST_F(ProxyTest, AnIdleRelayedConnectionIsClosed) {
   ASSERT_EQ(dig("db.internal"), "198.18.0.13\n");
   // One line echoed, then silence: zerod (idle timeout 2 s here) closes it.
-  auto r = guest("bash -c 's=$(date +%s); nc 198.18.0.13 5432 < <(echo hi; sleep 9); e=$(date +%s); echo $((e - s))'");
+  auto r = guest(
+      "bash -c 's=$(date +%s); nc 198.18.0.13 5432 < <(echo hi; sleep 9); e=$(date +%s); echo $((e - s))'");
   EXPECT_EQ(r.output.substr(0, 3), "hi\n") << r.output;
   const int seconds = std::atoi(r.output.substr(3).c_str());
   EXPECT_GE(seconds, 2) << r.output;
@@ -85,10 +89,13 @@ TEST_F(ProxyTest, AGuestOverItsConnectionCapIsResetUntilItsConnectionsEnd) {
   // 64 connections (the cap in these tests) held in the hello phase, then
   // one more from the same address: reset at accept. Once they end, the
   // guest is served again. (The cap counts per guest address.)
-  auto r = guest("bash -c 'for i in $(seq 64); do sleep 4 | nc 198.18.0.12 443 > /dev/null & done; sleep 2; "
-                 "curl -4 -s -m 3 --cacert " + p("guest-trust.pem") +
-                 " -o /dev/null https://registry.npmjs.org/; echo rc=$?; wait; "
-                 "curl -4 -s -m 3 --cacert " + p("guest-trust.pem") + " -o /dev/null https://registry.npmjs.org/; echo rc=$?'");
+  auto r = guest(
+      "bash -c 'for i in $(seq 64); do sleep 4 | nc 198.18.0.12 443 > /dev/null & done; sleep 2; "
+      "curl -4 -s -m 3 --cacert " +
+      p("guest-trust.pem") +
+      " -o /dev/null https://registry.npmjs.org/; echo rc=$?; wait; "
+      "curl -4 -s -m 3 --cacert " +
+      p("guest-trust.pem") + " -o /dev/null https://registry.npmjs.org/; echo rc=$?'");
   EXPECT_NE(r.output.find("rc="), std::string::npos) << r.output;
   EXPECT_NE(r.output.substr(0, 5), "rc=0\n") << r.output;
   EXPECT_EQ(r.output.substr(r.output.size() - 5), "rc=0\n") << r.output;

@@ -27,8 +27,9 @@ const std::string kOdd = "zn/Odd+tok \"q\" <&>'~ 42";
 
 std::string base64(const std::string& in, bool url) {
   std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
   out.resize(n);
   if (url)
     for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
@@ -57,10 +58,10 @@ std::vector<std::string> leaked_forms(const std::string& secret) {
 // kOdd as Python's json, html and urllib write it (echo_upstream.py).
 std::vector<std::string> odd_forms() {
   std::vector<std::string> out = leaked_forms(kOdd);
-  for (const char* f : {R"(zn/Odd+tok \"q\" <&>'~ 42)", R"(zn\/Odd+tok \"q\" <&>'~ 42)",
-                        "zn/Odd+tok &quot;q&quot; &lt;&amp;&gt;&#x27;~ 42",
-                        "zn%2FOdd%2Btok%20%22q%22%20%3C%26%3E%27~%2042",
-                        "zn%2fOdd%2btok%20%22q%22%20%3c%26%3e%27~%2042", "zn%2FOdd%2Btok+%22q%22+%3C%26%3E%27~+42"})
+  for (const char* f :
+       {R"(zn/Odd+tok \"q\" <&>'~ 42)", R"(zn\/Odd+tok \"q\" <&>'~ 42)",
+        "zn/Odd+tok &quot;q&quot; &lt;&amp;&gt;&#x27;~ 42", "zn%2FOdd%2Btok%20%22q%22%20%3C%26%3E%27~%2042",
+        "zn%2fOdd%2btok%20%22q%22%20%3c%26%3e%27~%2042", "zn%2FOdd%2Btok+%22q%22+%3C%26%3E%27~+42"})
     out.push_back(f);
   return out;
 }
@@ -81,9 +82,9 @@ struct Variant {
 
 // Every hostile variant of echo_upstream.py, GET and HEAD.
 const std::vector<Variant> kVariants = {
-    {"/reflect/cl", false, 200, false, true},       {"/reflect/chunked", false, 200, false, true},
-    {"/reflect/close", false, 200, false, true},    {"/reflect/headers", false, 302, true, true},
-    {"/reflect/html", false, 400, false, true},     {"/reflect/empty/204", false, 204, true, false},
+    {"/reflect/cl", false, 200, false, true},        {"/reflect/chunked", false, 200, false, true},
+    {"/reflect/close", false, 200, false, true},     {"/reflect/headers", false, 302, true, true},
+    {"/reflect/html", false, 400, false, true},      {"/reflect/empty/204", false, 204, true, false},
     {"/reflect/empty/304", false, 304, true, false}, {"/reflect/headers", true, 302, true, false},
 };
 
@@ -117,7 +118,8 @@ class ReflectionTest : public ProxyTest {
     // The fixture's policy plus a host whose secret differs in every
     // encoding; the first rule injects, the second does not.
     json pol = json::parse(policy());
-    pol["policy"]["allow"].push_back({{"host", "odd.reflect.test"}, {"paths", {"/v1/**"}}, {"identity", "cap:odd"}});
+    pol["policy"]["allow"].push_back(
+        {{"host", "odd.reflect.test"}, {"paths", {"/v1/**"}}, {"identity", "cap:odd"}});
     pol["policy"]["allow"].push_back({{"host", "odd.reflect.test"}, {"paths", {"/reflect/**"}}});
     pol["resources"]["odd"] = {{"accessToken", kOdd}};
     json r = call("session.update", {{"id", "user-1"}, {"policy", pol.dump()}});
@@ -128,8 +130,9 @@ class ReflectionTest : public ProxyTest {
   Fetched fetch(const std::string& url, bool head_request, const std::string& extra = "") {
     const std::string tag = std::to_string(fetches_++);
     const std::string hf = (dir_ / ("h" + tag)).string(), bf = (dir_ / ("b" + tag)).string();
-    auto r = guest("curl -s -m 15 --http1.1 --cacert " + p("guest-trust.pem") + " " + extra + (head_request ? " -I" : "") +
-                   " -D " + hf + " -o " + bf + " -w '%{http_code} %{size_download}' '" + url + "'");
+    auto r = guest("curl -s -m 15 --http1.1 --cacert " + p("guest-trust.pem") + " " + extra +
+                   (head_request ? " -I" : "") + " -D " + hf + " -o " + bf +
+                   " -w '%{http_code} %{size_download}' '" + url + "'");
     Fetched f;
     f.exit_code = r.exit_code;
     std::sscanf(r.output.c_str(), "%d %zu", &f.status, &f.body_size);
@@ -286,8 +289,9 @@ TEST_F(ReflectionTest, ACompressedResponseIsRefusedNeverPassedUnscanned) {
 TEST_F(ReflectionTest, OverIpv6EveryEncodingOfAnOddSecretIsScrubbed) {
   ASSERT_NE(guest("dig AAAA @8.8.8.8 api.stripe.com +short +tries=1 +time=2").output.find("2001:db8:18::11"),
             std::string::npos);
-  ASSERT_NE(guest("dig AAAA @8.8.8.8 odd.reflect.test +short +tries=1 +time=2").output.find("2001:db8:18::13"),
-            std::string::npos);
+  ASSERT_NE(
+      guest("dig AAAA @8.8.8.8 odd.reflect.test +short +tries=1 +time=2").output.find("2001:db8:18::13"),
+      std::string::npos);
   for (const Variant& v : kVariants) {
     if (v.head_request) continue;
     const std::string what = "v6 GET " + v.path;
@@ -301,8 +305,8 @@ TEST_F(ReflectionTest, OverIpv6EveryEncodingOfAnOddSecretIsScrubbed) {
   // The odd secret: /v1/** injects it. Each body variant of the reflection
   // on the injecting path.
   const std::vector<std::string> forms = odd_forms();
-  for (const std::string path : {"/v1/reflect/cl", "/v1/reflect/chunked", "/v1/reflect/close", "/v1/reflect/html",
-                                 "/v1/reflect/headers"}) {
+  for (const std::string path : {"/v1/reflect/cl", "/v1/reflect/chunked", "/v1/reflect/close",
+                                 "/v1/reflect/html", "/v1/reflect/headers"}) {
     Fetched f = fetch("https://odd.reflect.test" + path, false, "-6");
     ASSERT_EQ(f.exit_code, 0) << path << "\n" << f.all;
     expect_clean(f, forms, path);
@@ -317,8 +321,9 @@ TEST_F(ReflectionTest, OverIpv6EveryEncodingOfAnOddSecretIsScrubbed) {
 // replayed request carried no secret, so the marker in its response can
 // only be zerod's.
 TEST_F(ReflectionTest, LaterResponsesOnThisAndLaterConnectionsAreScrubbedToo) {
-  ASSERT_NE(guest("dig AAAA @8.8.8.8 odd.reflect.test +short +tries=1 +time=2").output.find("2001:db8:18::13"),
-            std::string::npos);
+  ASSERT_NE(
+      guest("dig AAAA @8.8.8.8 odd.reflect.test +short +tries=1 +time=2").output.find("2001:db8:18::13"),
+      std::string::npos);
   // Routes through echo_upstream's /reflect/ handler only for paths that
   // start with it: /v1/x is a plain echo that records the Authorization.
   auto r = guest("curl -s -6 -m 15 --http1.1 --cacert " + p("guest-trust.pem") +
@@ -341,7 +346,8 @@ TEST_F(ReflectionTest, LaterResponsesOnThisAndLaterConnectionsAreScrubbedToo) {
   // stored the token (a request bin, a log viewer) and replays it there.
   auto first = guest("curl -s -6 -m 15 --cacert " + p("guest-trust.pem") + " https://odd.reflect.test/v1/y");
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto later = guest("curl -s -6 -m 15 --cacert " + p("guest-trust.pem") + " https://odd.reflect.test/reflect/replay");
+  auto later =
+      guest("curl -s -6 -m 15 --cacert " + p("guest-trust.pem") + " https://odd.reflect.test/reflect/replay");
   ASSERT_EQ(later.exit_code, 0) << later.output;
   EXPECT_EQ(later.output.rfind("previous Authorization: Bearer zn-redacted", 0), 0u) << later.output;
   for (const std::string& form : odd_forms()) EXPECT_EQ(later.output.find(form), std::string::npos) << form;

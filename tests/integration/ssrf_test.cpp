@@ -46,16 +46,18 @@ while True:
 // label -> where its names point: the host itself, the session's gateway,
 // another guest, loopback, and the mapped form of the uplink.
 const std::vector<std::pair<std::string, std::string>> kHostile = {
-    {"gw4", "198.19.0.1"},         {"gw6", "2001:db8:19::1"}, {"up4", "198.18.255.1"}, {"up6", "2001:db8:18:ff::1"},
-    {"lo4", "127.0.0.1"},          {"lo6", "::1"},            {"peer", "198.19.1.2"},
-    {"mapped", "::ffff:198.18.255.1"}};
+    {"gw4", "198.19.0.1"},   {"gw6", "2001:db8:19::1"},
+    {"up4", "198.18.255.1"}, {"up6", "2001:db8:18:ff::1"},
+    {"lo4", "127.0.0.1"},    {"lo6", "::1"},
+    {"peer", "198.19.1.2"},  {"mapped", "::ffff:198.18.255.1"}};
 
 class SsrfTest : public ProxyTest {
  protected:
   void configure(json& config) override {
     ProxyTest::configure(config);
     for (const auto& [label, address] : kHostile)
-      for (const char* zone : {".npmjs.org", ".intercept.test"}) config["dns_static"][label + zone] = {address};
+      for (const char* zone : {".npmjs.org", ".intercept.test"})
+        config["dns_static"][label + zone] = {address};
     // A name with a hostile and a good answer: only the good one is used.
     config["dns_static"]["mix.npmjs.org"] = {"198.19.0.1", "198.18.0.12"};
     config["dns_static"]["mix.intercept.test"] = {"127.0.0.1", "198.18.0.10"};
@@ -68,17 +70,18 @@ class SsrfTest : public ProxyTest {
     if (HasFatalFailure()) return;
     // Another guest (no session): only the proxy's refusal keeps zerod off it.
     lab_->add_guest("g1");
-    json r = call("session.update", {{"id", "user-1"},
-                                     {"policy", policy(R"({"host":"*.intercept.test","methods":["GET"]},
+    json r = call("session.update",
+                  {{"id", "user-1"}, {"policy", policy(R"({"host":"*.intercept.test","methods":["GET"]},
       {"host":"198.18.255.1"}, {"host":"198.19.1.2"},
       {"host":"198.18.255.1","port":8444,"proto":"tcp"}, {"host":"198.19.1.2","port":8444,"proto":"tcp"},
       {"host":"up4.l4.test","port":8445,"proto":"tcp"}, {"host":"198.18.0.13","port":5433,"proto":"tcp"},)")}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     std::ofstream(dir_ / "listener.py") << kListener;
-    listen(lab_->host_netns(), "host",
-           {"198.19.0.1:443", "198.19.0.1:80", "[2001:db8:19::1]:443", "[2001:db8:19::1]:80", "198.18.255.1:443",
-            "198.18.255.1:80", "198.18.255.1:8444", "198.18.255.1:8445", "[2001:db8:18:ff::1]:443",
-            "[2001:db8:18:ff::1]:80", "127.0.0.1:443", "127.0.0.1:80", "[::1]:443", "[::1]:80"});
+    listen(
+        lab_->host_netns(), "host",
+        {"198.19.0.1:443", "198.19.0.1:80", "[2001:db8:19::1]:443", "[2001:db8:19::1]:80", "198.18.255.1:443",
+         "198.18.255.1:80", "198.18.255.1:8444", "198.18.255.1:8445", "[2001:db8:18:ff::1]:443",
+         "[2001:db8:18:ff::1]:80", "127.0.0.1:443", "127.0.0.1:80", "[::1]:443", "[::1]:80"});
     listen(lab_->guests()[1].netns, "peer", {"198.19.1.2:443", "198.19.1.2:80", "198.19.1.2:8444"});
   }
 
@@ -114,7 +117,8 @@ class SsrfTest : public ProxyTest {
       };
       for (int i = 0; i < 100 && !all_seen(); ++i) std::this_thread::sleep_for(50ms);
       for (const std::string& spec : l.specs)
-        EXPECT_NE(hits(l.name).find(spec + "\n"), std::string::npos) << spec << " was not reachable from the host";
+        EXPECT_NE(hits(l.name).find(spec + "\n"), std::string::npos)
+            << spec << " was not reachable from the host";
     }
   }
 
@@ -143,7 +147,8 @@ class SsrfTest : public ProxyTest {
     int n = 0;
     std::istringstream lines(events);
     for (std::string line; std::getline(lines, line);)
-      if (line.rfind("egress:allow ", 0) == 0 && line.find("\"host\":\"" + host + "\"") != std::string::npos) n++;
+      if (line.rfind("egress:allow ", 0) == 0 && line.find("\"host\":\"" + host + "\"") != std::string::npos)
+        n++;
     return n;
   }
 
@@ -188,8 +193,9 @@ TEST_F(SsrfTest, PassthroughToTheHostsOwnAddressesAndOtherGuestsIsRefused) {
   for (const auto& [label, address] : kHostile)
     EXPECT_EQ(allows_for(events, label + ".npmjs.org"), 0) << label << ": " << events;
   EXPECT_EQ(allows_for(events, "mix.npmjs.org"), 1) << events;
-  EXPECT_NE(events.find("\"host\":\"mix.npmjs.org\",\"mode\":\"passthrough\",\"upstream\":\"198.18.0.12:443\""),
-            std::string::npos)
+  EXPECT_NE(
+      events.find("\"host\":\"mix.npmjs.org\",\"mode\":\"passthrough\",\"upstream\":\"198.18.0.12:443\""),
+      std::string::npos)
       << events;
 }
 
@@ -198,9 +204,11 @@ TEST_F(SsrfTest, InterceptedHttpsAndPlainHttpToTheHostsOwnAddressesAre403) {
     const std::string name = label + ".intercept.test";
     resolve(name, address);
     auto tls = curl("--resolve " + name + ":443:198.18.0.10 https://" + name + "/x");
-    EXPECT_NE(tls.output.find("zeroness: blocked by policy ("), std::string::npos) << name << ": " << tls.output;
+    EXPECT_NE(tls.output.find("zeroness: blocked by policy ("), std::string::npos)
+        << name << ": " << tls.output;
     auto plain = guest("curl -s -m 5 --resolve " + name + ":80:198.18.0.10 http://" + name + "/x");
-    EXPECT_NE(plain.output.find("zeroness: blocked by policy ("), std::string::npos) << name << ": " << plain.output;
+    EXPECT_NE(plain.output.find("zeroness: blocked by policy ("), std::string::npos)
+        << name << ": " << plain.output;
   }
   auto gw = curl("--resolve gw4.intercept.test:443:198.18.0.10 https://gw4.intercept.test/x");
   EXPECT_NE(gw.output.find("(local address)"), std::string::npos) << gw.output;
@@ -253,7 +261,8 @@ TEST_F(SsrfTest, AFailedUpstreamConnectIsAnErrorNotAnAllow) {
   EXPECT_EQ(guest("echo x | nc -w 2 -q 1 198.18.0.13 5433").output, "");
   const std::string events = events_once("\"mode\":\"passthrough\",\"reason\":\"upstream unreachable\"");
   EXPECT_NE(events.find("\"host\":\"down.intercept.test\""), std::string::npos) << events;
-  EXPECT_NE(events.find("\"mode\":\"passthrough\",\"reason\":\"upstream unreachable\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"mode\":\"passthrough\",\"reason\":\"upstream unreachable\""), std::string::npos)
+      << events;
   EXPECT_EQ(events.find("egress:allow"), std::string::npos) << events;
   // Positive control: a reachable upstream on the same paths is an allow.
   ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
@@ -269,12 +278,15 @@ class SsrfLocalTable : public ::testing::Test {
     ns_ = "znssrf" + std::to_string(::getpid());
     ASSERT_EQ(std::system(("ip netns add " + ns_).c_str()), 0);
     ASSERT_EQ(std::system(("ip -n " + ns_ + " link add va type veth peer name vb && ip -n " + ns_ +
-                           " link set va up && ip -n " + ns_ + " link set vb up && ip -n " + ns_ + " link set lo up")
+                           " link set va up && ip -n " + ns_ + " link set vb up && ip -n " + ns_ +
+                           " link set lo up")
                               .c_str()),
               0);
   }
   void TearDown() override { std::system(("ip netns del " + ns_ + " 2>/dev/null").c_str()); }
-  void ip(const std::string& args) { ASSERT_EQ(std::system(("ip -n " + ns_ + " " + args).c_str()), 0) << args; }
+  void ip(const std::string& args) {
+    ASSERT_EQ(std::system(("ip -n " + ns_ + " " + args).c_str()), 0) << args;
+  }
 
   std::string ns_;
 };
@@ -286,9 +298,11 @@ TEST_F(SsrfLocalTable, AnAddressAddedIsRefusedWithinAMomentAndAllowedAgainOnceRe
     local = std::make_shared<zn::net::LocalAddresses>();
   }
   proxy::GuardConfig c;
-  c.allow = {*zn::net::AddressPrefix::parse("203.0.113.0/24"), *zn::net::AddressPrefix::parse("2001:db8:77::/48")};
+  c.allow = {*zn::net::AddressPrefix::parse("203.0.113.0/24"),
+             *zn::net::AddressPrefix::parse("2001:db8:77::/48")};
   proxy::DestinationGuard guard(c, local);
-  const auto v4 = *zn::net::IpAddress::parse("203.0.113.77"), v6 = *zn::net::IpAddress::parse("2001:db8:77::7"),
+  const auto v4 = *zn::net::IpAddress::parse("203.0.113.77"),
+             v6 = *zn::net::IpAddress::parse("2001:db8:77::7"),
              other = *zn::net::IpAddress::parse("203.0.113.78");
   auto refusal = [&](const zn::net::IpAddress& a) { return guard.refusal(a).value_or("allowed"); };
   auto wait_for = [&](const zn::net::IpAddress& a, const std::string& want) {

@@ -38,8 +38,8 @@ class TapDatapathTest : public ::testing::Test {
 
   void SetUp() override {
     events_.clear();
-    reader_ = std::make_unique<dp::DropEventReader>(
-        env_->datapath().events_fd(), [this](const zn_drop_event& e) { events_.push_back(e); });
+    reader_ = std::make_unique<dp::DropEventReader>(env_->datapath().events_fd(),
+                                                    [this](const zn_drop_event& e) { events_.push_back(e); });
     reader_->drain();
     events_.clear();
   }
@@ -64,8 +64,7 @@ class TapDatapathTest : public ::testing::Test {
     for (int i = 0; i < 20; ++i) {
       reader_->poll(100);
       for (const auto& e : events_)
-        if (e.reason == reason && ntohs(e.dport) == dport && e.session_idx == session_idx)
-          return true;
+        if (e.reason == reason && ntohs(e.dport) == dport && e.session_idx == session_idx) return true;
     }
     return false;
   }
@@ -124,8 +123,8 @@ TEST_F(TapDatapathTest, DnsToHardcodedResolverLandsOnDnsSocketAndIsAnswered) {
     auto d = env_->dns_udp4().recv_for(8s);
     if (!d || d->payload.size() < 12) return std::string("no query");
     std::vector<uint8_t> reply = d->payload;
-    reply[2] |= 0x80;                        // QR: a response
-    reply[3] = (reply[3] & 0xf0) | 0x03;     // RCODE: NXDOMAIN
+    reply[2] |= 0x80;                              // QR: a response
+    reply[3] = (reply[3] & 0xf0) | 0x03;           // RCODE: NXDOMAIN
     NetnsScope in_host(env_->lab().host_netns());  // the answer leaves from the host
     env_->dns_udp4().reply(*d, reply);
     return sockaddr_text(d->original_dst);
@@ -238,7 +237,8 @@ TEST_F(TapDatapathTest, UnsolicitedPacketsNeverReachTheGuest) {
   std::this_thread::sleep_for(300ms);
   EXPECT_NE(run_in_netns(env_->lab().host_netns(), "nc -z -w 2 " + guest + " 7777").exit_code, 0);
   EXPECT_TRUE(saw_event(ZN_DROP_UNSOLICITED, 7777, env_->session_idx(0)));
-  EXPECT_EQ(in_guest("nc -z -w 2 " + guest + " 7777").exit_code, 0) << "the guest's listener was not listening";
+  EXPECT_EQ(in_guest("nc -z -w 2 " + guest + " 7777").exit_code, 0)
+      << "the guest's listener was not listening";
   EXPECT_NE(listener.get().output.find("accepted"), std::string::npos);
 }
 
@@ -257,8 +257,7 @@ TEST_F(TapDatapathTest, FixtureFramesThroughTheRealTap) {
       counted = counters()[f.expected_verdict] > before[f.expected_verdict];
       if (!counted) std::this_thread::sleep_for(20ms);
     }
-    EXPECT_TRUE(counted) << f.name << ": " << f.why << ", expected "
-                         << dp::verdict_name(f.expected_verdict);
+    EXPECT_TRUE(counted) << f.name << ": " << f.why << ", expected " << dp::verdict_name(f.expected_verdict);
   }
 }
 

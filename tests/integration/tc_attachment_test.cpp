@@ -29,8 +29,7 @@ class TcAttachmentTest : public ::testing::Test {
   }
   static size_t count(const std::string& haystack, const std::string& needle) {
     size_t n = 0;
-    for (size_t pos = haystack.find(needle); pos != std::string::npos;
-         pos = haystack.find(needle, pos + 1))
+    for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1))
       ++n;
     return n;
   }

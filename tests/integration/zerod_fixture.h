@@ -39,7 +39,8 @@ inline std::string policy(const std::string& extra_allow = "") {
          extra_allow + R"(
       {"host":"db.internal","port":5432,"proto":"tcp"}],
     "deny":[{"host":"evil.example"}]},
-   "resources":{"stripe":{"accessToken":")" + kSecret + R"("}}})";
+   "resources":{"stripe":{"accessToken":")" +
+         kSecret + R"("}}})";
 }
 
 inline std::string slurp(const fs::path& p) {
@@ -88,7 +89,8 @@ class ZerodTest : public ::testing::Test {
     if (HasFailure()) {
       // The daemon's side of a failure, for CI logs (it never logs secrets).
       const std::string log = slurp(dir_ / "zerod.log");
-      std::cerr << "---- zerod.log (last 4 KiB) ----\n" << log.substr(log.size() > 4096 ? log.size() - 4096 : 0);
+      std::cerr << "---- zerod.log (last 4 KiB) ----\n"
+                << log.substr(log.size() > 4096 ? log.size() - 4096 : 0);
     }
     const std::string pins = lab::lab_pin_root(lab_->prefix());
     lab_.reset();
@@ -134,7 +136,8 @@ class ZerodTest : public ::testing::Test {
     return guest("dig @8.8.8.8 " + name + " +short +tries=1 +time=2").output;
   }
   void create_session() {
-    json r = call("session.create", {{"id", "user-1"}, {"policy", policy()}, {"device", "zn-tap0"}, {"slot", 0}});
+    json r =
+        call("session.create", {{"id", "user-1"}, {"policy", policy()}, {"device", "zn-tap0"}, {"slot", 0}});
     ASSERT_TRUE(r["ok"]) << r.dump();
   }
 

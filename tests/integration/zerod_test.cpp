@@ -35,13 +35,14 @@ TEST_F(ZerodTest, CreatedSessionGetsGovernedDnsAndAnAuditTrail) {
   EXPECT_TRUE(v.ok) << v.reason;
   broker::AuditLog log({db, {}, [](const std::string&) {}});
   std::string events;
-  for (const auto& rec : log.query({}))
-    events += rec.event + " " + rec.sid + " " + rec.detail.dump() + "\n";
+  for (const auto& rec : log.query({})) events += rec.event + " " + rec.sid + " " + rec.detail.dump() + "\n";
   EXPECT_NE(events.find("session:create user-1"), std::string::npos) << events;
   EXPECT_NE(events.find("dns:allow user-1 {\"answers\":[\"198.18.0.10\"],\"name\":\"api.github.com\""),
-            std::string::npos) << events;
+            std::string::npos)
+      << events;
   EXPECT_NE(events.find("dns:deny user-1 {\"name\":\"evil.example\""), std::string::npos) << events;
-  EXPECT_NE(events.find("c2vjcmv0.exfil.attacker.test"), std::string::npos) << events;  // names are case-folded
+  EXPECT_NE(events.find("c2vjcmv0.exfil.attacker.test"), std::string::npos)
+      << events;  // names are case-folded
   EXPECT_NE(events.find("packet:deny user-1"), std::string::npos) << events;
   // No secret anywhere: audit database files, state is 0600, log.
   for (const auto& e : fs::directory_iterator(dir_ / "state"))
@@ -55,8 +56,8 @@ TEST_F(ZerodTest, CreatedSessionGetsGovernedDnsAndAnAuditTrail) {
 
 TEST_F(ZerodTest, BadRequestsAreRefusedAndChangeNothing) {
   create_session();
-  json bad = call("session.update",
-                  {{"id", "user-1"}, {"policy", R"({"policy":{"allow":[{"host":"*.com"}]}})"}});
+  json bad =
+      call("session.update", {{"id", "user-1"}, {"policy", R"({"policy":{"allow":[{"host":"*.com"}]}})"}});
   EXPECT_FALSE(bad["ok"]);
   EXPECT_EQ(bad["error"]["path"], "$.policy.allow[0].host");
   EXPECT_EQ(call("session.show", {{"id", "user-1"}})["result"]["policy_version"], 1);
@@ -72,11 +73,13 @@ TEST_F(ZerodTest, BadRequestsAreRefusedAndChangeNothing) {
 // Every request to port 80 takes a token before its verdict, so 403 (default
 // deny) means a token was there and 429 means none was.
 TEST_F(ZerodTest, ARecreatedSessionDoesNotInheritTheDeletedOnesRateBucket) {
-  const std::string rated = R"({"policy":{"allow":[{"host":"api.github.com"}],"rate":{"burst":5,"per_second":1}}})";
+  const std::string rated =
+      R"({"policy":{"allow":[{"host":"api.github.com"}],"rate":{"burst":5,"per_second":1}}})";
   const json spec = {{"id", "user-1"}, {"policy", rated}, {"device", "zn-tap0"}, {"slot", 0}};
   // Six requests in one curl (one connection each: a refusal closes it).
-  const std::string six = "for i in 1 2 3 4 5 6; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
-                          "-H 'Host: evil.example' http://198.18.0.13/; done";
+  const std::string six =
+      "for i in 1 2 3 4 5 6; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
+      "-H 'Host: evil.example' http://198.18.0.13/; done";
   ASSERT_TRUE(call("session.create", spec)["ok"]);
   const std::string first = guest(six).output;
   // Positive control: the bucket empties (the limit is really in force).
@@ -85,8 +88,10 @@ TEST_F(ZerodTest, ARecreatedSessionDoesNotInheritTheDeletedOnesRateBucket) {
   ASSERT_TRUE(call("session.create", spec)["ok"]);
   // Four quick requests: an inherited bucket has refilled at most a token
   // or two by now; a fresh one holds five.
-  const std::string again = guest("for i in 1 2 3 4; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
-                                  "-H 'Host: evil.example' http://198.18.0.13/; done").output;
+  const std::string again = guest(
+                                "for i in 1 2 3 4; do curl -s -m 3 -o /dev/null -w '%{http_code} ' "
+                                "-H 'Host: evil.example' http://198.18.0.13/; done")
+                                .output;
   EXPECT_EQ(again, "403 403 403 403 ") << again;
 }
 
@@ -94,8 +99,9 @@ TEST_F(ZerodTest, PolicyUpdateAppliesAtOnceWhileTheGuestLoops) {
   create_session();
   // The guest resolves in a loop while the policy changes under it.
   auto loop = std::async(std::launch::async, [this] {
-    return guest("for i in $(seq 1 30); do dig @8.8.8.8 api.github.com +short +tries=1 +time=1; "
-                 "dig @8.8.8.8 api.openai.com +short +tries=1 +time=1 | sed 's/^/openai:/'; sleep 0.05; done");
+    return guest(
+        "for i in $(seq 1 30); do dig @8.8.8.8 api.github.com +short +tries=1 +time=1; "
+        "dig @8.8.8.8 api.openai.com +short +tries=1 +time=1 | sed 's/^/openai:/'; sleep 0.05; done");
   });
   std::this_thread::sleep_for(600ms);
   json r = call("session.update", {{"id", "user-1"}, {"policy", policy(R"({"host":"api.openai.com"},)")}});
@@ -105,9 +111,12 @@ TEST_F(ZerodTest, PolicyUpdateAppliesAtOnceWhileTheGuestLoops) {
   const std::string out = loop.get().output;
   // The name allowed in both versions never failed.
   size_t github = 0;
-  for (size_t p = out.find("198.18.0.10"); p != std::string::npos; p = out.find("198.18.0.10", p + 1)) ++github;
+  for (size_t p = out.find("198.18.0.10"); p != std::string::npos; p = out.find("198.18.0.10", p + 1))
+    ++github;
   size_t openai = 0;
-  for (size_t p = out.find("openai:198.18.0.10"); p != std::string::npos; p = out.find("openai:198.18.0.10", p + 1)) ++openai;
+  for (size_t p = out.find("openai:198.18.0.10"); p != std::string::npos;
+       p = out.find("openai:198.18.0.10", p + 1))
+    ++openai;
   EXPECT_EQ(github - openai, 30u) << out;
   EXPECT_GT(openai, 0u) << out;
   EXPECT_LT(openai, 30u) << out;
@@ -137,7 +146,8 @@ TEST_F(ZerodTest, KilledZerodFailsClosedAndARestartReadoptsTheSession) {
 
 TEST_F(ZerodTest, ControlSocketRefusesNonRoot) {
   create_session();
-  EXPECT_EQ(fs::status(socket_).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(socket_).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -162,9 +172,11 @@ TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
   auto r = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
   EXPECT_NE(r.output.find("zn_sessions 1\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:dns\"}"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("zn_dns_queries_total{result=\"denied\"} 1"), std::string::npos) << r.output;
-  auto other = run_in_netns(lab_->host_netns(), "curl -s -o /dev/null -w '%{http_code}' -m 3 http://127.0.0.1:19464/");
+  auto other =
+      run_in_netns(lab_->host_netns(), "curl -s -o /dev/null -w '%{http_code}' -m 3 http://127.0.0.1:19464/");
   EXPECT_EQ(other.output, "404");
 }
 

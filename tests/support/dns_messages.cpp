@@ -31,8 +31,7 @@ std::string source_ip(const sockaddr_storage& ss) {
 
 }  // namespace
 
-Bytes edit_query(const std::string& name, const std::function<void(ldns_pkt*)>& edit,
-                 QueryOptions o) {
+Bytes edit_query(const std::string& name, const std::function<void(ldns_pkt*)>& edit, QueryOptions o) {
   ldns_rdf* dname = ldns_dname_new_frm_str(name.c_str());
   if (!dname) throw std::invalid_argument("bad name " + name);
   ldns_pkt* pkt = ldns_pkt_query_new(dname, o.type, o.klass, LDNS_RD);
@@ -103,8 +102,7 @@ void RecordingPolicy::on_answer(const std::string& sid, const std::string& qname
   answers_.push_back({sid, qname, addresses, ttl});
 }
 
-void RecordingPolicy::on_denied(const std::string& sid, const std::string& qname,
-                                const std::string& reason) {
+void RecordingPolicy::on_denied(const std::string& sid, const std::string& qname, const std::string& reason) {
   std::lock_guard lock(mutex_);
   denials_.push_back({sid, qname, reason});
 }

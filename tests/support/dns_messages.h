@@ -26,8 +26,7 @@ struct QueryOptions {
 };
 Bytes make_query(const std::string& name, QueryOptions o = {});
 // Parses wire with ldns and hands the packet to edit, then re-encodes it.
-Bytes edit_query(const std::string& name, const std::function<void(ldns_pkt*)>& edit,
-                 QueryOptions o = {});
+Bytes edit_query(const std::string& name, const std::function<void(ldns_pkt*)>& edit, QueryOptions o = {});
 
 struct Reply {
   uint16_t id = 0;
@@ -61,8 +60,7 @@ class RecordingPolicy : public DnsPolicy {
   DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
   void on_answer(const std::string& session_id, const std::string& qname,
                  const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) override;
-  void on_denied(const std::string& session_id, const std::string& qname,
-                 const std::string& reason) override;
+  void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
 
   std::vector<Answer> answers() const;
   std::vector<Denial> denials() const;

@@ -33,8 +33,9 @@ class NoSilentSkips : public ::testing::EmptyTestEventListener {
       if (part.skipped()) message = part.message();
     }
     if (zn::test::skip_is_allowed(message, ::geteuid() == 0)) return;
-    problems_.push_back(std::string(info.test_suite_name()) + "." + info.name() + " skipped as root: " +
-                        (message.empty() ? "(no reason given; a failed SetUpTestSuite looks like this)" : message));
+    problems_.push_back(
+        std::string(info.test_suite_name()) + "." + info.name() + " skipped as root: " +
+        (message.empty() ? "(no reason given; a failed SetUpTestSuite looks like this)" : message));
   }
   void OnTestSuiteEnd(const ::testing::TestSuite& suite) override {
     if (suite.ad_hoc_test_result().Failed())

@@ -17,7 +17,9 @@ namespace zn::test {
 
 // "1.2.3.4:80" / "[::1]:80"
 inline std::string sockaddr_text(const sockaddr_storage& ss) { return zn::net::endpoint_text(ss); }
-inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) { return zn::net::make_endpoint(ip, port); }
+inline sockaddr_storage make_sockaddr(const std::string& ip, uint16_t port) {
+  return zn::net::make_endpoint(ip, port);
+}
 
 using Fd = zn::net::UniqueFd;
 

@@ -84,12 +84,10 @@ inline bool udp_round_trip(const std::string& client_ns, const std::string& serv
     char buf[16];
     sockaddr_storage from{};
     socklen_t from_len = sizeof from;
-    ssize_t n = ::recvfrom(server.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from),
-                           &from_len);
+    ssize_t n = ::recvfrom(server.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
     if (n != 5) continue;
     ::sendto(server.get(), buf, 5, 0, reinterpret_cast<sockaddr*>(&from), from_len);
-    if (::recv(client.get(), buf, sizeof buf, 0) == 5 && std::memcmp(buf, "probe", 5) == 0)
-      return true;
+    if (::recv(client.get(), buf, sizeof buf, 0) == 5 && std::memcmp(buf, "probe", 5) == 0) return true;
   }
   return false;
 }

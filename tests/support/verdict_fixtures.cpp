@@ -15,7 +15,6 @@ namespace {
 constexpr uint16_t kArp = 0x0806, kIp4 = 0x0800, kIp6 = 0x86dd;
 constexpr uint8_t kNs = 135, kNa = 136, kRs = 133, kRa = 134;
 
-
 // IPv6 neighbour discovery, both ways. A forwarding host routes whatever ND
 // it is not the destination of, so every form the guest may send is listed
 // as a positive fixture and everything around it as a hostile one: off-link
@@ -27,7 +26,7 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
   const in6_addr unspecified = ip6("::");
   const in6_addr all_nodes = ip6("ff02::1");
   const in6_addr all_routers = ip6("ff02::2");
-  const in6_addr offlink = ip6("2001:db8:18::13");      // the lab's stand-in internet
+  const in6_addr offlink = ip6("2001:db8:18::13");       // the lab's stand-in internet
   const in6_addr other_guest = ip6("2001:db8:19:1::2");  // the next slot's guest
   const Mac attacker{0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
   const Bytes slla = nd_lladdr(1, g.guest_mac);
@@ -46,12 +45,19 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
                 uint8_t flags = 0x60) {
     return frame(src, dst, icmp6(kNa, concat(nd_target(target, flags), options)));
   };
-  auto to_guest = [&](const in6_addr& src, const in6_addr& dst, uint8_t type, const Bytes& body, uint8_t hop = 255) {
+  auto to_guest = [&](const in6_addr& src, const in6_addr& dst, uint8_t type, const Bytes& body,
+                      uint8_t hop = 255) {
     return eth(g.host_mac, g.guest_mac, kIp6, ipv6(src, dst, IPPROTO_ICMPV6, icmp6(type, body), hop));
   };
   const Bytes host_slla = nd_lladdr(1, g.host_mac), host_tlla = nd_lladdr(2, g.host_mac);
-  auto with_code = [](Bytes f, uint8_t code) { f[14 + 40 + 1] = code; return f; };
-  auto with_trailer = [](Bytes f) { f.insert(f.end(), 8, 0xaa); return f; };
+  auto with_code = [](Bytes f, uint8_t code) {
+    f[14 + 40 + 1] = code;
+    return f;
+  };
+  auto with_trailer = [](Bytes f) {
+    f.insert(f.end(), 8, 0xaa);
+    return f;
+  };
 
   return {
       // What a guest's stack sends: every form passes.
@@ -59,19 +65,19 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
        "router solicitation to ff02::2 with the guest's link-layer address"},
       {"nd_rs_unspecified", in, rs(unspecified, all_routers), ZN_PASS_ND, 0,
        "router solicitation from :: (no address yet), no option"},
-      {"nd_ns_gateway_group", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, slla), ZN_PASS_ND,
-       0, "who has the gateway: its solicited-node group"},
+      {"nd_ns_gateway_group", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, slla),
+       ZN_PASS_ND, 0, "who has the gateway: its solicited-node group"},
       {"nd_ns_gateway_ll_group", in,
        ns(g.guest_ip6_ll, solicited_node(g.gateway_ip6_ll), g.gateway_ip6_ll, slla), ZN_PASS_ND, 0,
        "who has the gateway's link-local"},
       {"nd_ns_nud_gateway", in, ns(g.guest_ip6, g.gateway_ip6, g.gateway_ip6), ZN_PASS_ND, 0,
        "unreachability probe unicast to the gateway"},
-      {"nd_ns_nud_gateway_ll", in, ns(g.guest_ip6_ll, g.gateway_ip6_ll, g.gateway_ip6_ll, slla), ZN_PASS_ND, 0,
-       "unreachability probe unicast to the gateway's link-local"},
+      {"nd_ns_nud_gateway_ll", in, ns(g.guest_ip6_ll, g.gateway_ip6_ll, g.gateway_ip6_ll, slla), ZN_PASS_ND,
+       0, "unreachability probe unicast to the gateway's link-local"},
       {"nd_ns_dad", in, ns(unspecified, solicited_node(g.guest_ip6), g.guest_ip6), ZN_PASS_ND, 0,
        "duplicate address detection from ::"},
-      {"nd_ns_dad_nonce", in, ns(unspecified, solicited_node(g.guest_ip6_ll), g.guest_ip6_ll, nonce), ZN_PASS_ND, 0,
-       "DAD with the nonce Linux adds (RFC 7527)"},
+      {"nd_ns_dad_nonce", in, ns(unspecified, solicited_node(g.guest_ip6_ll), g.guest_ip6_ll, nonce),
+       ZN_PASS_ND, 0, "DAD with the nonce Linux adds (RFC 7527)"},
       {"nd_na_to_gateway", in, na(g.guest_ip6, g.gateway_ip6, g.guest_ip6, tlla), ZN_PASS_ND, 0,
        "solicited advertisement answering the gateway"},
       {"nd_na_to_gateway_ll", in, na(g.guest_ip6_ll, g.gateway_ip6_ll, g.guest_ip6_ll), ZN_PASS_ND, 0,
@@ -91,20 +97,20 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
        "all site routers: beyond link scope"},
       {"nd_na_global_multicast", in, na(g.guest_ip6, ip6("ff0e::1"), g.guest_ip6, tlla), ZN_DROP_ND_SCOPE, 0,
        "global-scope multicast"},
-      {"nd_ns_site_solicited_group", in, ns(g.guest_ip6, ip6("ff05::1:ff00:1"), g.gateway_ip6), ZN_DROP_ND_SCOPE,
-       0, "the gateway's solicited-node group number at site scope"},
+      {"nd_ns_site_solicited_group", in, ns(g.guest_ip6, ip6("ff05::1:ff00:1"), g.gateway_ip6),
+       ZN_DROP_ND_SCOPE, 0, "the gateway's solicited-node group number at site scope"},
       {"nd_ns_other_guest", in, ns(g.guest_ip6, other_guest, other_guest, slla), ZN_DROP_ND_SCOPE, 0,
        "solicitation to another guest"},
       {"nd_na_other_guest", in, na(g.guest_ip6, other_guest, g.guest_ip6, tlla), ZN_DROP_ND_SCOPE, 0,
        "advertisement to another guest"},
       {"nd_ns_all_nodes", in, ns(g.guest_ip6, all_nodes, g.gateway_ip6), ZN_DROP_ND_SCOPE, 0,
        "a solicitation goes to a solicited-node group or the target"},
-      {"nd_ns_foreign_target", in, ns(g.guest_ip6, solicited_node(offlink), offlink, slla), ZN_DROP_ND_SCOPE, 0,
-       "who has an internet address: the gateway is the only neighbour"},
+      {"nd_ns_foreign_target", in, ns(g.guest_ip6, solicited_node(offlink), offlink, slla), ZN_DROP_ND_SCOPE,
+       0, "who has an internet address: the gateway is the only neighbour"},
       {"nd_ns_foreign_target_to_gateway", in, ns(g.guest_ip6, g.gateway_ip6, offlink), ZN_DROP_ND_SCOPE, 0,
        "unicast to the gateway asking for another address"},
-      {"nd_dad_foreign_group", in, ns(unspecified, solicited_node(g.gateway_ip6), g.guest_ip6), ZN_DROP_ND_SCOPE,
-       0, "DAD sent to another address's solicited-node group"},
+      {"nd_dad_foreign_group", in, ns(unspecified, solicited_node(g.gateway_ip6), g.guest_ip6),
+       ZN_DROP_ND_SCOPE, 0, "DAD sent to another address's solicited-node group"},
       {"nd_dad_offlink", in, ns(unspecified, offlink, g.guest_ip6), ZN_DROP_ND_SCOPE, 0,
        "DAD sent to an internet address"},
       {"nd_dad_foreign_target", in, ns(unspecified, solicited_node(g.gateway_ip6), g.gateway_ip6),
@@ -114,10 +120,10 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
        "the guest claims the gateway's address"},
       {"nd_na_from_unspecified", in, na(unspecified, all_nodes, g.guest_ip6), ZN_DROP_ND_SPOOF, 0,
        "an advertisement needs a source"},
-      {"nd_router_advert", in, frame(g.guest_ip6_ll, all_nodes, icmp6(kRa, Bytes(12, 0))), ZN_DROP_ND_SPOOF, 0,
-       "a guest is no router"},
-      {"nd_redirect", in, frame(g.guest_ip6_ll, g.gateway_ip6_ll, icmp6(137, Bytes(36, 0))), ZN_DROP_ND_SPOOF, 0,
-       "redirects are a router's"},
+      {"nd_router_advert", in, frame(g.guest_ip6_ll, all_nodes, icmp6(kRa, Bytes(12, 0))), ZN_DROP_ND_SPOOF,
+       0, "a guest is no router"},
+      {"nd_redirect", in, frame(g.guest_ip6_ll, g.gateway_ip6_ll, icmp6(137, Bytes(36, 0))), ZN_DROP_ND_SPOOF,
+       0, "redirects are a router's"},
       {"nd_hop_limit_64", in,
        frame(g.guest_ip6, solicited_node(g.gateway_ip6), icmp6(kNs, nd_target(g.gateway_ip6)), 64),
        ZN_DROP_ND_SPOOF, 0, "routed (off-link) neighbour discovery"},
@@ -129,7 +135,8 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
       {"nd_na_tlla_foreign_mac", in, na(g.guest_ip6, g.gateway_ip6, g.guest_ip6, nd_lladdr(2, attacker)),
        ZN_DROP_ND_SPOOF, 0, "target link-layer address of another MAC"},
       // Room for payload.
-      {"nd_ns_two_options", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, concat(slla, slla)),
+      {"nd_ns_two_options", in,
+       ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, concat(slla, slla)),
        ZN_DROP_ND_MALFORMED, 0, "two source link-layer options"},
       {"nd_ns_oversized_option", in,
        ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nd_option(1, Bytes(14, 0x41), 2)),
@@ -139,37 +146,40 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
       {"nd_ns_unknown_option", in,
        ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nd_option(200, Bytes(6, 0x41))),
        ZN_DROP_ND_MALFORMED, 0, "option type 200"},
-      {"nd_rs_mtu_option", in, rs(g.guest_ip6, all_routers, nd_option(5, Bytes(6, 0))), ZN_DROP_ND_MALFORMED, 0,
-       "an MTU option has no place in a solicitation"},
+      {"nd_rs_mtu_option", in, rs(g.guest_ip6, all_routers, nd_option(5, Bytes(6, 0))), ZN_DROP_ND_MALFORMED,
+       0, "an MTU option has no place in a solicitation"},
       {"nd_na_source_ll_option", in, na(g.guest_ip6, all_nodes, g.guest_ip6, slla), ZN_DROP_ND_MALFORMED, 0,
        "an advertisement carries the target link-layer option, not the source's"},
       {"nd_ns_nonce_from_address", in, ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6, nonce),
        ZN_DROP_ND_MALFORMED, 0, "a nonce belongs to DAD only"},
-      {"nd_dad_slla", in, ns(unspecified, solicited_node(g.guest_ip6), g.guest_ip6, slla), ZN_DROP_ND_MALFORMED, 0,
-       "DAD must not carry a link-layer address (RFC 4861 4.3)"},
+      {"nd_dad_slla", in, ns(unspecified, solicited_node(g.guest_ip6), g.guest_ip6, slla),
+       ZN_DROP_ND_MALFORMED, 0, "DAD must not carry a link-layer address (RFC 4861 4.3)"},
       {"nd_rs_unspecified_slla", in, rs(unspecified, all_routers, slla), ZN_DROP_ND_MALFORMED, 0,
        "a solicitation from :: must not carry a link-layer address"},
-      {"nd_ns_trailing_bytes", in, with_trailer(ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6)),
-       ZN_DROP_ND_MALFORMED, 0, "8 bytes after the IPv6 payload"},
+      {"nd_ns_trailing_bytes", in,
+       with_trailer(ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6)), ZN_DROP_ND_MALFORMED, 0,
+       "8 bytes after the IPv6 payload"},
       {"nd_ns_code_1", in, with_code(ns(g.guest_ip6, solicited_node(g.gateway_ip6), g.gateway_ip6), 1),
        ZN_DROP_ND_MALFORMED, 0, "ICMPv6 code 1"},
       {"nd_rs_reserved_bits", in, frame(g.guest_ip6, all_routers, icmp6(kRs, Bytes{0xde, 0xad, 0xbe, 0xef})),
        ZN_DROP_ND_MALFORMED, 0, "32 reserved bits carrying data"},
-      {"nd_na_reserved_bits", in, na(g.guest_ip6, all_nodes, g.guest_ip6, tlla, 0x3f), ZN_DROP_ND_MALFORMED, 0,
-       "reserved bits set beside the flags"},
+      {"nd_na_reserved_bits", in, na(g.guest_ip6, all_nodes, g.guest_ip6, tlla, 0x3f), ZN_DROP_ND_MALFORMED,
+       0, "reserved bits set beside the flags"},
       {"nd_ns_short", in, frame(g.guest_ip6, solicited_node(g.gateway_ip6), icmp6(kNs, Bytes(12, 0))),
        ZN_DROP_ND_MALFORMED, 0, "solicitation shorter than its target"},
       // From the host to the guest.
       {"egress_nd_advert", out,
        to_guest(g.gateway_ip6, g.guest_ip6, kNa, concat(nd_target(g.gateway_ip6, 0xc0), host_tlla)),
        ZN_PASS_ND, 0, "the host answers neighbour discovery"},
-      {"egress_nd_advert_all_nodes", out, to_guest(g.gateway_ip6_ll, all_nodes, kNa, nd_target(g.gateway_ip6_ll, 0xa0)),
-       ZN_PASS_ND, 0, "unsolicited advertisement of the gateway's link-local"},
+      {"egress_nd_advert_all_nodes", out,
+       to_guest(g.gateway_ip6_ll, all_nodes, kNa, nd_target(g.gateway_ip6_ll, 0xa0)), ZN_PASS_ND, 0,
+       "unsolicited advertisement of the gateway's link-local"},
       {"egress_nd_solicit_group", out,
        to_guest(g.gateway_ip6, solicited_node(g.guest_ip6), kNs, concat(nd_target(g.guest_ip6), host_slla)),
        ZN_PASS_ND, 0, "the host resolves the guest"},
       {"egress_nd_solicit_ll", out,
-       to_guest(g.gateway_ip6_ll, solicited_node(g.guest_ip6_ll), kNs, concat(nd_target(g.guest_ip6_ll), host_slla)),
+       to_guest(g.gateway_ip6_ll, solicited_node(g.guest_ip6_ll), kNs,
+                concat(nd_target(g.guest_ip6_ll), host_slla)),
        ZN_PASS_ND, 0, "the host resolves the guest's link-local"},
       {"egress_nd_nud", out, to_guest(g.gateway_ip6, g.guest_ip6, kNs, nd_target(g.guest_ip6)), ZN_PASS_ND, 0,
        "the host probes the guest unicast"},
@@ -184,19 +194,22 @@ std::vector<VerdictFixture> nd_fixtures(const FixtureGuest& g) {
        ZN_DROP_UNSOLICITED, 0, "ND-shaped packet routed in from the internet"},
       {"egress_nd_from_internet_source", out, to_guest(offlink, g.guest_ip6, kNa, nd_target(offlink, 0x60)),
        ZN_DROP_ND_SPOOF, 0, "hop limit 255 but a source that is not the gateway"},
-      {"egress_nd_router_advert", out, to_guest(g.gateway_ip6_ll, all_nodes, kRa, Bytes(12, 0)), ZN_DROP_ND_SPOOF,
-       ZN_MARK_HOST_REPLY, "no router advertisements, marked or not"},
-      {"egress_nd_redirect", out, to_guest(g.gateway_ip6_ll, g.guest_ip6_ll, 137, Bytes(36, 0)), ZN_DROP_ND_SPOOF, 0,
-       "no redirects"},
-      {"egress_nd_advert_claims_guest", out, to_guest(g.gateway_ip6, all_nodes, kNa, nd_target(g.guest_ip6, 0x20)),
-       ZN_DROP_ND_SPOOF, 0, "the host's side claiming the guest's address"},
+      {"egress_nd_router_advert", out, to_guest(g.gateway_ip6_ll, all_nodes, kRa, Bytes(12, 0)),
+       ZN_DROP_ND_SPOOF, ZN_MARK_HOST_REPLY, "no router advertisements, marked or not"},
+      {"egress_nd_redirect", out, to_guest(g.gateway_ip6_ll, g.guest_ip6_ll, 137, Bytes(36, 0)),
+       ZN_DROP_ND_SPOOF, 0, "no redirects"},
+      {"egress_nd_advert_claims_guest", out,
+       to_guest(g.gateway_ip6, all_nodes, kNa, nd_target(g.guest_ip6, 0x20)), ZN_DROP_ND_SPOOF, 0,
+       "the host's side claiming the guest's address"},
       {"egress_nd_solicit_foreign_target", out,
        to_guest(g.gateway_ip6, solicited_node(offlink), kNs, nd_target(offlink)), ZN_DROP_ND_SCOPE, 0,
        "asking the guest about an address it does not have"},
-      {"egress_nd_advert_other_guest", out, to_guest(g.gateway_ip6, other_guest, kNa, nd_target(g.gateway_ip6, 0x40)),
-       ZN_DROP_ND_SCOPE, 0, "advertisement addressed to another guest"},
+      {"egress_nd_advert_other_guest", out,
+       to_guest(g.gateway_ip6, other_guest, kNa, nd_target(g.gateway_ip6, 0x40)), ZN_DROP_ND_SCOPE, 0,
+       "advertisement addressed to another guest"},
       {"egress_nd_unknown_option", out,
-       to_guest(g.gateway_ip6, g.guest_ip6, kNa, concat(nd_target(g.gateway_ip6, 0x40), nd_option(200, Bytes(6, 0)))),
+       to_guest(g.gateway_ip6, g.guest_ip6, kNa,
+                concat(nd_target(g.gateway_ip6, 0x40), nd_option(200, Bytes(6, 0)))),
        ZN_DROP_ND_MALFORMED, 0, "option type 200 towards the guest"},
   };
 }
@@ -238,8 +251,8 @@ std::vector<VerdictFixture> verdict_fixtures() {
   auto to_guest4 = [&](const Bytes& l4) {
     return eth(g.host_mac, g.guest_mac, kIp4, ipv4(upstream, g.guest_ip4, IPPROTO_TCP, l4));
   };
-  auto from_guest6 = [&](const in6_addr& dst, uint8_t nh, const Bytes& payload,
-                         uint8_t hop = 64, const in6_addr* src = nullptr) {
+  auto from_guest6 = [&](const in6_addr& dst, uint8_t nh, const Bytes& payload, uint8_t hop = 64,
+                         const in6_addr* src = nullptr) {
     return eth(g.guest_mac, g.host_mac, kIp6, ipv6(src ? *src : g.guest_ip6, dst, nh, payload, hop));
   };
   const Bytes arp_req = arp(1, g.guest_mac, g.guest_ip4, zero, g.gateway_ip4);
@@ -418,7 +431,8 @@ int FixtureDatapath::run_prog(int prog_fd, const Bytes& frame, uint32_t mark, ui
   opts.ctx_size_in = sizeof(ctx);
   opts.repeat = repeat;
   int err = bpf_prog_test_run_opts(prog_fd, &opts);
-  if (err) throw std::runtime_error("BPF_PROG_TEST_RUN: " + std::to_string(err) + " errno " + std::to_string(errno));
+  if (err)
+    throw std::runtime_error("BPF_PROG_TEST_RUN: " + std::to_string(err) + " errno " + std::to_string(errno));
   if (duration_ns) *duration_ns = opts.duration;
   return static_cast<int>(opts.retval);
 }

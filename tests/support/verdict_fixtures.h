@@ -61,8 +61,7 @@ class FixtureDatapath {
   int run(const VerdictFixture& f, uint32_t repeat = 1, uint32_t* duration_ns = nullptr);
   // The verdict whose counter the run moved (ZN_VERDICT_COUNT: none).
   unsigned verdict_of(const VerdictFixture& f);
-  int run_prog(int prog_fd, const Bytes& frame, uint32_t mark, uint32_t repeat,
-               uint32_t* duration_ns);
+  int run_prog(int prog_fd, const Bytes& frame, uint32_t mark, uint32_t repeat, uint32_t* duration_ns);
 
  private:
   std::unique_ptr<dp::Datapath> datapath_;

@@ -22,8 +22,8 @@
 
 namespace {
 
-using zn::vmm::Lab;
 using zn::net::to_string;
+using zn::vmm::Lab;
 
 constexpr char kUsage[] =
     "usage: zn-lab [--prefix P] up [--guests N] [--ungoverned]\n"
@@ -71,8 +71,7 @@ int cmd_up(const std::string& prefix, const std::vector<std::string>& args) {
   if (governed) zn::lab::govern_lab(lab);
   lab.release();
   std::cout << "lab '" << prefix << "' up with " << guests << " guest(s)"
-            << (governed ? ", datapath pinned at " + zn::lab::lab_pin_root(prefix) : ", ungoverned")
-            << "\n";
+            << (governed ? ", datapath pinned at " + zn::lab::lab_pin_root(prefix) : ", ungoverned") << "\n";
   return 0;
 }
 
@@ -101,10 +100,9 @@ int cmd_status(const std::string& prefix, const std::vector<std::string>& args) 
               << "    host tap  " << g.tap_name << " ifindex " << g.tap_ifindex << " mac "
               << to_string(g.host_mac) << " gw " << to_string(g.gateway_ip4) << " "
               << to_string(g.gateway_ip6) << "\n"
-              << "    guest eth0 mac " << to_string(g.guest_mac) << " " << to_string(g.guest_ip4)
-              << " " << to_string(g.guest_ip6) << " " << to_string(g.guest_ip6_ll) << "\n"
-              << "    pump      " << (pid ? "pid " + std::to_string(*pid) : "NOT RUNNING")
-              << "\n";
+              << "    guest eth0 mac " << to_string(g.guest_mac) << " " << to_string(g.guest_ip4) << " "
+              << to_string(g.guest_ip6) << " " << to_string(g.guest_ip6_ll) << "\n"
+              << "    pump      " << (pid ? "pid " + std::to_string(*pid) : "NOT RUNNING") << "\n";
   }
   return 0;
 }
@@ -116,10 +114,9 @@ int cmd_exec(const std::string& prefix, const std::vector<std::string>& args) {
   Lab lab = Lab::attach(prefix);
   const auto& guest = lab.guest(args[0]);
   // exec, not spawn: the command gets our terminal and its exit code is ours.
-  std::vector<char*> argv = {const_cast<char*>("ip"), const_cast<char*>("netns"),
-                             const_cast<char*>("exec"), const_cast<char*>(guest.netns.c_str())};
-  for (std::size_t i = cmd_start; i < args.size(); ++i)
-    argv.push_back(const_cast<char*>(args[i].c_str()));
+  std::vector<char*> argv = {const_cast<char*>("ip"), const_cast<char*>("netns"), const_cast<char*>("exec"),
+                             const_cast<char*>(guest.netns.c_str())};
+  for (std::size_t i = cmd_start; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
   argv.push_back(nullptr);
   ::execvp("ip", argv.data());
   std::cerr << "zn-lab: cannot run ip: " << std::strerror(errno) << "\n";
@@ -138,8 +135,7 @@ int cmd_stats(const std::string& prefix, const std::vector<std::string>& args) {
     const auto counters = maps.counters(idx);
     for (unsigned v = 0; v < counters.size(); ++v)
       if (counters[v])
-        std::cout << "  " << std::left << std::setw(24) << zn::dp::verdict_name(v) << counters[v]
-                  << "\n";
+        std::cout << "  " << std::left << std::setw(24) << zn::dp::verdict_name(v) << counters[v] << "\n";
   }
   return 0;
 }

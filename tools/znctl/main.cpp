@@ -45,16 +45,18 @@ void usage(std::ostream& out, const VerbIndex& index, const std::string& only = 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using zn::znctl::UsageError;
   using zn::znctl::options;
+  using zn::znctl::UsageError;
   std::vector<std::string> args(argv + 1, argv + argc);
   const VerbIndex index = index_verbs();
   try {
     while (!args.empty() && args[0].rfind('-', 0) == 0) {
       const std::string o = args[0];
       args.erase(args.begin());
-      if (o == "-j" || o == "--json") options.json_out = true;
-      else if (o == "-p" || o == "--pretty") options.json_out = options.pretty = true;
+      if (o == "-j" || o == "--json")
+        options.json_out = true;
+      else if (o == "-p" || o == "--pretty")
+        options.json_out = options.pretty = true;
       else if ((o == "--socket" || o == "--state-dir" || o == "--pin-root") && !args.empty()) {
         std::string& value = o == "--socket"      ? options.socket
                              : o == "--state-dir" ? options.state_dir
@@ -64,7 +66,8 @@ int main(int argc, char** argv) {
       } else if (o == "-h" || o == "--help") {
         usage(std::cout, index);
         return 0;
-      } else throw UsageError("unknown option '" + o + "'");
+      } else
+        throw UsageError("unknown option '" + o + "'");
     }
     if (args.empty() || args[0] == "help") {
       usage(std::cout, index);
@@ -87,19 +90,24 @@ int main(int argc, char** argv) {
     if (entry == object->second.end()) throw UsageError("unknown verb '" + args[0] + " " + verb + "'");
     return entry->second->run(std::vector<std::string>(args.begin() + static_cast<long>(rest), args.end()));
   } catch (const UsageError& e) {
-    if (options.json_out) std::cout << json{{"error", e.what()}}.dump() << std::endl;
+    if (options.json_out)
+      std::cout << json{{"error", e.what()}}.dump() << std::endl;
     else {
       std::cerr << "znctl: " << e.what() << "\n";
       usage(std::cerr, index);
     }
     return 2;
   } catch (const zn::broker::PolicyError& e) {
-    if (options.json_out) std::cout << json{{"error", e.what()}, {"path", e.path()}}.dump() << std::endl;
-    else std::cerr << "znctl: policy error at " << e.what() << "\n";
+    if (options.json_out)
+      std::cout << json{{"error", e.what()}, {"path", e.path()}}.dump() << std::endl;
+    else
+      std::cerr << "znctl: policy error at " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    if (options.json_out) std::cout << json{{"error", e.what()}}.dump() << std::endl;
-    else std::cerr << "znctl: " << e.what() << "\n";
+    if (options.json_out)
+      std::cout << json{{"error", e.what()}}.dump() << std::endl;
+    else
+      std::cerr << "znctl: " << e.what() << "\n";
     return 1;
   }
 }

@@ -51,11 +51,14 @@ json dump_map(int fd, const std::string& name) {
       json ports = json::array();
       for (uint16_t p : s.steered_ports)
         if (p) ports.push_back(ntohs(p));
-      out.push_back({{"ifindex", ifindex}, {"session_idx", s.session_idx},
+      out.push_back({{"ifindex", ifindex},
+                     {"session_idx", s.session_idx},
                      {"guest_ip4", ip_text(AF_INET, &s.guest_ip4)},
                      {"gateway_ip4", ip_text(AF_INET, &s.gateway_ip4)},
-                     {"guest_ip6", ip_text(AF_INET6, s.guest_ip6)}, {"steered_ports", ports},
-                     {"event_rate", s.event_rate}, {"event_burst", s.event_burst}});
+                     {"guest_ip6", ip_text(AF_INET6, s.guest_ip6)},
+                     {"steered_ports", ports},
+                     {"event_rate", s.event_rate},
+                     {"event_burst", s.event_burst}});
     } else if (name == "zn_l4_allow") {
       zn_l4_key k;
       zn_l4_value v;
@@ -64,7 +67,8 @@ json dump_map(int fd, const std::string& name) {
       out.push_back({{"session_idx", k.session_idx},
                      {"prefix", ip_text(k.family == 6 ? AF_INET6 : AF_INET, k.addr) + "/" +
                                     std::to_string(k.prefixlen - ZN_L4_KEY_FIXED_BITS)},
-                     {"port", ntohs(k.port)}, {"rule", v.rule_id}});
+                     {"port", ntohs(k.port)},
+                     {"rule", v.rule_id}});
     } else if (name == "zn_listeners") {
       zn_listeners l;
       std::memcpy(&l, value.data(), sizeof(l));
@@ -78,8 +82,9 @@ json dump_map(int fd, const std::string& name) {
       std::memcpy(&count, value.data(), sizeof(count));
       if (count) out.push_back({{"session_idx", idx}, {"rules", count}});
     } else {
-      throw UsageError("map dump decodes zn_sessions, zn_l4_allow, zn_listeners and zn_l4_count; "
-                       "counters: znctl stats");
+      throw UsageError(
+          "map dump decodes zn_sessions, zn_l4_allow, zn_listeners and zn_l4_count; "
+          "counters: znctl stats");
     }
   }
   return out;
@@ -95,8 +100,12 @@ int list(const Args&) {
     bpf_map_info info{};
     uint32_t len = sizeof(info);
     if (is_map_fd(fd) && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
-      r.push_back({{"id", info.id}, {"name", info.name}, {"type", info.type}, {"key_bytes", info.key_size},
-                   {"value_bytes", info.value_size}, {"max_entries", info.max_entries},
+      r.push_back({{"id", info.id},
+                   {"name", info.name},
+                   {"type", info.type},
+                   {"key_bytes", info.key_size},
+                   {"value_bytes", info.value_size},
+                   {"max_entries", info.max_entries},
                    {"pinned", e.path().string()}});
     ::close(fd);
   }

@@ -14,8 +14,11 @@ namespace {
 int check(const Args& a) {
   auto compiled = broker::CompiledPolicy::compile(broker::parse_policy(read_file(arg(a, 0, "FILE"))));
   const auto& p = compiled->policy();
-  json r = {{"ok", true}, {"allow", p.allow.size()}, {"deny", p.deny.size()},
-            {"l4", compiled->l4_targets().size()}, {"resources", p.resources.size()}};
+  json r = {{"ok", true},
+            {"allow", p.allow.size()},
+            {"deny", p.deny.size()},
+            {"l4", compiled->l4_targets().size()},
+            {"resources", p.resources.size()}};
   print(r, [&] {
     std::cout << "ok: " << p.allow.size() << " allow, " << p.deny.size() << " deny, "
               << compiled->l4_targets().size() << " L4, " << p.resources.size() << " resource(s)\n";

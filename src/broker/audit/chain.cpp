@@ -47,8 +47,8 @@ bool AuditChainVerifier::feed(const AuditRawRow& row) {
     if (row.seq > 0 && static_cast<uint64_t>(row.seq) > want)
       return fail(want, "seq gap: record " + std::to_string(want) + " missing (next is " +
                             std::to_string(row.seq) + ")");
-    return fail(want, "unexpected seq " + std::to_string(row.seq) + " where " +
-                          std::to_string(want) + " was expected");
+    return fail(want, "unexpected seq " + std::to_string(row.seq) + " where " + std::to_string(want) +
+                          " was expected");
   }
   if (row.prev != prev_) return fail(want, "prev link broken: does not match hash of previous record");
 

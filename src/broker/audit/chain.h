@@ -25,9 +25,9 @@ std::string audit_chain_hash(const std::string& prev, const AuditRecord& rec);
 
 struct AuditVerifyResult {
   bool ok = true;
-  uint64_t records = 0;                 // records checked before stopping
+  uint64_t records = 0;  // records checked before stopping
   std::optional<uint64_t> first_bad_seq;
-  std::string reason;                   // empty when ok
+  std::string reason;  // empty when ok
 };
 
 // A row as read from the store, before any parsing: verification must cope

@@ -16,7 +16,8 @@ std::string address(uint8_t family, const uint8_t* bytes) {
 }  // namespace
 
 void DropEventAggregator::add(const zn_drop_event& e) {
-  Key key{e.session_idx, e.reason, e.direction, e.family, e.proto, address(e.family, e.daddr), ntohs(e.dport)};
+  Key key{e.session_idx, e.reason, e.direction, e.family, e.proto, address(e.family, e.daddr),
+          ntohs(e.dport)};
   Bucket& b = buckets_[key];
   if (b.count++ == 0) b.first = e;
 }

@@ -20,7 +20,8 @@ class DropEventAggregator {
   using SessionName = std::function<std::string(uint32_t session_idx)>;  // "" = unknown
   using Sink = std::function<void(const std::string& sid, const nlohmann::json& detail)>;
 
-  DropEventAggregator(SessionName name_of, Sink sink) : name_of_(std::move(name_of)), sink_(std::move(sink)) {}
+  DropEventAggregator(SessionName name_of, Sink sink)
+      : name_of_(std::move(name_of)), sink_(std::move(sink)) {}
 
   void add(const zn_drop_event& event);
   // Emits what was gathered; called once a second (and at shutdown).

@@ -9,6 +9,8 @@ namespace zn::broker {
 
 namespace {
 
+// One line per category.
+// clang-format off
 constexpr std::string_view kEventNames[] = {
     "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
     "egress:rate_limited",
@@ -20,6 +22,7 @@ constexpr std::string_view kEventNames[] = {
     "session:create", "session:update",  "session:delete",
     "secret:reflected",  // an upstream sent an injected secret back; scrubbed
 };
+// clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
     "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:",
@@ -90,14 +93,11 @@ bool is_audit_event_prefix(std::string_view prefix) {
 }
 
 void validate_audit_event(const AuditEvent& ev) {
-  if (!is_audit_event_name(ev.event))
-    throw std::invalid_argument("audit: unknown event name");
-  if (ev.sid.size() > kAuditMaxSidLen)
-    throw std::invalid_argument("audit: sid longer than 128 bytes");
+  if (!is_audit_event_name(ev.event)) throw std::invalid_argument("audit: unknown event name");
+  if (ev.sid.size() > kAuditMaxSidLen) throw std::invalid_argument("audit: sid longer than 128 bytes");
   if (!valid_text(ev.sid, /*reject_controls=*/true))
     throw std::invalid_argument("audit: sid has control characters or invalid UTF-8");
-  if (!ev.detail.is_object())
-    throw std::invalid_argument("audit: detail must be a JSON object");
+  if (!ev.detail.is_object()) throw std::invalid_argument("audit: detail must be a JSON object");
   if (depth_of(ev.detail, kAuditMaxDetailDepth) > kAuditMaxDetailDepth)
     throw std::invalid_argument("audit: detail nested too deeply");
   std::string dumped;
@@ -106,8 +106,7 @@ void validate_audit_event(const AuditEvent& ev) {
   } catch (const nlohmann::json::exception&) {
     throw std::invalid_argument("audit: detail is not valid UTF-8 JSON");
   }
-  if (dumped.size() > kAuditMaxDetailBytes)
-    throw std::invalid_argument("audit: detail too large");
+  if (dumped.size() > kAuditMaxDetailBytes) throw std::invalid_argument("audit: detail too large");
 }
 
 std::string format_audit_ts(std::chrono::system_clock::time_point tp) {
@@ -120,8 +119,7 @@ std::string format_audit_ts(std::chrono::system_clock::time_point tp) {
   if (!gmtime_r(&t, &tm)) throw std::runtime_error("audit: time out of range");
   char buf[40];
   int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                        static_cast<int>(ms));
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   if (n != 24) throw std::runtime_error("audit: time out of range");
   return std::string(buf, static_cast<size_t>(n));
 }

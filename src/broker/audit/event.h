@@ -22,8 +22,8 @@ struct AuditEvent {
 
 // One stored record of the chain.
 struct AuditRecord {
-  uint64_t seq = 0;       // 1, 2, 3, ... without gaps
-  std::string ts;         // RFC 3339 UTC with milliseconds: 2026-11-29T12:00:00.123Z
+  uint64_t seq = 0;  // 1, 2, 3, ... without gaps
+  std::string ts;    // RFC 3339 UTC with milliseconds: 2026-11-29T12:00:00.123Z
   std::string event;
   std::string sid;
   nlohmann::json detail;  // object (after secret redaction)

@@ -58,12 +58,12 @@ void bind_text(sqlite3* db, sqlite3_stmt* s, int i, const std::string& v) {
 }  // namespace
 
 AuditStore::AuditStore(const std::string& path, Mode mode) {
-  const int flags = (mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                                             : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    std::string msg = "audit store: cannot open " + path + ": " +
-                      (db_ ? sqlite3_errmsg(db_) : "out of memory");
+    std::string msg =
+        "audit store: cannot open " + path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
     sqlite3_close_v2(db_);
     db_ = nullptr;
     throw std::runtime_error(msg);
@@ -84,7 +84,8 @@ AuditStore::AuditStore(const std::string& path, Mode mode) {
       v.s = prepare("PRAGMA user_version");
       if (sqlite3_step(v.s) != SQLITE_ROW) fail(db_, "user_version");
       const int version = sqlite3_column_int(v.s, 0);
-      if (version > kSchemaVersion) fail(nullptr, "schema version " + std::to_string(version) + " is newer than this build");
+      if (version > kSchemaVersion)
+        fail(nullptr, "schema version " + std::to_string(version) + " is newer than this build");
       exec("BEGIN IMMEDIATE");
       try {
         exec(kSchema);
@@ -95,8 +96,8 @@ AuditStore::AuditStore(const std::string& path, Mode mode) {
         throw;
       }
       head_ = prepare("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1");
-      insert_ = prepare(
-          "INSERT INTO audit(seq, ts, event, sid, detail, prev, hash) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+      insert_ =
+          prepare("INSERT INTO audit(seq, ts, event, sid, detail, prev, hash) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     } else {
       exec("PRAGMA query_only=ON");
     }
@@ -233,8 +234,8 @@ std::vector<AuditRecord> AuditStore::query(const AuditQuery& q) {
 
 void AuditStore::for_each_raw(const std::function<bool(const AuditRawRow&)>& fn) {
   OwnedStmt st;
-  if (sqlite3_prepare_v2(db_, "SELECT seq, ts, event, sid, detail, prev, hash FROM audit ORDER BY seq",
-                         -1, &st.s, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT seq, ts, event, sid, detail, prev, hash FROM audit ORDER BY seq", -1,
+                         &st.s, nullptr) != SQLITE_OK)
     fail(db_, "prepare scan");
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {

@@ -26,7 +26,7 @@ struct AuditQuery {
   std::optional<std::string> event;  // exact name ("dns:deny") or category prefix ("dns:")
   std::optional<std::chrono::system_clock::time_point> since;  // inclusive (ms precision)
   std::optional<std::chrono::system_clock::time_point> until;  // exclusive (ms precision)
-  size_t limit = kDefaultLimit;      // 1..kMaxLimit, else std::invalid_argument
+  size_t limit = kDefaultLimit;                                // 1..kMaxLimit, else std::invalid_argument
 };
 
 class AuditStore {

@@ -20,8 +20,9 @@ std::string render_metrics(const MetricsSnapshot& m) {
   std::string out;
   out += "# HELP zn_sessions Sessions zerod governs.\n# TYPE zn_sessions gauge\n";
   out += prometheus_line("zn_sessions", {}, m.sessions.size());
-  out += "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
-         "# TYPE zn_datapath_packets_total counter\n";
+  out +=
+      "# HELP zn_datapath_packets_total Packets judged by the TAP datapath, per session and verdict.\n"
+      "# TYPE zn_datapath_packets_total counter\n";
   for (const MetricsSnapshot::SessionVerdicts& s : m.sessions) {
     for (unsigned v = 0; v < ZN_VERDICT_COUNT; ++v)
       if (s.counters[v])
@@ -37,14 +38,16 @@ std::string render_metrics(const MetricsSnapshot& m) {
     if (!c.outcome.empty())
       out += prometheus_line("zn_dns_queries_total", {{"result", std::string(c.outcome)}}, n);
   });
-  out += "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
-         "# TYPE zn_proxy_connections_total counter\n";
+  out +=
+      "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
+      "# TYPE zn_proxy_connections_total counter\n";
   proxy::for_each_counter(m.connections, [&](const proxy::CounterInfo& c, uint64_t n) {
     if (!c.outcome.empty())
       out += prometheus_line("zn_proxy_connections_total", {{"result", std::string(c.outcome)}}, n);
   });
-  out += "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
-         "# TYPE zn_proxy_requests_total counter\n";
+  out +=
+      "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
+      "# TYPE zn_proxy_requests_total counter\n";
   proxy::for_each_counter(m.requests, [&](const proxy::CounterInfo& c, uint64_t n) {
     if (c.outcome.empty()) return;
     // This result has always counted the spliced connections whose upstream

@@ -63,10 +63,12 @@ MetricsServer::MetricsServer(uint16_t port, Render render) : render_(std::move(r
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listen_fd_, 16) != 0) {
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(listen_fd_, 16) != 0) {
     int err = errno;
     ::close(listen_fd_);
-    throw std::system_error(err, std::generic_category(), "metrics listen on 127.0.0.1:" + std::to_string(port));
+    throw std::system_error(err, std::generic_category(),
+                            "metrics listen on 127.0.0.1:" + std::to_string(port));
   }
   socklen_t len = sizeof(addr);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);

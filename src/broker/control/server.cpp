@@ -90,7 +90,9 @@ ControlServer::ControlServer(std::string socket_path, uid_t allowed_uid)
 ControlServer::~ControlServer() { stop(); }
 
 void ControlServer::handle(const std::string& verb, Handler handler) { handlers_[verb] = std::move(handler); }
-void ControlServer::stream(const std::string& verb, StreamHandler handler) { streams_[verb] = std::move(handler); }
+void ControlServer::stream(const std::string& verb, StreamHandler handler) {
+  streams_[verb] = std::move(handler);
+}
 
 void ControlServer::start() {
   namespace fs = std::filesystem;
@@ -197,7 +199,8 @@ void ControlServer::serve_client(int fd) {
   }
   if (auto s = streams_.find(verb); s != streams_.end()) {
     if (!send_line(fd, {{"ok", true}, {"result", {{"streaming", verb}}}})) return;
-    s->second(args, [fd](const json& value) { return send_line(fd, value); }, stopping_);
+    s->second(
+        args, [fd](const json& value) { return send_line(fd, value); }, stopping_);
     return;
   }
   auto h = handlers_.find(verb);
@@ -217,8 +220,7 @@ void ControlServer::serve_client(int fd) {
 json control_call(const std::string& socket_path, const std::string& verb, const json& args) {
   int fd = connect_to(socket_path);
   std::string buffer, line;
-  bool ok = send_line(fd, {{"verb", verb}, {"args", args}}) &&
-            read_line(fd, buffer, line, 64 << 20, 120000);
+  bool ok = send_line(fd, {{"verb", verb}, {"args", args}}) && read_line(fd, buffer, line, 64 << 20, 120000);
   ::close(fd);
   if (!ok) throw std::runtime_error("zerod closed the control connection");
   try {

@@ -35,21 +35,22 @@ json status_json(size_t sessions, const std::string& pin_root, const std::string
 }
 
 json session_json(const Session& s, const std::string& ca_certificate, bool with_policy) {
-  json out = {{"id", s.record.id},
-              {"session_idx", s.record.session_idx},
-              {"device", s.record.device},
-              {"ifindex", s.ifindex},
-              {"adopted", s.record.adopted},
-              {"policy_version", s.record.policy_version},
-              {"network",
-               {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
-                {"gateway", net::to_string(s.net.gateway_ip4)},
-                {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
-                {"gateway6", net::to_string(s.net.gateway_ip6)},
-                {"dns", net::to_string(s.net.gateway_ip4)},
-                {"mac", net::to_string(s.net.guest_mac)},
-                {"mtu", vmm::GuestNetwork::kMtu},
-                {"ca_certificate", ca_certificate}}}};
+  json out = {
+      {"id", s.record.id},
+      {"session_idx", s.record.session_idx},
+      {"device", s.record.device},
+      {"ifindex", s.ifindex},
+      {"adopted", s.record.adopted},
+      {"policy_version", s.record.policy_version},
+      {"network",
+       {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
+        {"gateway", net::to_string(s.net.gateway_ip4)},
+        {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
+        {"gateway6", net::to_string(s.net.gateway_ip6)},
+        {"dns", net::to_string(s.net.gateway_ip4)},
+        {"mac", net::to_string(s.net.guest_mac)},
+        {"mtu", vmm::GuestNetwork::kMtu},
+        {"ca_certificate", ca_certificate}}}};
   if (with_policy) {
     // The policy as compiled, never its resources' values.
     json allow = json::array();
@@ -91,10 +92,10 @@ void register_secrets(AuditLog& audit, const Session& s) {
 
 void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,
                           std::string pin_root, std::string netns) {
-  server.handle("status", [&registry, &dns, pin_root = std::move(pin_root),
-                           netns = std::move(netns)](const json&) {
-    return status_json(registry.list().size(), pin_root, netns, dns.counters());
-  });
+  server.handle("status",
+                [&registry, &dns, pin_root = std::move(pin_root), netns = std::move(netns)](const json&) {
+                  return status_json(registry.list().size(), pin_root, netns, dns.counters());
+                });
 }
 
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
@@ -144,8 +145,13 @@ void register_approval_verbs(ControlServer& server, ApprovalBook& approvals, Aud
   server.handle("approval.list", [&approvals](const json&) {
     json out = json::array();
     for (const HeldRequest& h : approvals.pending())
-      out.push_back({{"ticket", h.ticket}, {"session", h.session}, {"scheme", h.scheme}, {"host", h.host},
-                     {"method", h.method}, {"path", h.path}, {"url", h.scheme + "://" + h.host + h.path},
+      out.push_back({{"ticket", h.ticket},
+                     {"session", h.session},
+                     {"scheme", h.scheme},
+                     {"host", h.host},
+                     {"method", h.method},
+                     {"path", h.path},
+                     {"url", h.scheme + "://" + h.host + h.path},
                      {"expires", format_audit_ts(h.expires_at)}});
     return out;
   });
@@ -158,8 +164,12 @@ void register_approval_verbs(ControlServer& server, ApprovalBook& approvals, Aud
       // Only a pending ticket can be decided: a replayed command is refused.
       std::optional<HeldRequest> h = approvals.decide(t.get<uint64_t>(), approve);
       if (!h) throw SessionError("no pending request with ticket " + std::to_string(t.get<uint64_t>()));
-      audit.append({approve ? "egress:approved" : "egress:deny", h->session,
-                    {{"host", h->host}, {"method", h->method}, {"path", h->path}, {"ticket", h->ticket},
+      audit.append({approve ? "egress:approved" : "egress:deny",
+                    h->session,
+                    {{"host", h->host},
+                     {"method", h->method},
+                     {"path", h->path},
+                     {"ticket", h->ticket},
                      {"reason", approve ? "approved by operator" : "denied by operator"}}});
       return json{{"ticket", h->ticket}, {"approved", approve}};
     });

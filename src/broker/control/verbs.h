@@ -33,11 +33,11 @@ void register_status_verb(ControlServer& server, const SessionRegistry& registry
 // What session.list, .show, .create, .update and .delete act on.
 struct SessionVerbs {
   SessionRegistry& registry;
-  SessionDnsPolicy& dns;        // forgets a deleted session's answers
-  SessionProxyPolicy& proxy;    // forgets a deleted session's rate bucket
-  ApprovalBook& approvals;      // denies a deleted session's held requests
-  AuditLog& audit;              // learns each new policy's secrets
-  std::string ca_certificate;   // the deployment CA's path, shown with each session
+  SessionDnsPolicy& dns;       // forgets a deleted session's answers
+  SessionProxyPolicy& proxy;   // forgets a deleted session's rate bucket
+  ApprovalBook& approvals;     // denies a deleted session's held requests
+  AuditLog& audit;             // learns each new policy's secrets
+  std::string ca_certificate;  // the deployment CA's path, shown with each session
 };
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 

@@ -17,7 +17,9 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& path, const std::string& message) { throw PolicyError(path, message); }
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+  throw PolicyError(path, message);
+}
 
 std::string get_string(const json& obj, const char* key, const std::string& fallback) {
   if (!obj.contains(key)) return fallback;
@@ -29,7 +31,8 @@ uint32_t get_uint(const json& obj, const char* key, uint32_t fallback, uint32_t 
   if (!obj.contains(key)) return fallback;
   const json& v = obj[key];
   if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
-    fail(std::string("$.") + key, "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+    fail(std::string("$.") + key,
+         "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
   return v.get<uint32_t>();
 }
 
@@ -48,15 +51,30 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     fail("$", "invalid JSON at byte " + std::to_string(e.byte));
   }
   if (!doc.is_object()) fail("$", "must be an object");
-  static const char* kKnown[] = {"netns",     "pin_root",   "state_dir",  "control_socket",
-                                 "address_pool_ipv4", "address_pool_ipv6", "proxy_port", "dns_port",
-                                 "dns_static", "dns_upstream", "drop_event_rate", "drop_event_burst",
-                                 "metrics_port", "proxy_idle_timeout_ms", "proxy_max_connections_per_guest",
-                                 "proxy_header_timeout_ms", "approval_timeout_ms",
-                                 "upstream_ca_bundle", "upstream_allow", "nat64_prefix"};
+  static const char* kKnown[] = {"netns",
+                                 "pin_root",
+                                 "state_dir",
+                                 "control_socket",
+                                 "address_pool_ipv4",
+                                 "address_pool_ipv6",
+                                 "proxy_port",
+                                 "dns_port",
+                                 "dns_static",
+                                 "dns_upstream",
+                                 "drop_event_rate",
+                                 "drop_event_burst",
+                                 "metrics_port",
+                                 "proxy_idle_timeout_ms",
+                                 "proxy_max_connections_per_guest",
+                                 "proxy_header_timeout_ms",
+                                 "approval_timeout_ms",
+                                 "upstream_ca_bundle",
+                                 "upstream_allow",
+                                 "nat64_prefix"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
-    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) fail("$." + key, "unknown field");
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
+      fail("$." + key, "unknown field");
   }
   DaemonConfig c;
   c.netns = get_string(doc, "netns", c.netns);
@@ -69,7 +87,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
   c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
-  c.proxy_header_timeout_ms = get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  c.proxy_header_timeout_ms =
+      get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);

@@ -26,8 +26,10 @@ struct DaemonConfig {
   std::vector<std::string> dns_upstream;
   uint32_t drop_event_rate = ZN_DEFAULT_EVENT_RATE, drop_event_burst = ZN_DEFAULT_EVENT_BURST;
   uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
-  uint32_t proxy_idle_timeout_ms = proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed
-  uint32_t proxy_header_timeout_ms = proxy::kDefaultHeaderTimeout.count();  // a started request head must complete in this
+  uint32_t proxy_idle_timeout_ms =
+      proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed
+  uint32_t proxy_header_timeout_ms =
+      proxy::kDefaultHeaderTimeout.count();  // a started request head must complete in this
   uint32_t proxy_max_connections_per_guest = 256;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // PEM bundle trusted for upstream TLS on top of the system store (the

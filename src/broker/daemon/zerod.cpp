@@ -42,7 +42,8 @@ std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c)
   for (const std::string& text : c.upstream_allow)
     if (auto p = net::AddressPrefix::parse(text)) g.allow.push_back(*p);
   if (!c.nat64_prefix.empty()) g.nat64 = net::AddressPrefix::parse(c.nat64_prefix);
-  return std::make_shared<const proxy::DestinationGuard>(std::move(g), std::make_shared<net::LocalAddresses>());
+  return std::make_shared<const proxy::DestinationGuard>(std::move(g),
+                                                         std::make_shared<net::LocalAddresses>());
 }
 
 }  // namespace
@@ -87,8 +88,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     for (const net::IpAddress& a : resolver_->resolve_now(name)) {
       if (auto why = guard->refusal(a)) {
         spdlog::warn("L4 rule host {}: {} refused ({})", name, a.to_string(), *why);
-        audit_->append({"egress:deny", "", {{"host", name}, {"address", a.to_string()}, {"reason", *why},
-                                            {"stage", "l4 rule"}}});
+        audit_->append(
+            {"egress:deny",
+             "",
+             {{"host", name}, {"address", a.to_string()}, {"reason", *why}, {"stage", "l4 rule"}}});
         continue;
       }
       kept.push_back(a);
@@ -135,8 +138,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
   control_->start();
-  spdlog::info("zerod ready: control {}, pins {}, {} session(s)", config_.control_socket,
-               config_.pin_root, restored.size());
+  spdlog::info("zerod ready: control {}, pins {}, {} session(s)", config_.control_socket, config_.pin_root,
+               restored.size());
 }
 
 ZerodDaemon::~ZerodDaemon() { stop(); }
@@ -174,7 +177,8 @@ void ZerodDaemon::drop_event_loop() {
   dp::DropEventReader reader(datapath_->events_fd(), [&](const zn_drop_event& e) {
     aggregator.add(e);
     if (!events_.has_subscribers()) return;
-    events_.publish({{"session", name_of(e.session_idx)}, {"event", dp::format_drop_event(e)},
+    events_.publish({{"session", name_of(e.session_idx)},
+                     {"event", dp::format_drop_event(e)},
                      {"reason", std::string(dp::verdict_name(e.reason))}});
   });
   auto next_flush = std::chrono::steady_clock::now() + std::chrono::seconds(1);

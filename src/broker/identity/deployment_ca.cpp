@@ -48,7 +48,7 @@ DeploymentCaPaths ensure_deployment_ca(const std::string& dir, const std::string
   namespace fs = std::filesystem;
   DeploymentCaPaths paths{(fs::path(dir) / "ca.pem").string(), (fs::path(dir) / "ca.key").string()};
   if (fs::exists(paths.key) && fs::exists(paths.cert)) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(paths.key.c_str(), &st) != 0 || (st.st_mode & 077) != 0)
       fail(paths.key + " is readable by group or others; fix its mode (0600) or remove it");
     return paths;

@@ -15,6 +15,7 @@ struct DeploymentCaPaths {
 
 // Loads the CA in dir, or creates it. Throws std::runtime_error; refuses a
 // key file readable by group or others.
-DeploymentCaPaths ensure_deployment_ca(const std::string& dir, const std::string& common_name = "zeroness deployment CA");
+DeploymentCaPaths ensure_deployment_ca(const std::string& dir,
+                                       const std::string& common_name = "zeroness deployment CA");
 
 }  // namespace zn::broker

@@ -26,8 +26,12 @@ std::shared_ptr<const CompiledPolicy> CompiledPolicy::compile(Policy policy) {
     if (rule.is_l4()) c->l4_targets_.push_back({&rule, *rule.port});
     Entry* entry = nullptr;
     switch (rule.host.kind) {
-      case HostPattern::Kind::kExact: entry = &c->exact_[rule.host.name]; break;
-      case HostPattern::Kind::kWildcard: entry = &c->wildcard_[rule.host.name]; break;
+      case HostPattern::Kind::kExact:
+        entry = &c->exact_[rule.host.name];
+        break;
+      case HostPattern::Kind::kWildcard:
+        entry = &c->wildcard_[rule.host.name];
+        break;
       case HostPattern::Kind::kAddress:
         // CIDRs are L4-only and reach the datapath as prefixes; a literal
         // may also be named by HTTP(S) rules (SNI-less / Host: 1.2.3.4).
@@ -105,9 +109,8 @@ RequestVerdict CompiledPolicy::match_request(std::string_view host, std::string_
         std::find(rule->methods.begin(), rule->methods.end(), method) == rule->methods.end())
       continue;
     method_matched = true;
-    if (!rule->paths.empty() &&
-        std::none_of(rule->paths.begin(), rule->paths.end(),
-                     [&](const PathPattern& p) { return p.matches(path); }))
+    if (!rule->paths.empty() && std::none_of(rule->paths.begin(), rule->paths.end(),
+                                             [&](const PathPattern& p) { return p.matches(path); }))
       continue;
     r.action = rule->action == RuleAction::kAsk ? RequestAction::kAsk : RequestAction::kAllow;
     r.rule = rule;

@@ -52,8 +52,7 @@ class CompiledPolicy {
 
   // method: uppercase; path: normalised. Rules of the host are tried in
   // policy order; the first whose method and path match decides.
-  RequestVerdict match_request(std::string_view host, std::string_view method,
-                               std::string_view path) const;
+  RequestVerdict match_request(std::string_view host, std::string_view method, std::string_view path) const;
 
   const std::vector<L4Target>& l4_targets() const { return l4_targets_; }
   const std::vector<uint16_t>& steered_ports() const { return steered_ports_; }

@@ -38,5 +38,4 @@ std::optional<HostHeader> parse_host_header(std::string_view v) {
   return h;
 }
 
-
 }  // namespace zn::broker

@@ -13,8 +13,8 @@ constexpr size_t kMaxName = 253, kMaxLabel = 63;
 
 // Second-level labels that, under a two-letter country code, form a public
 // suffix (co.uk, com.au, ...): a wildcard directly under one is over-broad.
-constexpr std::array<std::string_view, 12> kPublicSecondLevels = {
-    "co", "com", "net", "org", "gov", "edu", "ac", "or", "ne", "go", "gob", "nic"};
+constexpr std::array<std::string_view, 12> kPublicSecondLevels = {"co", "com", "net", "org", "gov", "edu",
+                                                                  "ac", "or",  "ne",  "go",  "gob", "nic"};
 
 bool fail(std::string* why, const char* reason) {
   if (why) *why = reason;
@@ -77,14 +77,14 @@ std::optional<HostPattern> parse_host_pattern(std::string_view text, std::string
   if (text.rfind("*.", 0) == 0) {
     auto suffix = normalize_dns_name(text.substr(2), why);
     if (!suffix) return std::nullopt;
-    if (suffix->find('*') != std::string::npos) return fail(why, "only one leading '*.' allowed"), std::nullopt;
+    if (suffix->find('*') != std::string::npos)
+      return fail(why, "only one leading '*.' allowed"), std::nullopt;
     if (label_count(*suffix) < 2)
       return fail(why, "wildcard over a top-level domain is too broad"), std::nullopt;
     const std::string_view first(suffix->data(), suffix->find('.'));
     const std::string_view rest = std::string_view(*suffix).substr(first.size() + 1);
     if (label_count(*suffix) == 2 && rest.size() == 2 &&
-        std::find(kPublicSecondLevels.begin(), kPublicSecondLevels.end(), first) !=
-            kPublicSecondLevels.end())
+        std::find(kPublicSecondLevels.begin(), kPublicSecondLevels.end(), first) != kPublicSecondLevels.end())
       return fail(why, "wildcard over a public suffix is too broad"), std::nullopt;
     return HostPattern{HostPattern::Kind::kWildcard, *suffix};
   }

@@ -12,8 +12,8 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",   "POST",   "PUT",
-                                                      "PATCH",  "DELETE", "OPTIONS"};
+constexpr std::array<std::string_view, 7> kMethods = {"GET",   "HEAD",   "POST",   "PUT",
+                                                      "PATCH", "DELETE", "OPTIONS"};
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {
   throw PolicyError(path, message);
@@ -28,8 +28,7 @@ void only_fields(const json& obj, const std::string& path, std::initializer_list
   if (!obj.is_object()) fail(path, "must be an object");
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string& key = it.key();
-    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
-        known.end())
+    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
       fail(at(path, key), "unknown field");
   }
 }
@@ -62,14 +61,12 @@ HostPattern parse_host(const json& v, const std::string& path) {
 }
 
 bool valid_resource_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](unsigned char c) {
-           return std::islower(c) || std::isdigit(c) || c == '_' || c == '-';
-         });
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '_' || c == '-';
+  });
 }
 
-AllowRule parse_allow(const json& r, const std::string& path, size_t index,
-                      const PolicyLimits& limits) {
+AllowRule parse_allow(const json& r, const std::string& path, size_t index, const PolicyLimits& limits) {
   only_fields(r, path, {"host", "methods", "paths", "identity", "action", "port", "proto"});
   AllowRule rule;
   rule.index = index;
@@ -125,8 +122,7 @@ AllowRule parse_allow(const json& r, const std::string& path, size_t index,
       fail(path, "an L4 rule (port/proto) cannot have methods, paths, identity or ask");
     if (rule.host.kind == HostPattern::Kind::kWildcard)
       fail(at(path, "host"), "an L4 rule needs a name or an address, not a wildcard");
-  } else if (rule.host.kind == HostPattern::Kind::kAddress &&
-             rule.host.name.find('/') != std::string::npos) {
+  } else if (rule.host.kind == HostPattern::Kind::kAddress && rule.host.name.find('/') != std::string::npos) {
     fail(at(path, "host"), "a CIDR is only allowed in an L4 rule (with port)");
   }
   return rule;
@@ -175,8 +171,7 @@ Policy parse_document(const json& doc, const PolicyLimits& limits) {
         if (it == policy.resources.end())
           fail(at(at(apath, i), "identity"), "no resource '" + *rule.identity + "'");
         if (!it->second.fields.count("accessToken"))
-          fail(at(at(apath, i), "identity"),
-               "resource '" + *rule.identity + "' has no accessToken");
+          fail(at(at(apath, i), "identity"), "resource '" + *rule.identity + "' has no accessToken");
       }
       policy.allow.push_back(std::move(rule));
     }
@@ -197,8 +192,7 @@ Policy parse_document(const json& doc, const PolicyLimits& limits) {
     if (!p["rate"].contains("per_second")) fail(at(rpath, "per_second"), "required");
     policy.rate = RateLimit{
         static_cast<uint32_t>(as_uint(p["rate"]["burst"], at(rpath, "burst"), 1, limits.max_rate)),
-        static_cast<uint32_t>(
-            as_uint(p["rate"]["per_second"], at(rpath, "per_second"), 1, limits.max_rate))};
+        static_cast<uint32_t>(as_uint(p["rate"]["per_second"], at(rpath, "per_second"), 1, limits.max_rate))};
   }
   return policy;
 }
@@ -212,8 +206,7 @@ Policy parse_policy(std::string_view text, const PolicyLimits& limits) {
   // set per object by a wide margin on large policies.
   std::vector<std::pair<int, std::string>> keys;
   std::string duplicate;
-  json::parser_callback_t reject_duplicates = [&](int depth, json::parse_event_t event,
-                                                  json& parsed) {
+  json::parser_callback_t reject_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::object_end) {
       while (!keys.empty() && keys.back().first > depth) keys.pop_back();
     } else if (event == json::parse_event_t::key && duplicate.empty()) {

@@ -58,7 +58,8 @@ std::optional<PathPattern> PathPattern::parse(std::string_view text, std::string
     return fail("path patterns match normalised paths: no '%', '\\\\', '?' or '#'");
   // What normalise_target refuses or merges away (http_target.h) could
   // never match: such a rule would be dead, so it is an error, not a no-op.
-  if (text.find(';') != std::string_view::npos) return fail("no ';' (requests with path parameters are refused)");
+  if (text.find(';') != std::string_view::npos)
+    return fail("no ';' (requests with path parameters are refused)");
   if (text.find("//") != std::string_view::npos) return fail("no '//' (requests have merged slashes)");
   for (unsigned char c : text)
     if (c <= 0x20 || c >= 0x7f) return fail("only visible ASCII");

@@ -18,8 +18,8 @@ enum class RuleAction { kAllow, kAsk };
 struct AllowRule {
   size_t index = 0;  // position in policy.allow, for reasons and audit
   HostPattern host;
-  std::vector<std::string> methods;  // uppercase; empty = any
-  std::vector<PathPattern> paths;    // empty = any
+  std::vector<std::string> methods;     // uppercase; empty = any
+  std::vector<PathPattern> paths;       // empty = any
   std::optional<std::string> identity;  // resource name: "cap:stripe" -> "stripe"
   RuleAction action = RuleAction::kAllow;
   std::optional<uint16_t> port;  // set: an L4 rule (raw TCP to host:port)

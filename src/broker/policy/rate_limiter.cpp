@@ -4,7 +4,8 @@
 
 namespace zn::broker {
 
-bool RateLimiter::take(const std::string& session, const std::optional<RateLimit>& rate, Clock::time_point now) {
+bool RateLimiter::take(const std::string& session, const std::optional<RateLimit>& rate,
+                       Clock::time_point now) {
   if (!rate) return true;
   std::lock_guard lock(mu_);
   auto [it, fresh] = buckets_.try_emplace(session);

@@ -18,7 +18,8 @@ class RateLimiter {
   using Clock = std::chrono::steady_clock;
   // True if the session may proceed. A session without a rate always may.
   // A changed rate (policy update) restarts the bucket full at the new burst.
-  bool take(const std::string& session, const std::optional<RateLimit>& rate, Clock::time_point now = Clock::now());
+  bool take(const std::string& session, const std::optional<RateLimit>& rate,
+            Clock::time_point now = Clock::now());
   void forget(const std::string& session);
 
  private:

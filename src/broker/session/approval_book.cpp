@@ -22,7 +22,13 @@ uint64_t ApprovalBook::hold(const std::string& session, const std::string& schem
     ticket &= 0x001fffffffffffffULL;  // exact in JSON numbers
   }
   Entry e;
-  e.request = {ticket, session, scheme, host, method, path, std::chrono::system_clock::now(),
+  e.request = {ticket,
+               session,
+               scheme,
+               host,
+               method,
+               path,
+               std::chrono::system_clock::now(),
                std::chrono::system_clock::now() + ttl_};
   e.expires = now + ttl_;
   entries_.emplace(ticket, std::move(e));

@@ -31,8 +31,7 @@ class SessionDnsPolicy : public dns::DnsPolicy {
   dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
   void on_answer(const std::string& session_id, const std::string& qname,
                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) override;
-  void on_denied(const std::string& session_id, const std::string& qname,
-                 const std::string& reason) override;
+  void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
 
   // Unexpired answers given to a session for a name.
   std::vector<net::IpAddress> answers(const std::string& session_id, const std::string& qname) const;

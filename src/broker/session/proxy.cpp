@@ -55,7 +55,8 @@ proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, con
   d.mode = proxy::ConnectionMode::kReset;
   d.reason = reason;
   d.addresses.clear();
-  audit_.append({"egress:deny", d.session,
+  audit_.append({"egress:deny",
+                 d.session,
                  {{"host", d.host}, {"reason", reason}, {"dst", net::endpoint_text(facts.original_dst)}}});
   return d;
 }
@@ -66,9 +67,10 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   const uint16_t port = net::endpoint_port(facts.original_dst);
   d.port = port;
   d.host = dst.to_string();
-  std::optional<Session> s = facts.guest.ss_family == AF_INET
-                                 ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&facts.guest)->sin_addr)
-                                 : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&facts.guest)->sin6_addr);
+  std::optional<Session> s =
+      facts.guest.ss_family == AF_INET
+          ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&facts.guest)->sin_addr)
+          : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&facts.guest)->sin6_addr);
   if (!s) return reset(d, "unknown guest", facts);
   d.session = s->record.id;
 
@@ -132,7 +134,8 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   return d;
 }
 
-proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string& session, const std::string& host) {
+proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string& session,
+                                                              const std::string& host) {
   proxy::UpstreamAddresses out;
   std::optional<Session> s = sessions_.get(session);
   if (!s) {
@@ -175,7 +178,8 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
   return out;
 }
 
-proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int status, const std::string& reason,
+proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int status,
+                                                  const std::string& reason,
                                                   const proxy::RequestFacts& facts) {
   d.allow = false;
   d.status = status;
@@ -201,7 +205,8 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   // No domain fronting: the name the TLS session was set up for is the only
   // one its requests may address.
   if (facts.sni && host->name != *facts.sni) return refuse(d, 421, "Host does not match SNI", facts);
-  if (host->port && *host->port != facts.port) return refuse(d, 421, "Host port does not match the connection", facts);
+  if (host->port && *host->port != facts.port)
+    return refuse(d, 421, "Host port does not match the connection", facts);
   if (!take_rate(facts.session, *s)) return refuse(d, 429, "session rate exceeded", facts);
 
   RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
@@ -211,10 +216,12 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   d.status = 0;
   d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
   if (v.action == RequestAction::kAsk) {
-    d.hold_ticket = approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
-    audit_.append({"egress:ask",
-                   facts.session,
-                   {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
+    d.hold_ticket =
+        approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
+    audit_.append(
+        {"egress:ask",
+         facts.session,
+         {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
   }
   return d;
 }
@@ -248,7 +255,8 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::str
   if (!token) return std::nullopt;
   // The token itself is what an echoing upstream must not hand back, in
   // whatever encoding: "Bearer " is no part of the secret.
-  return proxy::Injection{"Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
+  return proxy::Injection{
+      "Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
 }
 
 std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
@@ -267,23 +275,30 @@ std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::s
 }
 
 void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
-  nlohmann::json detail = {{"host", r.host},       {"method", r.method},
-                           {"path", r.path},       {"status", r.status},
-                           {"mode", "intercept"},  {"bytes_up", r.bytes_from_guest},
-                           {"bytes_down", r.bytes_to_guest}, {"duration_ms", r.duration.count()}};
+  nlohmann::json detail = {{"host", r.host},
+                           {"method", r.method},
+                           {"path", r.path},
+                           {"status", r.status},
+                           {"mode", "intercept"},
+                           {"bytes_up", r.bytes_from_guest},
+                           {"bytes_down", r.bytes_to_guest},
+                           {"duration_ms", r.duration.count()}};
   if (!r.identity.empty()) detail["identity"] = r.identity;
   if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
   if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
   // No upstream could be connected: an error, never an egress:allow.
-  audit_.append({r.upstream_failed ? "egress:error" : r.forwarded ? "egress:allow" : "egress:deny", r.session,
-                 std::move(detail)});
+  audit_.append({r.upstream_failed ? "egress:error"
+                 : r.forwarded     ? "egress:allow"
+                                   : "egress:deny",
+                 r.session, std::move(detail)});
   if (r.reflected_in_head + r.reflected_in_body > 0) {
     // The upstream sent an injected secret back; the proxy replaced it before
     // the guest saw it. Where and how it was encoded, never the value.
     nlohmann::json where = nlohmann::json::array();
     if (r.reflected_in_head > 0) where.push_back("header");
     if (r.reflected_in_body > 0) where.push_back("body");
-    audit_.append({"secret:reflected", r.session,
+    audit_.append({"secret:reflected",
+                   r.session,
                    {{"host", r.host},
                     {"method", r.method},
                     {"path", r.path},
@@ -299,19 +314,22 @@ void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {
   if (!c.refused.empty()) {
     // The connect-time guard refused every address (the broker's own check
     // passed: the local table or a resolution changed in between).
-    audit_.append({"egress:deny", c.session, {{"host", c.host}, {"mode", "passthrough"}, {"reason", c.refused}}});
+    audit_.append(
+        {"egress:deny", c.session, {{"host", c.host}, {"mode", "passthrough"}, {"reason", c.refused}}});
     return;
   }
   if (c.upstream.empty()) {
     // Nothing was connected: not an egress:allow.
-    audit_.append({"egress:error", c.session,
+    audit_.append({"egress:error",
+                   c.session,
                    {{"host", c.host},
                     {"mode", "passthrough"},
                     {"reason", c.end},
                     {"duration_ms", c.duration.count()}}});
     return;
   }
-  audit_.append({"egress:allow", c.session,
+  audit_.append({"egress:allow",
+                 c.session,
                  {{"host", c.host},
                   {"mode", "passthrough"},
                   {"upstream", c.upstream},

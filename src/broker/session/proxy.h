@@ -27,14 +27,20 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   SessionProxyPolicy(const SessionDirectory& sessions, const SessionDnsPolicy& dns,
                      ConfiguredResolver& resolver, AuditLog& audit, ApprovalBook& approvals,
                      std::shared_ptr<const proxy::DestinationGuard> guard, Clock clock = {})
-      : sessions_(sessions), dns_(dns), resolver_(resolver), audit_(audit), approvals_(approvals),
-        guard_(std::move(guard)), clock_(std::move(clock)) {}
+      : sessions_(sessions),
+        dns_(dns),
+        resolver_(resolver),
+        audit_(audit),
+        approvals_(approvals),
+        guard_(std::move(guard)),
+        clock_(std::move(clock)) {}
 
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
   proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
   proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
-  std::optional<proxy::Injection> injection_for(const std::string& session, const proxy::RuleRef& rule) override;
+  std::optional<proxy::Injection> injection_for(const std::string& session,
+                                                const proxy::RuleRef& rule) override;
   std::vector<proxy::ScrubSecret> session_secrets(const std::string& session) override;
   void on_request_done(const proxy::RequestSummary& summary) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;

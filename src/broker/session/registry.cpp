@@ -17,8 +17,12 @@
 namespace zn::broker {
 namespace {
 
-std::string cidr(const in_addr& a) { return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4); }
-std::string cidr(const in6_addr& a) { return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6); }
+std::string cidr(const in_addr& a) {
+  return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4);
+}
+std::string cidr(const in6_addr& a) {
+  return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6);
+}
 
 // Adds the gateway addresses an adopted device may already carry.
 void ensure_gateway_addresses(int ifindex, const vmm::GuestNetwork& net) {
@@ -49,8 +53,7 @@ bool valid_session_id(const std::string& id) {
 
 SessionRegistry::SessionRegistry(Options options) : options_(std::move(options)) {
   if (!options_.maps) throw std::invalid_argument("SessionRegistry needs the datapath maps");
-  if (!options_.resolve)
-    options_.resolve = [](const std::string&) { return std::vector<ResolvedAddress>{}; };
+  if (!options_.resolve) options_.resolve = [](const std::string&) { return std::vector<ResolvedAddress>{}; };
 }
 
 void SessionRegistry::emit(const std::string& event, const std::string& sid,
@@ -117,7 +120,8 @@ Session SessionRegistry::create(const SessionSpec& spec) {
   s.record.slot = free_slot_locked(spec.slot);
   s.record.policy_json = spec.policy_json;
   s.record.created_unix =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   s.net = vmm::guest_network(options_.addresses, s.record.slot);
   s.policy = compiled;
   s.plan = plan_datapath(*compiled, options_.resolve);

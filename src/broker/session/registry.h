@@ -34,8 +34,8 @@ struct SessionSpec {
   std::optional<unsigned> slot;             // address slot; lowest free when unset
 };
 
-using AuditSink = std::function<void(const std::string& event, const std::string& sid,
-                                     const nlohmann::json& detail)>;
+using AuditSink =
+    std::function<void(const std::string& event, const std::string& sid, const nlohmann::json& detail)>;
 
 class SessionRegistry : public SessionDirectory {
  public:
@@ -43,9 +43,9 @@ class SessionRegistry : public SessionDirectory {
     dp::DatapathMaps* maps = nullptr;
     int ingress_prog_fd = -1, egress_prog_fd = -1;
     vmm::AddressPlan addresses = vmm::AddressPlan::lab_default();
-    NameResolver resolve;     // L4 rule names
-    std::string state_path;   // "" = not persisted (tests)
-    AuditSink audit;          // may be empty
+    NameResolver resolve;    // L4 rule names
+    std::string state_path;  // "" = not persisted (tests)
+    AuditSink audit;         // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
   };
   explicit SessionRegistry(Options options);

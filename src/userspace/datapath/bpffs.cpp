@@ -14,7 +14,7 @@ constexpr long kBpfFsMagic = 0xcafe4a11;
 }
 
 bool is_bpffs(const std::string& path) {
-  struct statfs st{};
+  struct statfs st {};
   return ::statfs(path.c_str(), &st) == 0 && st.f_type == kBpfFsMagic;
 }
 
@@ -25,8 +25,7 @@ void ensure_pin_root(const std::string& pin_root) {
   if (!is_bpffs(parent)) {
     fs::create_directories(parent);
     if (::mount("bpf", parent.c_str(), "bpf", 0, "mode=0700") != 0)
-      throw std::system_error(errno, std::generic_category(),
-                              "mount bpffs on " + parent.string());
+      throw std::system_error(errno, std::generic_category(), "mount bpffs on " + parent.string());
   }
   if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::system_error(errno, std::generic_category(), "mkdir " + root.string());

@@ -48,12 +48,14 @@ void check_pinned_abi(const std::string& pin_root) {
       "TAPs stay there, denying, until replaced).";
   int fd = bpf_obj_get(marker.c_str());
   if (fd < 0)
-    throw std::runtime_error("the datapath pinned under " + pin_root + " has no ABI marker (an older zeroness, ABI 1; this build is ABI " +
+    throw std::runtime_error("the datapath pinned under " + pin_root +
+                             " has no ABI marker (an older zeroness, ABI 1; this build is ABI " +
                              std::to_string(ZN_ABI_VERSION) + ")" + advice);
   __u32 key = 0, version = 0;
   const int err = bpf_map_lookup_elem(fd, &key, &version);
   ::close(fd);
-  if (err != 0) throw std::runtime_error("cannot read the ABI marker " + marker + ": " + std::strerror(errno));
+  if (err != 0)
+    throw std::runtime_error("cannot read the ABI marker " + marker + ": " + std::strerror(errno));
   if (version != ZN_ABI_VERSION)
     throw std::runtime_error("the datapath pinned under " + pin_root + " is ABI " + std::to_string(version) +
                              ", this build is ABI " + std::to_string(ZN_ABI_VERSION) + advice);
@@ -81,10 +83,10 @@ std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
   }
   int err = tap_ingress__load(dp->ingress_);
   if (err)
-    throw std::runtime_error(
-        "load tap_ingress: " + libbpf_error(err) +
-        (dp->pin_root_.empty() ? "" : " (maps pinned under " + dp->pin_root_ +
-                                          " may be from an incompatible version)"));
+    throw std::runtime_error("load tap_ingress: " + libbpf_error(err) +
+                             (dp->pin_root_.empty() ? ""
+                                                    : " (maps pinned under " + dp->pin_root_ +
+                                                          " may be from an incompatible version)"));
 
   // The egress program works on the very same maps.
   dp->egress_ = tap_egress__open();
@@ -95,8 +97,7 @@ std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
     if (!shared) continue;
     err = bpf_map__reuse_fd(map, bpf_map__fd(shared));
     if (err)
-      throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " +
-                               libbpf_error(err));
+      throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + libbpf_error(err));
   }
   err = tap_egress__load(dp->egress_);
   if (err) throw std::runtime_error("load tap_egress: " + libbpf_error(err));
@@ -127,8 +128,7 @@ int Datapath::counters_fd() const { return bpf_map__fd(ingress_->maps.zn_counter
 int Datapath::events_fd() const { return bpf_map__fd(ingress_->maps.zn_events); }
 int Datapath::event_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_ev_bucket); }
 DatapathMaps::Fds Datapath::map_fds() const {
-  return {sessions_fd(), listeners_fd(), l4_allow_fd(), l4_count_fd(), counters_fd(),
-          event_buckets_fd()};
+  return {sessions_fd(), listeners_fd(), l4_allow_fd(), l4_count_fd(), counters_fd(), event_buckets_fd()};
 }
 
 }  // namespace zn::dp

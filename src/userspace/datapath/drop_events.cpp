@@ -24,11 +24,16 @@ std::string endpoint(uint8_t family, const uint8_t* addr, uint16_t port_be, bool
 
 std::string protocol_name(uint8_t proto) {
   switch (proto) {
-    case IPPROTO_TCP: return "tcp";
-    case IPPROTO_UDP: return "udp";
-    case IPPROTO_ICMP: return "icmp";
-    case IPPROTO_ICMPV6: return "icmpv6";
-    default: return "proto " + std::to_string(proto);
+    case IPPROTO_TCP:
+      return "tcp";
+    case IPPROTO_UDP:
+      return "udp";
+    case IPPROTO_ICMP:
+      return "icmp";
+    case IPPROTO_ICMPV6:
+      return "icmpv6";
+    default:
+      return "proto " + std::to_string(proto);
   }
 }
 

@@ -33,8 +33,7 @@ void check_session_idx(uint32_t idx) {
 zn_session to_abi(const SessionEntry& e) {
   check_session_idx(e.session_idx);
   if (e.steered_ports.size() > ZN_MAX_STEERED_PORTS)
-    throw std::invalid_argument("at most " + std::to_string(ZN_MAX_STEERED_PORTS) +
-                                " steered ports");
+    throw std::invalid_argument("at most " + std::to_string(ZN_MAX_STEERED_PORTS) + " steered ports");
   zn_session s{};
   s.session_idx = e.session_idx;
   std::memcpy(s.guest_mac, e.guest_mac.data(), sizeof(s.guest_mac));
@@ -58,8 +57,8 @@ zn_l4_key to_abi_key(uint32_t session_idx, const L4Rule& rule) {
   const unsigned max_prefix = rule.family == 4 ? 32 : rule.family == 6 ? 128 : 0;
   if (max_prefix == 0) throw std::invalid_argument("L4 rule family must be 4 or 6");
   if (rule.prefix_len > max_prefix)
-    throw std::invalid_argument("L4 rule prefix /" + std::to_string(rule.prefix_len) +
-                                " too long for IPv" + std::to_string(rule.family));
+    throw std::invalid_argument("L4 rule prefix /" + std::to_string(rule.prefix_len) + " too long for IPv" +
+                                std::to_string(rule.family));
   zn_l4_key key{};
   key.prefixlen = ZN_L4_KEY_FIXED_BITS + rule.prefix_len;
   key.session_idx = session_idx;

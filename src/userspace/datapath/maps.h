@@ -15,7 +15,6 @@
 
 namespace zn::dp {
 
-
 // TCP ports steered to the proxy unless a session says otherwise.
 inline constexpr std::array<uint16_t, 2> kDefaultSteeredPorts{80, 443};
 
@@ -38,8 +37,9 @@ struct SessionEntry {
   in6_addr guest_ip6_ll{};
   in6_addr gateway_ip6{};
   in6_addr gateway_ip6_ll{};  // the host's link-local on the device; zero = not known
-  std::vector<uint16_t> steered_ports{kDefaultSteeredPorts.begin(), kDefaultSteeredPorts.end()};  // host order
-  uint32_t event_rate = ZN_DEFAULT_EVENT_RATE;  // drop events per second
+  std::vector<uint16_t> steered_ports{kDefaultSteeredPorts.begin(),
+                                      kDefaultSteeredPorts.end()};  // host order
+  uint32_t event_rate = ZN_DEFAULT_EVENT_RATE;                      // drop events per second
   uint32_t event_burst = ZN_DEFAULT_EVENT_BURST;
 };
 

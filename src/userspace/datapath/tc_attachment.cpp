@@ -60,9 +60,8 @@ void attach_one(int ifindex, bpf_tc_attach_point point, int prog_fd) {
   bpf_tc_opts opts = make_opts(prog_fd);
   int err = bpf_tc_attach(&hook, &opts);
   if (err)
-    throw std::runtime_error(std::string("attach ") +
-                             (point == BPF_TC_INGRESS ? "ingress" : "egress") + " on ifindex " +
-                             std::to_string(ifindex) + ": " + describe(err));
+    throw std::runtime_error(std::string("attach ") + (point == BPF_TC_INGRESS ? "ingress" : "egress") +
+                             " on ifindex " + std::to_string(ifindex) + ": " + describe(err));
 }
 
 void detach_one(int ifindex, bpf_tc_attach_point point) {
@@ -78,8 +77,7 @@ TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_p
   bpf_tc_hook hook = make_hook(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
   int err = bpf_tc_hook_create(&hook);
   if (err && err != -EEXIST)
-    throw std::runtime_error("create clsact on ifindex " + std::to_string(ifindex) + ": " +
-                             describe(err));
+    throw std::runtime_error("create clsact on ifindex " + std::to_string(ifindex) + ": " + describe(err));
   TcAttachment attachment(ifindex, err == 0);
 
   // Egress first: by the time ingress steers anything, replies can flow.
@@ -111,8 +109,7 @@ void TcAttachment::detach() {
   detach_one(ifindex_, BPF_TC_INGRESS);
   detach_one(ifindex_, BPF_TC_EGRESS);
   if (created_qdisc_) {
-    bpf_tc_hook hook =
-        make_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+    bpf_tc_hook hook = make_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
     bpf_tc_hook_destroy(&hook);
   }
 }

@@ -28,10 +28,14 @@ struct Request {
 
 Rcode rcode_of(uint8_t r) {
   switch (r) {
-    case LDNS_RCODE_NOERROR: return Rcode::NoError;
-    case LDNS_RCODE_NXDOMAIN: return Rcode::NxDomain;
-    case LDNS_RCODE_REFUSED: return Rcode::Refused;
-    default: return Rcode::ServFail;
+    case LDNS_RCODE_NOERROR:
+      return Rcode::NoError;
+    case LDNS_RCODE_NXDOMAIN:
+      return Rcode::NxDomain;
+    case LDNS_RCODE_REFUSED:
+      return Rcode::Refused;
+    default:
+      return Rcode::ServFail;
   }
 }
 
@@ -88,8 +92,7 @@ struct AresResolver::Impl {
     std::unique_ptr<Query> q(static_cast<Query*>(arg));
     ResolveResult result;  // ServFail
     // NXDOMAIN / NODATA replies still carry the upstream's packet.
-    if (abuf && alen > 0 &&
-        (status == ARES_SUCCESS || status == ARES_ENOTFOUND || status == ARES_ENODATA))
+    if (abuf && alen > 0 && (status == ARES_SUCCESS || status == ARES_ENOTFOUND || status == ARES_ENODATA))
       result = parse_upstream_reply(abuf, static_cast<size_t>(alen), q->qtype);
     --q->impl->in_flight;
     q->callback(std::move(result));
@@ -104,8 +107,7 @@ struct AresResolver::Impl {
     for (auto& r : batch) {
       auto* q = new Query{this, r.qtype, std::move(r.callback)};
       ares_query(channel, r.name.c_str(), LDNS_RR_CLASS_IN,
-                 r.qtype == QType::A ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA,
-                 &Impl::on_reply, q);
+                 r.qtype == QType::A ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA, &Impl::on_reply, q);
     }
   }
 

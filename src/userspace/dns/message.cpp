@@ -65,13 +65,20 @@ std::string presentation_name(const ldns_rdf* owner) {
 
 const char* problem_name(Problem p) {
   switch (p) {
-    case Problem::TooShort: return "too short";
-    case Problem::Oversize: return "oversize";
-    case Problem::IsResponse: return "QR set";
-    case Problem::Unparseable: return "unparseable";
-    case Problem::QuestionCount: return "question count";
-    case Problem::Opcode: return "opcode";
-    case Problem::Class: return "class";
+    case Problem::TooShort:
+      return "too short";
+    case Problem::Oversize:
+      return "oversize";
+    case Problem::IsResponse:
+      return "QR set";
+    case Problem::Unparseable:
+      return "unparseable";
+    case Problem::QuestionCount:
+      return "question count";
+    case Problem::Opcode:
+      return "opcode";
+    case Problem::Class:
+      return "class";
   }
   return "?";
 }
@@ -97,7 +104,8 @@ std::variant<Query, Rejection> parse_query(std::span<const uint8_t> wire) {
   if (ldns_pkt_qdcount(pkt.get()) != 1 || !questions || ldns_rr_list_rr_count(questions) != 1)
     return Rejection{Problem::QuestionCount, header_only_reply(id, rd, LDNS_RCODE_FORMERR)};
   const ldns_rr* q = ldns_rr_list_rr(questions, 0);
-  if (!q || !ldns_rr_owner(q)) return Rejection{Problem::Unparseable, header_only_reply(id, rd, LDNS_RCODE_FORMERR)};
+  if (!q || !ldns_rr_owner(q))
+    return Rejection{Problem::Unparseable, header_only_reply(id, rd, LDNS_RCODE_FORMERR)};
 
   Query query;
   query.id = id;
@@ -118,8 +126,8 @@ size_t udp_reply_limit(const Query& q) {
   return q.edns ? std::min<size_t>(q.udp_size, kMaxEdnsUdpReply) : 512;
 }
 
-Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses,
-                  uint32_t ttl, size_t max_size) {
+Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses, uint32_t ttl,
+                  size_t max_size) {
   const bool rd = q.pkt && ldns_pkt_rd(q.pkt.get());
   auto build = [&](bool with_answers) -> Bytes {
     PktPtr p = new_reply_header(q.id, rd, static_cast<ldns_pkt_rcode>(rcode));
@@ -141,8 +149,8 @@ Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>
         ldns_rr_set_type(rr, v4 ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA);
         ldns_rr_set_class(rr, LDNS_RR_CLASS_IN);
         ldns_rr_set_ttl(rr, ttl);
-        ldns_rr_push_rdf(rr, ldns_rdf_new_frm_data(v4 ? LDNS_RDF_TYPE_A : LDNS_RDF_TYPE_AAAA,
-                                                   a.size(), a.bytes.data()));
+        ldns_rr_push_rdf(
+            rr, ldns_rdf_new_frm_data(v4 ? LDNS_RDF_TYPE_A : LDNS_RDF_TYPE_AAAA, a.size(), a.bytes.data()));
         ldns_pkt_push_rr(p.get(), LDNS_SECTION_ANSWER, rr);
       }
     }

@@ -29,10 +29,10 @@ using PktPtr = std::unique_ptr<ldns_struct_pkt, PktDeleter>;
 
 // A well-formed query: one question, class IN, opcode QUERY, QR clear.
 struct Query {
-  PktPtr pkt;           // the parsed packet (its question is echoed in replies)
+  PktPtr pkt;  // the parsed packet (its question is echoed in replies)
   uint16_t id = 0;
-  uint16_t qtype = 0;   // LDNS_RR_TYPE_*
-  std::string qname;    // lowercase, no trailing dot, ldns presentation form
+  uint16_t qtype = 0;  // LDNS_RR_TYPE_*
+  std::string qname;   // lowercase, no trailing dot, ldns presentation form
   bool edns = false;
   uint16_t udp_size = 512;  // the client's advertised UDP size (512 without EDNS)
 };
@@ -60,8 +60,8 @@ std::variant<Query, Rejection> parse_query(std::span<const uint8_t> wire);
 // A reply to a parsed query. answer_type A or AAAA with addresses of that
 // family; rcode NoError with no addresses is NODATA. If the encoded reply
 // exceeds max_size it is replaced by an empty one with TC set.
-Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses,
-                  uint32_t ttl, size_t max_size);
+Bytes build_reply(const Query& q, Rcode rcode, const std::vector<net::IpAddress>& addresses, uint32_t ttl,
+                  size_t max_size);
 
 // Largest reply for this query over UDP (512, or its EDNS size up to kMaxEdnsUdpReply).
 size_t udp_reply_limit(const Query& q);

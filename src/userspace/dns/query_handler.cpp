@@ -11,8 +11,8 @@ QueryHandler::QueryHandler(DnsPolicy& policy, Resolver& resolver, HandlerConfig 
 
 QueryHandler::~QueryHandler() = default;
 
-void QueryHandler::handle(std::span<const uint8_t> wire, const sockaddr_storage& source,
-                          Transport transport, Done done) {
+void QueryHandler::handle(std::span<const uint8_t> wire, const sockaddr_storage& source, Transport transport,
+                          Done done) {
   ++counters_.queries;
   auto parsed = parse_query(wire);
   if (auto* rej = std::get_if<Rejection>(&parsed)) {

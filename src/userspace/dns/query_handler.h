@@ -51,8 +51,7 @@ class QueryHandler {
 
   // done is called exactly once, on the handler's thread (possibly before
   // handle() returns) — or never if the owner shuts down first.
-  void handle(std::span<const uint8_t> wire, const sockaddr_storage& source, Transport transport,
-              Done done);
+  void handle(std::span<const uint8_t> wire, const sockaddr_storage& source, Transport transport, Done done);
 
   DnsCounters& counters() { return counters_; }
   size_t pending() const { return pending_.size(); }

@@ -17,9 +17,9 @@ enum class QType : uint16_t { A = 1, AAAA = 28 };
 enum class Rcode : uint8_t { NoError = 0, FormErr = 1, ServFail = 2, NxDomain = 3, NotImp = 4, Refused = 5 };
 
 struct ResolveResult {
-  Rcode rcode = Rcode::ServFail;    // NoError with no addresses is NODATA
+  Rcode rcode = Rcode::ServFail;          // NoError with no addresses is NODATA
   std::vector<net::IpAddress> addresses;  // only of the asked family
-  uint32_t ttl = 0;                  // seconds, uncapped
+  uint32_t ttl = 0;                       // seconds, uncapped
 };
 
 class Resolver {

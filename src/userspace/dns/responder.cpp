@@ -121,8 +121,7 @@ struct Responder::Impl {
         handler.handle(std::span<const uint8_t>(buf.data(), d->size), source, Transport::Udp,
                        [this, &l, source, from](std::optional<Bytes> reply) {
                          if (!reply) return;
-                         if (!net::send_datagram_from(l.socket.native_handle(), l.addr, from, source,
-                                                 *reply))
+                         if (!net::send_datagram_from(l.socket.native_handle(), l.addr, from, source, *reply))
                            ++handler.counters().send_errors;
                        });
       }
@@ -152,8 +151,7 @@ struct Responder::Impl {
   }
 
   struct Connection {
-    explicit Connection(asio::ip::tcp::socket s)
-        : socket(std::move(s)), timer(socket.get_executor()) {}
+    explicit Connection(asio::ip::tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
     asio::ip::tcp::socket socket;
     asio::steady_timer timer;
     std::chrono::steady_clock::time_point deadline;
@@ -175,8 +173,7 @@ struct Responder::Impl {
   }
 
   // Runs one query through the handler; completes on the loop, never inline.
-  asio::awaitable<std::optional<Bytes>> answer(std::span<const uint8_t> msg,
-                                               const sockaddr_storage& source) {
+  asio::awaitable<std::optional<Bytes>> answer(std::span<const uint8_t> msg, const sockaddr_storage& source) {
     return asio::async_initiate<decltype(asio::use_awaitable), void(std::optional<Bytes>)>(
         [this, msg, source](auto completion) {
           auto shared = std::make_shared<decltype(completion)>(std::move(completion));
@@ -195,8 +192,7 @@ struct Responder::Impl {
     auto c = std::make_shared<Connection>(std::move(sock));
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
-    if (::getpeername(c->socket.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0)
-      co_return;
+    if (::getpeername(c->socket.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) co_return;
     c->deadline = std::chrono::steady_clock::now() + config.tcp_idle_timeout;
     asio::co_spawn(io, watchdog(c), asio::detached);
 
@@ -214,8 +210,7 @@ struct Responder::Impl {
         break;
       }
       Bytes msg(size);
-      co_await asio::async_read(c->socket, asio::buffer(msg),
-                                asio::redirect_error(asio::use_awaitable, ec));
+      co_await asio::async_read(c->socket, asio::buffer(msg), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
       std::optional<Bytes> reply = co_await answer(msg, peer);
       if (!reply) continue;

@@ -9,11 +9,12 @@ namespace {
 
 // Connection-level headers (RFC 9110 7.6.1) and the framing we regenerate.
 constexpr std::array<std::string_view, 10> kHopByHop = {
-    "connection", "keep-alive", "proxy-connection", "te",   "trailer",
-    "transfer-encoding", "upgrade", "content-length", "expect", "host"};
+    "connection",        "keep-alive", "proxy-connection", "te",     "trailer",
+    "transfer-encoding", "upgrade",    "content-length",   "expect", "host"};
 
 bool is_hop_by_hop(std::string_view name) {
-  return std::any_of(kHopByHop.begin(), kHopByHop.end(), [&](std::string_view h) { return iequals(h, name); });
+  return std::any_of(kHopByHop.begin(), kHopByHop.end(),
+                     [&](std::string_view h) { return iequals(h, name); });
 }
 
 // Header names listed in Connection are hop-by-hop too.
@@ -47,28 +48,45 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 
 std::string_view reason_phrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 417: return "Expectation Failed";
-    case 421: return "Misdirected Request";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 417:
+      return "Expectation Failed";
+    case 421:
+      return "Misdirected Request";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
   }
 }
 
-std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target, std::string_view host,
-                                   const Injection* injection, bool scanned_response) {
+std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
+                                   std::string_view host, const Injection* injection, bool scanned_response) {
   std::vector<std::string> drop = connection_tokens(request.headers);
   if (injection != nullptr) {
     drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());

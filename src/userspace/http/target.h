@@ -14,11 +14,14 @@
 // interpretation                  | who reads it differently                       | we
 // --------------------------------+------------------------------------------------+------------------------------
 // dot segments, also as %2e       | all resolve them (RFC 3986 5.2.4); some decode | decode %2e, remove dot
-//                                 | %2e first (Tomcat, nginx), some do not         | segments, forward the result
+//                                 | %2e first (Tomcat, nginx), some do not         | segments, forward the
+//                                 result
 // unreserved escapes, hex case    | equivalent everywhere (RFC 3986 6.2.2)         | decode / uppercase
-// merged slashes "//"             | nginx merge_slashes, Apache >= 2.4.39, Tomcat, | collapse BEFORE removing dot
-//                                 | Go ServeMux merge; Node, S3 keep them; merge   | segments (as nginx does), and
-//                                 | vs dot order decides "/a//../b"                | forward the collapsed path
+// merged slashes "//"             | nginx merge_slashes, Apache >= 2.4.39, Tomcat, | collapse BEFORE removing
+// dot
+//                                 | Go ServeMux merge; Node, S3 keep them; merge   | segments (as nginx
+//                                 does), and | vs dot order decides "/a//../b"                | forward the
+//                                 collapsed path
 // ';' path parameters, raw        | Tomcat, Jetty, Spring, Undertow strip ";..."   | 400 anywhere in the path
 //                                 | per segment before dots ("..;" is ".."); nginx,|
 //                                 | Apache, Go, Node keep ';' literal              |
@@ -29,26 +32,32 @@
 // '/' as %2F                      | Apache AllowEncodedSlashes, Tomcat             | 400
 //                                 | ALLOW_ENCODED_SLASH, decoding routers          |
 // %uXXXX escapes                  | IIS, classic ASP decode them; RFC 3986 has none| 400 (malformed escape)
-// double encoding %25XX, %25uXXXX | IIS double decoding, apps and chained proxies  | 400 when %25 precedes two hex
-//                                 | that decode again ("%252e%252e" is "..")       | digits or 'u', also when built
-//                                 |                                                | from escapes ("%25%32%65")
+// double encoding %25XX, %25uXXXX | IIS double decoding, apps and chained proxies  | 400 when %25 precedes
+// two hex
+//                                 | that decode again ("%252e%252e" is "..")       | digits or 'u', also when
+//                                 built |                                                | from escapes
+//                                 ("%25%32%65")
 // NUL, C0 controls, DEL as escape | truncation (C strings), WHATWG tab/CR/LF       | 400
 //                                 | stripping, trimming, header/log injection      |
-// invalid UTF-8 in escapes:       | lenient decoders (old IIS, Java modified       | 400: decoded bytes must be
-// overlong (%C0%AE, %E0%80%AE,    | UTF-8, Latin-1 fallbacks) turn %C0%AE into '.' | well-formed UTF-8 (RFC 3629)
-// %C0%AF), lone continuation,     | and %C0%AF into '/'                            |
-// surrogates, > U+10FFFF, F5-FF |                                                |
-// code points that NFKC or a      | apps normalising to NFKC (Python, Java         | 400 for the listed code points
-// Windows best-fit code page map  | Normalizer), Windows ANSI APIs (best fit:      | (kAmbiguousCodePoints: NFKC
-// onto / \ . ; % ? # or a space   | U+FF0F '/', U+2215 '/', U+00A5 '\' in cp932),  | to one of those, plus known
-// (fullwidth, small forms, U+2215,| IDNA-style full stops (U+3002)                 | best-fit and full-stop forms),
-// U+2044, NBSP...), C1, U+2028/9  |                                                | C1 controls, line separators
-// trailing '.' or ' ' in a segment| Windows, IIS, NTFS strip them: "admin." and    | 400 for any segment but "." and
-// ("admin.", "..%20", "...")      | "admin%20" are "admin", ".. " is ".."          | ".." ending in '.' or space,
-//                                 | ('+' is a space to form decoders)              | or made only of . + space
+// invalid UTF-8 in escapes:       | lenient decoders (old IIS, Java modified       | 400: decoded bytes must
+// be overlong (%C0%AE, %E0%80%AE,    | UTF-8, Latin-1 fallbacks) turn %C0%AE into '.' | well-formed UTF-8
+// (RFC 3629) %C0%AF), lone continuation,     | and %C0%AF into '/'                            | surrogates, >
+// U+10FFFF, F5-FF |                                                | code points that NFKC or a      | apps
+// normalising to NFKC (Python, Java         | 400 for the listed code points Windows best-fit code page map
+// | Normalizer), Windows ANSI APIs (best fit:      | (kAmbiguousCodePoints: NFKC onto / \ . ; % ? # or a
+// space   | U+FF0F '/', U+2215 '/', U+00A5 '\' in cp932),  | to one of those, plus known (fullwidth, small
+// forms, U+2215,| IDNA-style full stops (U+3002)                 | best-fit and full-stop forms), U+2044,
+// NBSP...), C1, U+2028/9  |                                                | C1 controls, line separators
+// trailing '.' or ' ' in a segment| Windows, IIS, NTFS strip them: "admin." and    | 400 for any segment but
+// "." and
+// ("admin.", "..%20", "...")      | "admin%20" are "admin", ".. " is ".."          | ".." ending in '.' or
+// space,
+//                                 | ('+' is a space to form decoders)              | or made only of . +
+//                                 space
 // case ("/V1/x" vs "/v1/x")       | IIS, Windows, macOS file systems, ASP.NET      | unchanged; see below
 //                                 | routing fold case; most others do not          |
-// '?' as %3F, '#' as %23          | decoding routers could split on them           | kept encoded: never a query
+// '?' as %3F, '#' as %23          | decoding routers could split on them           | kept encoded: never a
+// query
 //
 // Case is left alone because it cannot widen what a policy allows: rules only
 // allow, match case-sensitively, and a case-folding backend maps the matched

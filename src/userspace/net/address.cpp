@@ -42,8 +42,6 @@ std::string IpAddress::to_string() const {
   return buf;
 }
 
-
-
 in_addr parse_ip4(const std::string& text) {
   in_addr addr{};
   if (::inet_pton(AF_INET, text.c_str(), &addr) != 1)
@@ -70,8 +68,8 @@ std::string to_string(const in6_addr& addr) {
 
 std::string to_string(const MacAddress& mac) {
   char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-                mac[4], mac[5]);
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4],
+                mac[5]);
   return buf;
 }
 

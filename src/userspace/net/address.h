@@ -17,8 +17,8 @@
 namespace zn::net {
 
 struct IpAddress {
-  int family = AF_INET;              // AF_INET or AF_INET6
-  std::array<uint8_t, 16> bytes{};   // network order; IPv4 uses the first 4
+  int family = AF_INET;             // AF_INET or AF_INET6
+  std::array<uint8_t, 16> bytes{};  // network order; IPv4 uses the first 4
 
   static IpAddress v4(const std::array<uint8_t, 4>& b);
   static IpAddress v6(const std::array<uint8_t, 16>& b);
@@ -29,8 +29,6 @@ struct IpAddress {
   std::string to_string() const;
   auto operator<=>(const IpAddress&) const = default;
 };
-
-
 
 using MacAddress = std::array<std::uint8_t, 6>;
 

@@ -113,7 +113,8 @@ void LocalAddresses::refresh() {
   {
     std::lock_guard lock(nl_->dump_mu);
     nl_cache* raw = nullptr;
-    if (int err = rtnl_route_alloc_cache(nl_->dump.get(), AF_UNSPEC, 0, &raw); err < 0) fail(err, "route dump");
+    if (int err = rtnl_route_alloc_cache(nl_->dump.get(), AF_UNSPEC, 0, &raw); err < 0)
+      fail(err, "route dump");
     CachePtr routes(raw);
     for (nl_object* o = nl_cache_get_first(routes.get()); o; o = nl_cache_get_next(o)) {
       auto* r = reinterpret_cast<rtnl_route*>(o);

@@ -14,7 +14,8 @@ std::optional<AddressPrefix> AddressPrefix::parse(std::string_view text) {
     const std::string_view len = text.substr(slash + 1);
     unsigned n = 0;
     auto [end, ec] = std::from_chars(len.data(), len.data() + len.size(), n);
-    if (len.empty() || ec != std::errc() || end != len.data() + len.size() || n > p.length) return std::nullopt;
+    if (len.empty() || ec != std::errc() || end != len.data() + len.size() || n > p.length)
+      return std::nullopt;
     p.length = n;
   }
   for (unsigned bit = p.length; bit < p.network.size() * 8; ++bit)
@@ -38,7 +39,8 @@ bool AddressPrefix::within(const AddressPrefix& outer) const {
 std::string AddressPrefix::to_string() const { return network.to_string() + "/" + std::to_string(length); }
 
 IpAddress unmap_ipv4(const IpAddress& a) {
-  const bool mapped = a.family == AF_INET6 && std::all_of(a.bytes.begin(), a.bytes.begin() + 10, [](uint8_t b) { return b == 0; }) &&
+  const bool mapped = a.family == AF_INET6 &&
+                      std::all_of(a.bytes.begin(), a.bytes.begin() + 10, [](uint8_t b) { return b == 0; }) &&
                       a.bytes[10] == 0xff && a.bytes[11] == 0xff;
   if (!mapped) return a;
   IpAddress v4;

@@ -29,12 +29,11 @@ int set_int(int fd, int level, int opt, int value) {
 int open_marked(int family, int type) {
   int fd = ::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  const bool ok =
-      (family == AF_INET ? set_int(fd, SOL_IP, IP_TRANSPARENT, 1)
-                         : set_int(fd, SOL_IPV6, IPV6_TRANSPARENT, 1)) == 0 &&
-      set_int(fd, SOL_SOCKET, SO_MARK, ZN_MARK_HOST_REPLY) == 0 &&
-      set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) == 0 &&
-      (family == AF_INET || set_int(fd, SOL_IPV6, IPV6_V6ONLY, 1) == 0);
+  const bool ok = (family == AF_INET ? set_int(fd, SOL_IP, IP_TRANSPARENT, 1)
+                                     : set_int(fd, SOL_IPV6, IPV6_TRANSPARENT, 1)) == 0 &&
+                  set_int(fd, SOL_SOCKET, SO_MARK, ZN_MARK_HOST_REPLY) == 0 &&
+                  set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) == 0 &&
+                  (family == AF_INET || set_int(fd, SOL_IPV6, IPV6_V6ONLY, 1) == 0);
   if (!ok) {
     int e = errno;
     ::close(fd);
@@ -81,8 +80,7 @@ bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
   if (a.ss_family == AF_INET6) {
     auto* x = reinterpret_cast<const sockaddr_in6*>(&a);
     auto* y = reinterpret_cast<const sockaddr_in6*>(&b);
-    return x->sin6_port == y->sin6_port &&
-           std::memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(in6_addr)) == 0;
+    return x->sin6_port == y->sin6_port && std::memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(in6_addr)) == 0;
   }
   return false;
 }
@@ -143,13 +141,13 @@ std::optional<ReceivedDatagram> receive_datagram(int fd, std::span<uint8_t> buf)
   return d;
 }
 
-bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr,
-                        const sockaddr_storage& from, const sockaddr_storage& to,
-                        std::span<const uint8_t> payload) {
+bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr, const sockaddr_storage& from,
+                        const sockaddr_storage& to, std::span<const uint8_t> payload) {
   auto send_on = [&](int fd) {
     ssize_t n;
-    do n = ::sendto(fd, payload.data(), payload.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
-                    reinterpret_cast<const sockaddr*>(&to), endpoint_len(to));
+    do
+      n = ::sendto(fd, payload.data(), payload.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                   reinterpret_cast<const sockaddr*>(&to), endpoint_len(to));
     while (n < 0 && errno == EINTR);
     return n == static_cast<ssize_t>(payload.size());
   };

@@ -36,8 +36,7 @@ std::optional<ReceivedDatagram> receive_datagram(int fd, std::span<uint8_t> buf)
 // Sends payload to `to` from `from`. If `from` is the listener's own
 // address the listener socket is used, otherwise a short-lived transparent
 // socket bound to `from`. Returns false on failure (errno set).
-bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr,
-                        const sockaddr_storage& from, const sockaddr_storage& to,
-                        std::span<const uint8_t> payload);
+bool send_datagram_from(int listener_fd, const sockaddr_storage& listener_addr, const sockaddr_storage& from,
+                        const sockaddr_storage& to, std::span<const uint8_t> payload);
 
 }  // namespace zn::net

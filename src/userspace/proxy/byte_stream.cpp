@@ -36,7 +36,8 @@ std::string openssl_reason(const char* what, SSL* ssl) {
 }  // namespace
 
 awaitable<size_t> PlainStream::read_some(char* data, size_t size) {
-  auto [ec, n] = co_await socket_.async_read_some(asio::buffer(data, size), asio::experimental::as_tuple(use_awaitable));
+  auto [ec, n] =
+      co_await socket_.async_read_some(asio::buffer(data, size), asio::experimental::as_tuple(use_awaitable));
   if (ec == asio::error::eof) co_return 0;
   if (ec) throw std::system_error(ec);
   co_return n;
@@ -83,7 +84,8 @@ awaitable<void> TlsStream::flush() {
 
 awaitable<bool> TlsStream::fill() {
   char buf[16384];
-  auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), asio::experimental::as_tuple(use_awaitable));
+  auto [ec, n] =
+      co_await socket_.async_read_some(asio::buffer(buf), asio::experimental::as_tuple(use_awaitable));
   if (ec == asio::error::eof) {
     BIO_set_mem_eof_return(in_, 0);
     co_return false;
@@ -100,7 +102,8 @@ awaitable<void> TlsStream::handshake() {
     co_await flush();  // alerts too: the peer should learn why
     if (r == 1) co_return;
     int err = SSL_get_error(ssl_.get(), r);
-    if (err != SSL_ERROR_WANT_READ) throw std::runtime_error(openssl_reason("TLS handshake failed", ssl_.get()));
+    if (err != SSL_ERROR_WANT_READ)
+      throw std::runtime_error(openssl_reason("TLS handshake failed", ssl_.get()));
     const bool more = co_await fill();
     if (!more) throw std::runtime_error("TLS handshake: peer closed");
   }

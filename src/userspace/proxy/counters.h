@@ -13,26 +13,26 @@
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_proxy_connections_total ("" when it is not one); the order is the order
 // they are written out.
-#define ZN_PROXY_COUNTERS(X)                                                                              \
-  X(accepted, "accepted", "connections accepted")                                                         \
-  X(allowed, "spliced", "connections spliced to the upstream the broker chose")                           \
-  X(intercepted, "intercepted", "connections intercepted (TLS terminated, or plain HTTP)")                \
-  X(denied, "reset", "connections the broker or the guard refused: reset")                                \
-  X(timed_out, "hello_timeout", "no complete ClientHello by the hello deadline: reset")                   \
-  X(tls_handshake_failures, "tls_handshake_failure", "intercepted guests whose TLS handshake failed")      \
-  X(rejected_busy, "busy", "reset at accept: the proxy's connection cap")                                 \
-  X(rejected_guest_cap, "guest_cap", "reset at accept: the guest address's connection cap")               \
-  X(idle_closed, "idle_closed", "spliced connections closed at the idle timeout")                         \
-  X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")               \
+#define ZN_PROXY_COUNTERS(X)                                                                          \
+  X(accepted, "accepted", "connections accepted")                                                     \
+  X(allowed, "spliced", "connections spliced to the upstream the broker chose")                       \
+  X(intercepted, "intercepted", "connections intercepted (TLS terminated, or plain HTTP)")            \
+  X(denied, "reset", "connections the broker or the guard refused: reset")                            \
+  X(timed_out, "hello_timeout", "no complete ClientHello by the hello deadline: reset")               \
+  X(tls_handshake_failures, "tls_handshake_failure", "intercepted guests whose TLS handshake failed") \
+  X(rejected_busy, "busy", "reset at accept: the proxy's connection cap")                             \
+  X(rejected_guest_cap, "guest_cap", "reset at accept: the guest address's connection cap")           \
+  X(idle_closed, "idle_closed", "spliced connections closed at the idle timeout")                     \
+  X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")          \
   X(upstream_failures, "", "spliced connections whose upstream could not be connected")
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_proxy_requests_total ("" when it is not one).
-#define ZN_INTERCEPT_COUNTERS(X)                                                                          \
-  X(requests, "", "well-formed requests put to the broker")                                               \
-  X(allowed, "allowed", "requests forwarded and answered by the upstream")                                \
-  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")                      \
-  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400")               \
+#define ZN_INTERCEPT_COUNTERS(X)                                                            \
+  X(requests, "", "well-formed requests put to the broker")                                 \
+  X(allowed, "allowed", "requests forwarded and answered by the upstream")                  \
+  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")        \
+  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400") \
   X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")
 
 namespace zn::proxy {

@@ -62,11 +62,11 @@ const std::vector<Entry>& table() {
         {"2001:1::2/128", C::kPublic},  // TURN anycast
         {"2001:1::3/128", C::kPublic},  // DNS-SD SRP anycast
         {"2001:2::/48", C::kBenchmarking},
-        {"2001:3::/32", C::kPublic},  // AMT
-        {"2001:4:112::/48", C::kPublic},  // AS112-v6
+        {"2001:3::/32", C::kPublic},       // AMT
+        {"2001:4:112::/48", C::kPublic},   // AS112-v6
         {"2001:10::/28", C::kDeprecated},  // ORCHID
-        {"2001:20::/28", C::kPublic},  // ORCHIDv2
-        {"2001:30::/28", C::kPublic},  // drone remote ID
+        {"2001:20::/28", C::kPublic},      // ORCHIDv2
+        {"2001:30::/28", C::kPublic},      // drone remote ID
         {"2001:db8::/32", C::kDocumentation},
         {"2002::/16", C::kSixToFour},
         {"3fff::/20", C::kDocumentation},
@@ -97,7 +97,8 @@ C lookup(const net::IpAddress& a) {
 
 net::IpAddress v4_at(const net::IpAddress& a, size_t offset, bool inverted = false) {
   std::array<uint8_t, 4> b{};
-  for (size_t i = 0; i < 4; ++i) b[i] = static_cast<uint8_t>(inverted ? ~a.bytes[offset + i] : a.bytes[offset + i]);
+  for (size_t i = 0; i < 4; ++i)
+    b[i] = static_cast<uint8_t>(inverted ? ~a.bytes[offset + i] : a.bytes[offset + i]);
   return net::IpAddress::v4(b);
 }
 
@@ -139,26 +140,46 @@ DestinationVerdict classify_destination(const net::IpAddress& address) {
 
 std::string_view destination_class_name(DestinationClass cls) {
   switch (cls) {
-    case C::kPublic: return "public";
-    case C::kUnspecified: return "unspecified";
-    case C::kLoopback: return "loopback";
-    case C::kPrivate: return "private";
-    case C::kLinkLocal: return "link-local";
-    case C::kMetadata: return "metadata";
-    case C::kCgnat: return "shared address space";
-    case C::kMulticast: return "multicast";
-    case C::kReserved: return "reserved";
-    case C::kDocumentation: return "documentation";
-    case C::kBenchmarking: return "benchmarking";
-    case C::kProtocolAssignments: return "protocol assignments";
-    case C::kDiscard: return "discard-only";
-    case C::kLocalTranslation: return "local-use translation";
-    case C::kNat64: return "nat64";
-    case C::kSixToFour: return "6to4";
-    case C::kTeredo: return "teredo";
-    case C::kIpv4Compatible: return "ipv4-compatible";
-    case C::kSegmentRouting: return "segment routing";
-    case C::kDeprecated: return "deprecated";
+    case C::kPublic:
+      return "public";
+    case C::kUnspecified:
+      return "unspecified";
+    case C::kLoopback:
+      return "loopback";
+    case C::kPrivate:
+      return "private";
+    case C::kLinkLocal:
+      return "link-local";
+    case C::kMetadata:
+      return "metadata";
+    case C::kCgnat:
+      return "shared address space";
+    case C::kMulticast:
+      return "multicast";
+    case C::kReserved:
+      return "reserved";
+    case C::kDocumentation:
+      return "documentation";
+    case C::kBenchmarking:
+      return "benchmarking";
+    case C::kProtocolAssignments:
+      return "protocol assignments";
+    case C::kDiscard:
+      return "discard-only";
+    case C::kLocalTranslation:
+      return "local-use translation";
+    case C::kNat64:
+      return "nat64";
+    case C::kSixToFour:
+      return "6to4";
+    case C::kTeredo:
+      return "teredo";
+    case C::kIpv4Compatible:
+      return "ipv4-compatible";
+    case C::kSegmentRouting:
+      return "segment routing";
+    case C::kDeprecated:
+      return "deprecated";
   }
   return "unknown";
 }
@@ -169,6 +190,5 @@ std::string describe_destination(const DestinationVerdict& v) {
     out += " (carries " + std::string(destination_class_name(*v.carried)) + ")";
   return out;
 }
-
 
 }  // namespace zn::proxy

@@ -57,6 +57,4 @@ std::string_view destination_class_name(DestinationClass cls);  // "private", "d
 // "special-purpose: documentation", "special-purpose: 6to4 (carries private)".
 std::string describe_destination(const DestinationVerdict& verdict);
 
-
-
 }  // namespace zn::proxy

@@ -43,7 +43,7 @@ struct Upstream {
   std::string host;
   std::unique_ptr<tcp::socket> socket;
   std::unique_ptr<ByteStream> stream;
-  std::string buffered;  // read past the end of the last response
+  std::string buffered;   // read past the end of the last response
   std::string connected;  // "198.18.0.10:443": the address and port connected
 
   bool open() const { return stream != nullptr; }
@@ -101,7 +101,8 @@ class Exchange {
         size_t n = 0;
         bool expired = false, failed = false;
         try {
-          n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), std::max<Clock::duration>(wait, 1ms));
+          n = co_await with_deadline(guest_.read_some(buf_, kReadChunk),
+                                     std::max<Clock::duration>(wait, 1ms));
         } catch (const std::system_error& e) {
           expired = timed_out(e);
           failed = true;
@@ -162,7 +163,8 @@ class Exchange {
     facts.method = req.method;
     facts.path = target->path;
     ctx_.counters.requests++;
-    RequestDecision decision = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.decide_request(facts); });
+    RequestDecision decision =
+        co_await off_loop(ctx_.pool, [&] { return ctx_.policy.decide_request(facts); });
     if (!decision.allow) {
       ctx_.counters.denied++;
       const std::string label = decision.status == 429 ? "rate limited" : "blocked by policy";
@@ -242,7 +244,8 @@ class Exchange {
 
   // Sends the request on and relays the response. A Refusal when the proxy
   // answers instead (nothing of the request reached an upstream).
-  awaitable<std::optional<Refusal>> forward(const http::RequestHead& req, const http::NormalisedTarget& target,
+  awaitable<std::optional<Refusal>> forward(const http::RequestHead& req,
+                                            const http::NormalisedTarget& target,
                                             const RequestDecision& decision, RequestSummary& summary,
                                             bool& response_started) {
     if (!session_secrets_loaded_) {
@@ -259,7 +262,8 @@ class Exchange {
     }
     std::optional<Injection> injection;
     if (decision.rule && !decision.rule->identity.empty()) {
-      injection = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
+      injection = co_await off_loop(ctx_.pool,
+                                    [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
       if (!injection) co_return Refusal{403, "zeroness: blocked by policy (identity unavailable)\n"};
     }
     struct Cleanse {
@@ -298,8 +302,8 @@ class Exchange {
         if (refused) co_return refused;
       }
       summary.upstream = upstream_.connected;
-      std::string out = http::forwarded_request_head(req, target, decision.host, injection ? &*injection : nullptr,
-                                                     scrubber_.armed());
+      std::string out = http::forwarded_request_head(req, target, decision.host,
+                                                     injection ? &*injection : nullptr, scrubber_.armed());
       bool sent = true;
       try {
         co_await with_deadline(upstream_.stream->write_all(out), ctx_.idle_timeout);
@@ -330,7 +334,8 @@ class Exchange {
     close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11);
     // A compressed body could not be scanned for a reflected secret: it
     // never reaches the guest (the upstream was asked for identity).
-    if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone && !http::identity_content_encoding(resp))
+    if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone &&
+        !http::identity_content_encoding(resp))
       throw std::runtime_error("upstream compressed a response that must be scanned for secrets");
     std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
     // Names, values, the reason phrase: same-length replacement keeps the
@@ -365,7 +370,8 @@ class Exchange {
           if (step.done) break;
           size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
           if (n == 0) {
-            if (resp.framing != http::BodyFraming::kUntilClose) throw std::runtime_error("upstream body truncated");
+            if (resp.framing != http::BodyFraming::kUntilClose)
+              throw std::runtime_error("upstream body truncated");
             clean.clear();
             scrub.finish(clean);
             co_await send_body(clean, chunk_out, summary);
@@ -419,8 +425,8 @@ class Exchange {
         co_return std::string(e.what());
       }
     };
-    UpstreamConnection up =
-        co_await proxy::connect_upstream(where.addresses, conn_.port, ctx_.guard, ctx_.connect_timeout, handshake);
+    UpstreamConnection up = co_await proxy::connect_upstream(where.addresses, conn_.port, ctx_.guard,
+                                                             ctx_.connect_timeout, handshake);
     if (up.socket) {
       upstream_.socket = std::move(up.socket);
       upstream_.stream = std::move(stream);
@@ -476,7 +482,8 @@ class Exchange {
         }
         co_return true;
       }
-      if (r.state == http::ParseState::kError) throw std::runtime_error("malformed upstream response: " + r.error);
+      if (r.state == http::ParseState::kError)
+        throw std::runtime_error("malformed upstream response: " + r.error);
       size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
       if (n == 0) {
         if (upstream_.buffered.empty()) co_return false;
@@ -522,8 +529,9 @@ class Exchange {
         summary.reflected_encodings.push_back(e);
     for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
       const std::string& who = scrubber_.label(i);
-      if ((r.secrets >> i & 1) && std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(),
-                                           who) == summary.reflected_identities.end())
+      if ((r.secrets >> i & 1) &&
+          std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(), who) ==
+              summary.reflected_identities.end())
         summary.reflected_identities.push_back(who);
     }
   }
@@ -554,7 +562,8 @@ class Exchange {
 
 }  // namespace
 
-awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& context) {
+awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
+                                  InterceptContext& context) {
   auto exchange = std::make_unique<Exchange>(guest, connection, context);
   try {
     co_await exchange->run();

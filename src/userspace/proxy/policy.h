@@ -61,9 +61,9 @@ struct RuleRef {
 
 struct RequestDecision {
   bool allow = false;
-  int status = 403;     // when not allowed: 403, 421, 429
-  std::string reason;   // shown to the guest in the body; never a secret
-  std::string host;     // normalised Host: the upstream name
+  int status = 403;    // when not allowed: 403, 421, 429
+  std::string reason;  // shown to the guest in the body; never a secret
+  std::string host;    // normalised Host: the upstream name
   std::optional<RuleRef> rule;
   // Allowed only once a human approves ("ask"): the proxy polls hold_state.
   uint64_t hold_ticket = 0;
@@ -76,7 +76,6 @@ struct HoldState {
 };
 
 using Injection = http::Injection;
-
 
 // A secret the session may have injected somewhere, and whose it is.
 struct ScrubSecret {
@@ -115,7 +114,7 @@ struct ConnectionSummary {
   std::string session, host;
   uint64_t bytes_from_guest = 0, bytes_to_guest = 0;
   std::chrono::milliseconds duration{0};
-  std::string end;  // "closed", "upstream unreachable", ...
+  std::string end;       // "closed", "upstream unreachable", ...
   std::string upstream;  // the address and port actually connected; "" if none
   // Every upstream address was refused by the DestinationGuard at connect
   // time (egress:deny): why ("local address", "guest pool", ...).

@@ -56,7 +56,9 @@ std::string base64_core(std::string_view secret, size_t align, const char* alpha
   return core;
 }
 
-bool is_alnum(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_alnum(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 std::string url_encoded(std::string_view secret, std::string_view keep, bool upper, bool plus_for_space) {
   const char* hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -123,17 +125,32 @@ std::optional<std::string> json_escaped(std::string_view secret, const JsonStyle
   std::string out;
   for (uint32_t cp : *cps) {
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
       case '/':
         out += st.escape_slash ? "\\/" : "/";
         continue;
-      default: break;
+      default:
+        break;
     }
     const bool html = st.html_safe && (cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 || cp == 0x2029);
     if (cp < 0x20 || html || (st.ascii_only && cp >= 0x80)) {
@@ -181,16 +198,29 @@ std::string html_escaped(std::string_view secret, const char* dq, const char* sq
   std::string out;
   for (char c : secret) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
       case '"':
-        if (dq) out += dq; else out.push_back(c);
+        if (dq)
+          out += dq;
+        else
+          out.push_back(c);
         break;
       case '\'':
-        if (sq) out += sq; else out.push_back(c);
+        if (sq)
+          out += sq;
+        else
+          out.push_back(c);
         break;
-      default: out.push_back(c);
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -200,13 +230,20 @@ std::string html_escaped(std::string_view secret, const char* dq, const char* sq
 
 std::string_view encoding_name(SecretEncoding e) {
   switch (e) {
-    case SecretEncoding::kRaw: return "raw";
-    case SecretEncoding::kBase64: return "base64";
-    case SecretEncoding::kBase64Url: return "base64url";
-    case SecretEncoding::kUrl: return "url";
-    case SecretEncoding::kJson: return "json";
-    case SecretEncoding::kHtml: return "html";
-    case SecretEncoding::kHex: return "hex";
+    case SecretEncoding::kRaw:
+      return "raw";
+    case SecretEncoding::kBase64:
+      return "base64";
+    case SecretEncoding::kBase64Url:
+      return "base64url";
+    case SecretEncoding::kUrl:
+      return "url";
+    case SecretEncoding::kJson:
+      return "json";
+    case SecretEncoding::kHtml:
+      return "html";
+    case SecretEncoding::kHex:
+      return "hex";
   }
   return "?";
 }
@@ -223,8 +260,9 @@ std::vector<SecretPattern> secret_patterns(std::string_view secret) {
   if (secret.empty()) return out;
   auto add = [&](std::string bytes, SecretEncoding e) {
     // Encoded forms shorter than the minimum would match ordinary text.
-    const bool ok = !bytes.empty() && (e == SecretEncoding::kRaw || bytes.size() >= SecretScrubber::kMinEncodedSecret) &&
-                    std::none_of(out.begin(), out.end(), [&](const SecretPattern& p) { return p.bytes == bytes; });
+    const bool ok =
+        !bytes.empty() && (e == SecretEncoding::kRaw || bytes.size() >= SecretScrubber::kMinEncodedSecret) &&
+        std::none_of(out.begin(), out.end(), [&](const SecretPattern& p) { return p.bytes == bytes; });
     if (ok) {
       out.push_back({std::move(bytes), e});
     } else {
@@ -408,7 +446,8 @@ void SecretScrubber::Stream::feed(std::string_view in, std::string& out) {
     // redacted run reads "zn-redacted-zn-..." from its first byte.
     if (abs_start >= run_end_) run_start_ = abs_start;
     run_end_ = abs_end;
-    for (size_t j = start; j <= i; ++j) data[j] = kMarker[(consumed_ + j - scan - run_start_) % kMarker.size()];
+    for (size_t j = start; j <= i; ++j)
+      data[j] = kMarker[(consumed_ + j - scan - run_start_) % kMarker.size()];
     report_.matches++;
     report_.encodings |= s_.match_enc_[state];
     report_.secrets |= s_.match_sec_[state];

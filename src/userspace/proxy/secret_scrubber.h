@@ -5,9 +5,9 @@
 // Set-Cookie built from it) would hand the injected credential straight back.
 // On every intercepted connection of a session that may inject secrets
 // (armed at its first request with all of them), every byte of every
-// response (head and decoded body) goes through a SecretScrubber::Stream, which replaces each occurrence of the secret, in
-// each encoding an echoing server plausibly applies, with a marker of the
-// same length: Content-Length framing stays right without buffering.
+// response (head and decoded body) goes through a SecretScrubber::Stream, which replaces each occurrence of
+// the secret, in each encoding an echoing server plausibly applies, with a marker of the same length:
+// Content-Length framing stays right without buffering.
 //
 // Cost is linear and independent of the number of secrets and encodings: all
 // patterns go into one Aho-Corasick automaton (a dense DFA over the byte
@@ -121,7 +121,7 @@ class SecretScrubber {
     const SecretScrubber& s_;
     uint32_t state_ = 0;
     std::string pending_;
-    uint64_t consumed_ = 0;               // bytes fed so far: out[scan] is byte consumed_
+    uint64_t consumed_ = 0;                 // bytes fed so far: out[scan] is byte consumed_
     uint64_t run_start_ = 0, run_end_ = 0;  // the last redacted run, in stream positions
     ScrubReport report_;
   };

@@ -41,7 +41,8 @@ struct Pipe {
   int r = -1, w = -1;
   Pipe() {
     int p[2];
-    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
+      throw std::system_error(errno, std::generic_category(), "pipe2");
     r = p[0];
     w = p[1];
     // Refused above /proc/sys/fs/pipe-max-size: the default then stays.
@@ -69,7 +70,8 @@ awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to, Activity&
   asio::steady_timer idle(from.get_executor());
   try {
     for (;;) {
-      ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, kPipeBytes,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) {
         idle.expires_at(activity.last + idle_timeout);
@@ -93,7 +95,8 @@ awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to, Activity&
       activity.last = std::chrono::steady_clock::now();
       size_t left = static_cast<size_t>(n);
       while (left > 0) {
-        ssize_t m = ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        ssize_t m =
+            ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (m < 0 && errno == EINTR) continue;
         if (m < 0 && errno == EAGAIN) {
           co_await to.async_wait(tcp::socket::wait_write, use_awaitable);
@@ -202,7 +205,8 @@ struct TransparentProxy::Impl {
       ClientHelloInfo hello;
       std::array<uint8_t, 4096> chunk;
       while (hello.status == HelloStatus::kNeedMore) {
-        auto r = co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
+        auto r =
+            co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
         if (r.index() == 1) {
           counters.timed_out++;
           reset(guest);
@@ -219,7 +223,8 @@ struct TransparentProxy::Impl {
     }
     // Deciding may resolve names: off the loop.
     UpstreamDecision decision = co_await asio::co_spawn(
-        pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); }, use_awaitable);
+        pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); },
+        use_awaitable);
     ConnectionSummary summary{decision.session, decision.host};
     if (decision.mode == ConnectionMode::kIntercept) {
       co_await intercept(guest, decision, first_bytes);
@@ -268,12 +273,19 @@ struct TransparentProxy::Impl {
   // The broker audits the connection, which may wait on the disk: on the
   // pool, never on this loop.
   awaitable<void> report_closed(ConnectionSummary& summary, std::chrono::steady_clock::time_point start) {
-    summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    summary.duration =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     co_await asio::co_spawn(
-        pool, [this, &summary]() -> awaitable<void> { policy.on_closed(summary); co_return; }, use_awaitable);
+        pool,
+        [this, &summary]() -> awaitable<void> {
+          policy.on_closed(summary);
+          co_return;
+        },
+        use_awaitable);
   }
 
-  awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision, const std::vector<uint8_t>& hello) {
+  awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision,
+                            const std::vector<uint8_t>& hello) {
     if (!interception) {
       counters.denied++;
       reset(guest);
@@ -342,7 +354,8 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
   // Fail closed: without a configured guard, no allowance at all and this
   // namespace's own addresses.
   impl_->guard =
-      c.guard ? c.guard : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<net::LocalAddresses>());
+      c.guard ? c.guard
+              : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<net::LocalAddresses>());
   if (!c.ca_cert_path.empty()) {
     impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
     impl_->guest_tls = make_guest_facing_ctx();

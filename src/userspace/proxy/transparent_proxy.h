@@ -24,8 +24,8 @@ inline constexpr std::chrono::milliseconds kDefaultHeaderTimeout{10000};
 
 struct ProxyConfig {
   std::vector<std::string> addresses{"127.0.0.1", "::1"};
-  uint16_t port = ZN_DEFAULT_PROXY_PORT;  // 0 picks one (tests)
-  std::chrono::milliseconds hello_timeout{5000};    // slowloris bound on the first bytes
+  uint16_t port = ZN_DEFAULT_PROXY_PORT;          // 0 picks one (tests)
+  std::chrono::milliseconds hello_timeout{5000};  // slowloris bound on the first bytes
   std::chrono::milliseconds connect_timeout{5000};
   // A relayed connection with no byte in either direction for this long is
   // torn down, so idle guests cannot pin proxy resources forever.

@@ -9,8 +9,8 @@ namespace zn::proxy {
 
 using namespace asio::experimental::awaitable_operators;
 
-asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAddress>& addresses, uint16_t port,
-                                                     const DestinationGuard* guard,
+asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAddress>& addresses,
+                                                     uint16_t port, const DestinationGuard* guard,
                                                      std::chrono::steady_clock::duration timeout,
                                                      const UpstreamHandshake& handshake) {
   constexpr auto as_tuple = asio::experimental::as_tuple(asio::use_awaitable);
@@ -18,7 +18,8 @@ asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAd
   UpstreamConnection out;
   out.last_error = "no address";
   for (const net::IpAddress& a : addresses) {
-    std::optional<std::string> why = guard ? guard->refusal(a) : std::optional<std::string>("no destination guard");
+    std::optional<std::string> why =
+        guard ? guard->refusal(a) : std::optional<std::string>("no destination guard");
     if (why) {
       out.refused = *why;
       continue;
@@ -26,7 +27,8 @@ asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAd
     out.attempted = true;
     auto socket = std::make_unique<asio::ip::tcp::socket>(executor);
     asio::steady_timer deadline(executor, timeout);
-    auto r = co_await (socket->async_connect(net::endpoint_of(a, port), as_tuple) || deadline.async_wait(as_tuple));
+    auto r = co_await (socket->async_connect(net::endpoint_of(a, port), as_tuple) ||
+                       deadline.async_wait(as_tuple));
     if (r.index() != 0) {
       out.last_error = "connect timed out";
       continue;

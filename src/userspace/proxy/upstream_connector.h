@@ -34,12 +34,12 @@ struct UpstreamConnection {
 
 // A step after the TCP connect (interception's upstream TLS handshake):
 // nullopt on success, else why it failed, and the next address is tried.
-using UpstreamHandshake =
-    std::function<asio::awaitable<std::optional<std::string>>(asio::ip::tcp::socket&, const std::string& upstream)>;
+using UpstreamHandshake = std::function<asio::awaitable<std::optional<std::string>>(
+    asio::ip::tcp::socket&, const std::string& upstream)>;
 
 // `guard` null refuses everything (fail closed).
-asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAddress>& addresses, uint16_t port,
-                                                     const DestinationGuard* guard,
+asio::awaitable<UpstreamConnection> connect_upstream(const std::vector<net::IpAddress>& addresses,
+                                                     uint16_t port, const DestinationGuard* guard,
                                                      std::chrono::steady_clock::duration timeout,
                                                      const UpstreamHandshake& handshake = {});
 

@@ -56,8 +56,7 @@ class Reader {
 };
 
 bool hostname_char_ok(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == ':';
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == ':';
 }
 
 bool all_of_digits(std::string_view s, bool hex) {
@@ -80,12 +79,9 @@ bool looks_like_ip_literal(std::string_view host) {
   // A numeric last label is never a DNS name anyone registers; resolvers
   // that take it for an address would bypass the name-based policy.
   std::string_view last(h);
-  if (auto dot = last.rfind('.'); dot != std::string_view::npos)
-    last = last.substr(dot + 1);
+  if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
   if (all_of_digits(last, false)) return true;
-  if (last.size() > 2 && last[0] == '0' && last[1] == 'x' &&
-      all_of_digits(last.substr(2), true))
-    return true;
+  if (last.size() > 2 && last[0] == '0' && last[1] == 'x' && all_of_digits(last.substr(2), true)) return true;
   return false;
 }
 
@@ -130,15 +126,12 @@ bool parse_alpn(std::span<const std::uint8_t> ext, ClientHelloInfo& info) {
 }
 
 // supported_versions in a ClientHello (RFC 8446 4.2.1): u8-prefixed, 2..254.
-bool parse_supported_versions(std::span<const std::uint8_t> ext,
-                              ClientHelloInfo& info) {
+bool parse_supported_versions(std::span<const std::uint8_t> ext, ClientHelloInfo& info) {
   Reader r(ext);
   std::span<const std::uint8_t> list;
-  if (!r.rest_prefixed(false, list) || list.size() < 2 || list.size() % 2 != 0)
-    return false;
+  if (!r.rest_prefixed(false, list) || list.size() < 2 || list.size() % 2 != 0) return false;
   for (std::size_t i = 0; i < list.size(); i += 2)
-    info.supported_versions.push_back(
-        static_cast<std::uint16_t>((list[i] << 8) | list[i + 1]));
+    info.supported_versions.push_back(static_cast<std::uint16_t>((list[i] << 8) | list[i + 1]));
   return true;
 }
 
@@ -158,17 +151,12 @@ bool get_ext(SSL* ssl, unsigned type, std::span<const std::uint8_t>& out) {
 }
 
 bool extract(SSL* ssl, ClientHelloInfo& info) {
-  info.legacy_version =
-      static_cast<std::uint16_t>(SSL_client_hello_get0_legacy_version(ssl));
+  info.legacy_version = static_cast<std::uint16_t>(SSL_client_hello_get0_legacy_version(ssl));
   std::span<const std::uint8_t> ext;
-  if (get_ext(ssl, TLSEXT_TYPE_server_name, ext) && !parse_server_name(ext, info))
+  if (get_ext(ssl, TLSEXT_TYPE_server_name, ext) && !parse_server_name(ext, info)) return false;
+  if (get_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, ext) && !parse_alpn(ext, info))
     return false;
-  if (get_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, ext) &&
-      !parse_alpn(ext, info))
-    return false;
-  if (get_ext(ssl, kExtSupportedVersions, ext) &&
-      !parse_supported_versions(ext, info))
-    return false;
+  if (get_ext(ssl, kExtSupportedVersions, ext) && !parse_supported_versions(ext, info)) return false;
   return true;
 }
 
@@ -222,17 +210,21 @@ ClientHelloInfo with_status(HelloStatus s) {
 
 std::string_view to_string(HelloStatus status) {
   switch (status) {
-    case HelloStatus::kOk: return "ok";
-    case HelloStatus::kNeedMore: return "need_more";
-    case HelloStatus::kNotTls: return "not_tls";
-    case HelloStatus::kMalformed: return "malformed";
-    case HelloStatus::kTooLarge: return "too_large";
+    case HelloStatus::kOk:
+      return "ok";
+    case HelloStatus::kNeedMore:
+      return "need_more";
+    case HelloStatus::kNotTls:
+      return "not_tls";
+    case HelloStatus::kMalformed:
+      return "malformed";
+    case HelloStatus::kTooLarge:
+      return "too_large";
   }
   return "unknown";
 }
 
-ClientHelloInfo peek_client_hello(std::span<const std::uint8_t> bytes,
-                                  std::size_t max_bytes) {
+ClientHelloInfo peek_client_hello(std::span<const std::uint8_t> bytes, std::size_t max_bytes) {
   if (bytes.empty()) return with_status(HelloStatus::kNeedMore);
   // First record: TLS handshake, major version 3. Anything else (HTTP,
   // SSLv2-compatible hello, SSH banner, ...) is not TLS for us.
@@ -250,7 +242,7 @@ ClientHelloInfo peek_client_hello(std::span<const std::uint8_t> bytes,
     BIO_free(wbio);
     throw std::runtime_error("client_hello: BIO_new failed");
   }
-  BIO_set_mem_eof_return(rbio, -1);  // empty buffer = "want read", not EOF
+  BIO_set_mem_eof_return(rbio, -1);    // empty buffer = "want read", not EOF
   SSL_set_bio(ssl.get(), rbio, wbio);  // ssl owns both
   SSL_set_accept_state(ssl.get());
   SSL_set_app_data(ssl.get(), &cap);

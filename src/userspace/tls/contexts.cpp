@@ -30,8 +30,8 @@ constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '
 
 // Picks "http/1.1" from the client's list, or declines ALPN (the handshake
 // proceeds without it). OpenSSL has checked the list's framing.
-int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned inlen,
-                  void*) {
+int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                  unsigned inlen, void*) {
   for (unsigned i = 0; i < inlen;) {
     unsigned len = in[i];
     if (i + 1 + len > inlen) break;
@@ -58,7 +58,8 @@ void add_bundle(SSL_CTX* ctx, const std::string& path) {
   for (int i = 0; i < sk_X509_INFO_num(infos.get()); ++i) {
     X509* cert = sk_X509_INFO_value(infos.get(), i)->x509;
     if (!cert) continue;
-    if (X509_STORE_add_cert(store, cert) != 1) fail("cannot add a certificate of " + path + " to the trust store");
+    if (X509_STORE_add_cert(store, cert) != 1)
+      fail("cannot add a certificate of " + path + " to the trust store");
     ++added;
   }
   if (added == 0) fail("upstream CA bundle " + path + " holds no certificate");
@@ -72,7 +73,8 @@ SslCtxPtr make_guest_facing_ctx() {
   if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) fail("guest-facing minimum version");
   // One connection, one handshake: no tickets, no server-side cache, no
   // renegotiation.
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(ctx.get(),
+                      SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx.get(), 0);
   SSL_CTX_set_alpn_select_cb(ctx.get(), select_http11, nullptr);
@@ -83,7 +85,8 @@ void use_leaf(SSL* ssl, const LeafCert& leaf, X509* ca) {
   X509StackPtr chain(sk_X509_new_null());
   if (!chain || (ca && !sk_X509_push(chain.get(), ca))) fail("leaf chain");
   // Copies (up-refs) cert, key and chain; checks the key matches the cert.
-  if (SSL_use_cert_and_key(ssl, leaf.cert(), leaf.key(), chain.get(), 1) != 1) fail("setting the leaf certificate");
+  if (SSL_use_cert_and_key(ssl, leaf.cert(), leaf.key(), chain.get(), 1) != 1)
+    fail("setting the leaf certificate");
 }
 
 UpstreamTls make_upstream_ctx(const std::string& extra_bundle_path) {

@@ -218,8 +218,9 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::mint(const LeafName& name, st
   // CN is limited to 64 bytes; a longer name rides in the SAN alone (then
   // the subject is empty and RFC 5280 wants the SAN critical).
   bool with_cn = name.text.size() <= kMaxCommonName;
-  if (with_cn && X509_NAME_add_entry_by_txt(X509_get_subject_name(x.get()), "CN", MBSTRING_ASC,
-                                            reinterpret_cast<const unsigned char*>(name.text.c_str()), -1, -1, 0) != 1)
+  if (with_cn &&
+      X509_NAME_add_entry_by_txt(X509_get_subject_name(x.get()), "CN", MBSTRING_ASC,
+                                 reinterpret_cast<const unsigned char*>(name.text.c_str()), -1, -1, 0) != 1)
     fail("leaf subject for " + name.text);
   if (!ASN1_TIME_set(X509_getm_notBefore(x.get()), not_before) ||
       !ASN1_TIME_set(X509_getm_notAfter(x.get()), not_after))

@@ -68,8 +68,8 @@ class LeafCertAuthority {
   // the file and the problem (unreadable, not a certificate/key, key does not
   // match the certificate, not a CA, expired); never includes key material.
   // `clock` is for tests (default: time(nullptr)).
-  LeafCertAuthority(const std::string& ca_cert_path, const std::string& ca_key_path, std::size_t cache_capacity = 1024,
-                    Clock clock = {});
+  LeafCertAuthority(const std::string& ca_cert_path, const std::string& ca_key_path,
+                    std::size_t cache_capacity = 1024, Clock clock = {});
   ~LeafCertAuthority();
   LeafCertAuthority(const LeafCertAuthority&) = delete;
   LeafCertAuthority& operator=(const LeafCertAuthority&) = delete;

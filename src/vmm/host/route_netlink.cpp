@@ -61,8 +61,7 @@ int RouteNetlink::link_index(const std::string& name) {
 
 void RouteNetlink::configure_link(int ifindex, const LinkSettings& settings) {
   rtnl_link* raw = nullptr;
-  check_nl(rtnl_link_get_kernel(sock_, ifindex, nullptr, &raw),
-           "get link #" + std::to_string(ifindex));
+  check_nl(rtnl_link_get_kernel(sock_, ifindex, nullptr, &raw), "get link #" + std::to_string(ifindex));
   NlObject<rtnl_link> current(raw);
   NlObject<rtnl_link> change(rtnl_link_alloc());
   if (settings.mac) {
@@ -87,8 +86,7 @@ bool RouteNetlink::delete_link(const std::string& name) {
   return true;
 }
 
-void RouteNetlink::create_veth(const std::string& name, const std::string& peer_name,
-                               int peer_netns_fd) {
+void RouteNetlink::create_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd) {
   rtnl_link* link = rtnl_link_veth_alloc();
   if (!link) throw std::runtime_error("rtnl_link_veth_alloc failed");
   rtnl_link_set_name(link, name.c_str());
@@ -157,7 +155,8 @@ std::vector<std::string> RouteNetlink::unsettled(const std::vector<std::string>&
   for (nl_object* obj = nl_cache_get_first(raw_addrs); obj; obj = nl_cache_get_next(obj)) {
     auto* addr = reinterpret_cast<rtnl_addr*>(obj);
     if (rtnl_addr_get_family(addr) != AF_INET6 || !(rtnl_addr_get_flags(addr) & IFA_F_TENTATIVE)) continue;
-    if (std::find(ifindexes.begin(), ifindexes.end(), rtnl_addr_get_ifindex(addr)) == ifindexes.end()) continue;
+    if (std::find(ifindexes.begin(), ifindexes.end(), rtnl_addr_get_ifindex(addr)) == ifindexes.end())
+      continue;
     char buf[128];
     out.push_back(std::string("address ") + nl_addr2str(rtnl_addr_get_local(addr), buf, sizeof buf) +
                   " tentative");
@@ -178,8 +177,7 @@ void RouteNetlink::add_route(const std::string& dst_cidr, const std::string& gat
   rtnl_nexthop* nh = rtnl_route_nh_alloc();
   rtnl_route_nh_set_gateway(nh, gw.get());
   rtnl_route_add_nexthop(route.get(), nh);  // the route owns nh now
-  check_nl(rtnl_route_add(sock_, route.get(), NLM_F_EXCL),
-           "add route " + dst_cidr + " via " + gateway);
+  check_nl(rtnl_route_add(sock_, route.get(), NLM_F_EXCL), "add route " + dst_cidr + " via " + gateway);
 }
 
 }  // namespace zn::vmm

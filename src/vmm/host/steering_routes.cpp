@@ -63,8 +63,7 @@ bool rule_present(RouteNetlink& nl, int family, const SteeringRoutes& c) {
 
 bool local_route_present(RouteNetlink& nl, int family, const SteeringRoutes& c) {
   nl_cache* raw = nullptr;
-  check_nl(rtnl_route_alloc_cache(nl.sock(), family, 0, &raw),
-           "dump " + family_name(family) + " routes");
+  check_nl(rtnl_route_alloc_cache(nl.sock(), family, 0, &raw), "dump " + family_name(family) + " routes");
   NlCache cache(raw);
   for (nl_object* obj = nl_cache_get_first(raw); obj; obj = nl_cache_get_next(obj)) {
     auto* r = reinterpret_cast<rtnl_route*>(obj);
@@ -79,17 +78,14 @@ int tolerate(int rc, int harmless) { return rc == -harmless ? 0 : rc; }
 
 }  // namespace
 
-SteeringRoutes SteeringRoutes::defaults() {
-  return {ZN_MARK_STEER, ZN_MARK_MASK, ZN_STEER_ROUTE_TABLE};
-}
+SteeringRoutes SteeringRoutes::defaults() { return {ZN_MARK_STEER, ZN_MARK_MASK, ZN_STEER_ROUTE_TABLE}; }
 
 void install_steering_routes(const SteeringRoutes& c) {
   RouteNetlink nl;
   for (int family : kFamilies) {
     const std::string what = " (" + family_name(family) + ", table " + std::to_string(c.table) + ")";
     if (!local_route_present(nl, family, c))
-      check_nl(tolerate(rtnl_route_add(nl.sock(), make_local_route(family, c).get(), NLM_F_EXCL),
-                        NLE_EXIST),
+      check_nl(tolerate(rtnl_route_add(nl.sock(), make_local_route(family, c).get(), NLM_F_EXCL), NLE_EXIST),
                "add local default route via lo" + what + "; is lo up?");
     if (!rule_present(nl, family, c))
       check_nl(tolerate(rtnl_rule_add(nl.sock(), make_rule(family, c).get(), NLM_F_EXCL), NLE_EXIST),
@@ -105,11 +101,9 @@ void remove_steering_routes(const SteeringRoutes& c) {
     // A rule may have been added more than once (e.g. by hand); bounded in
     // case the kernel keeps a rule our delete request does not match.
     for (int i = 0; i < 16 && rule_present(nl, family, c); ++i)
-      check_nl(tolerate(rtnl_rule_delete(nl.sock(), make_rule(family, c).get(), 0),
-                        NLE_OBJ_NOTFOUND),
+      check_nl(tolerate(rtnl_rule_delete(nl.sock(), make_rule(family, c).get(), 0), NLE_OBJ_NOTFOUND),
                "delete fwmark rule" + what);
-    check_nl(tolerate(rtnl_route_delete(nl.sock(), make_local_route(family, c).get(), 0),
-                      NLE_OBJ_NOTFOUND),
+    check_nl(tolerate(rtnl_route_delete(nl.sock(), make_local_route(family, c).get(), 0), NLE_OBJ_NOTFOUND),
              "delete local default route" + what);
   }
 }

@@ -12,10 +12,10 @@
 namespace zn::vmm {
 
 struct TapSettings {
-  std::optional<net::MacAddress> mac;        // kernel-random when unset; when set, the link-local
-                                        // is its EUI-64 (eui64_link_local) whatever addr_gen_mode
+  std::optional<net::MacAddress> mac;  // kernel-random when unset; when set, the link-local
+                                       // is its EUI-64 (eui64_link_local) whatever addr_gen_mode
   unsigned mtu = 1500;
-  std::vector<std::string> addresses;   // CIDR, e.g. "198.19.0.1/24"; IPv6 added with IFA_F_NODAD
+  std::vector<std::string> addresses;  // CIDR, e.g. "198.19.0.1/24"; IPv6 added with IFA_F_NODAD
   bool up = true;
 };
 

@@ -35,11 +35,11 @@ inline constexpr char kHostUplinkIp4[] = "198.18.255.1/30";
 inline constexpr char kHostUplinkIp6[] = "2001:db8:18:ff::1/64";
 inline constexpr char kInetDownlinkIp4[] = "198.18.255.2/30";
 inline constexpr char kInetDownlinkIp6[] = "2001:db8:18:ff::2/64";
-inline constexpr char kUpstreamNet4[] = "198.18.0.0/16";      // host -> inet
+inline constexpr char kUpstreamNet4[] = "198.18.0.0/16";  // host -> inet
 inline constexpr char kUpstreamNet6[] = "2001:db8:18::/48";
-inline constexpr char kGuestNet4[] = "198.19.0.0/16";         // inet -> host
+inline constexpr char kGuestNet4[] = "198.19.0.0/16";  // inet -> host
 inline constexpr char kGuestNet6[] = "2001:db8:19::/48";
-inline constexpr char kGuestEth[] = "eth0";                   // in each guest ns
+inline constexpr char kGuestEth[] = "eth0";  // in each guest ns
 
 // Addresses the stand-in internet answers on (on its lo): 198.18.0.10-13, 2001:db8:18::10-13.
 std::vector<in_addr> upstream_ip4();

@@ -12,7 +12,7 @@ namespace zn::vmm {
 namespace {
 
 constexpr std::size_t kFrameBuffer = 64 * 1024;  // above any MTU a TAP can carry
-constexpr int kFramesPerWakeup = 64;              // bound so one direction cannot starve the other
+constexpr int kFramesPerWakeup = 64;             // bound so one direction cannot starve the other
 
 // Moves pending frames from src to dst. Returns 0 or the errno that ended the source.
 int forward(int src, int dst, unsigned char* buf) {
@@ -56,8 +56,7 @@ int pump_frames(int fd_a, int fd_b, int stop_fd) noexcept {
 }
 
 FramePump::FramePump(net::UniqueFd tap_a, net::UniqueFd tap_b)
-    : tap_a_(std::move(tap_a)), tap_b_(std::move(tap_b)),
-      stop_event_(::eventfd(0, EFD_CLOEXEC)) {
+    : tap_a_(std::move(tap_a)), tap_b_(std::move(tap_b)), stop_event_(::eventfd(0, EFD_CLOEXEC)) {
   if (!stop_event_) throw std::system_error(errno, std::generic_category(), "eventfd");
   thread_ = std::thread([this] { pump_frames(tap_a_.get(), tap_b_.get(), stop_event_.get()); });
 }

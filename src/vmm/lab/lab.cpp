@@ -168,8 +168,7 @@ Lab Lab::attach(const std::string& prefix) {
   Lab lab(prefix, false);
   LabState state(prefix);
   if (!state.exists() || !netns_exists(lab.host_netns()))
-    throw std::runtime_error("no lab with prefix '" + prefix + "' (run: zn-lab --prefix " +
-                             prefix + " up)");
+    throw std::runtime_error("no lab with prefix '" + prefix + "' (run: zn-lab --prefix " + prefix + " up)");
   NetnsScope in_host(lab.host_netns());
   RouteNetlink nl;
   for (const auto& name : state.guests()) {
@@ -202,8 +201,7 @@ void Lab::destroy(const std::string& prefix) {
 
 LabGuest Lab::add_guest(const std::string& name) {
   if (!valid_name(name, kMaxGuestName) || name == "host" || name == "inet")
-    throw std::invalid_argument("bad guest name '" + name +
-                                "': 1-15 of [A-Za-z0-9_], not host/inet");
+    throw std::invalid_argument("bad guest name '" + name + "': 1-15 of [A-Za-z0-9_], not host/inet");
   for (const auto& g : guests_)
     if (g.name == name) throw std::invalid_argument("guest '" + name + "' already exists");
   LabGuest g = lab_plan::guest(prefix_, name, static_cast<unsigned>(guests_.size()));
@@ -215,7 +213,8 @@ LabGuest Lab::add_guest(const std::string& name) {
   net::UniqueFd host_tap, guest_tap;
   {
     NetnsScope in_host(host_netns());
-    g.tap_ifindex = create_tap(g.tap_name, {g.host_mac, lab_plan::kGuestMtu,
+    g.tap_ifindex = create_tap(g.tap_name, {g.host_mac,
+                                            lab_plan::kGuestMtu,
                                             {cidr(g.gateway_ip4, lab_plan::kGuestPrefix4),
                                              cidr(g.gateway_ip6, lab_plan::kGuestPrefix6)}});
     host_tap = open_tap(g.tap_name);
@@ -225,9 +224,10 @@ LabGuest Lab::add_guest(const std::string& name) {
     skip_dad();
     RouteNetlink nl;
     bring_up_loopback(nl);
-    create_tap(lab_plan::kGuestEth, {g.guest_mac, lab_plan::kGuestMtu,
-                                     {cidr(g.guest_ip4, lab_plan::kGuestPrefix4),
-                                      cidr(g.guest_ip6, lab_plan::kGuestPrefix6)}});
+    create_tap(lab_plan::kGuestEth,
+               {g.guest_mac,
+                lab_plan::kGuestMtu,
+                {cidr(g.guest_ip4, lab_plan::kGuestPrefix4), cidr(g.guest_ip6, lab_plan::kGuestPrefix6)}});
     guest_tap = open_tap(lab_plan::kGuestEth);
     nl.add_route("0.0.0.0/0", net::to_string(g.gateway_ip4));
     nl.add_route("::/0", net::to_string(g.gateway_ip6));

@@ -57,7 +57,7 @@ class Lab {
   std::string host_netns() const { return prefix_ + "-host"; }
   std::string inet_netns() const { return prefix_ + "-inet"; }
   const std::vector<LabGuest>& guests() const { return guests_; }
-  const LabGuest& guest(const std::string& name) const;  // throws std::out_of_range
+  const LabGuest& guest(const std::string& name) const;           // throws std::out_of_range
   std::optional<pid_t> pump_pid(const std::string& guest) const;  // if its pump is running
 
   static std::vector<in_addr> upstream_ip4() { return lab_plan::upstream_ip4(); }

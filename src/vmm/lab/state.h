@@ -21,8 +21,8 @@ class LabState {
 
   const std::filesystem::path& dir() const { return dir_; }
   bool exists() const;
-  void create() const;          // mkdir -p; throws
-  void remove() const noexcept; // rm -r, tolerates absence
+  void create() const;           // mkdir -p; throws
+  void remove() const noexcept;  // rm -r, tolerates absence
 
   void add_guest(const std::string& name) const;  // appends; throws
   std::vector<std::string> guests() const;        // in order of addition; empty if none

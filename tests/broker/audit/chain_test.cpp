@@ -118,7 +118,9 @@ TEST_F(AuditTamperTest, InsertedForgedRecordDetected) {
   // the forgery itself verifies, the record after it cannot.
   std::vector<AuditRecord> all = AuditLog(opts()).query({});
   ASSERT_EQ(all.size(), 5u);
-  raw_sql(db, "UPDATE audit SET seq = seq + 100 WHERE seq >= 3; UPDATE audit SET seq = seq - 99 WHERE seq >= 100;");
+  raw_sql(
+      db,
+      "UPDATE audit SET seq = seq + 100 WHERE seq >= 3; UPDATE audit SET seq = seq - 99 WHERE seq >= 100;");
   AuditRecord f;
   f.seq = 3;
   f.ts = all[1].ts;
@@ -141,8 +143,8 @@ TEST_F(AuditTamperTest, AppendedForgedRecordWithBadLinkDetected) {
   f.detail = json::object();
   f.prev = std::string(64, '0');
   f.hash = audit_chain_hash(f.prev, f);
-  raw_sql(db, "INSERT INTO audit VALUES(6,'" + f.ts + "','" + f.event + "','" + f.sid + "','{}','" +
-                  f.prev + "','" + f.hash + "')");
+  raw_sql(db, "INSERT INTO audit VALUES(6,'" + f.ts + "','" + f.event + "','" + f.sid + "','{}','" + f.prev +
+                  "','" + f.hash + "')");
   expect_bad_at(6, "prev link");
 }
 

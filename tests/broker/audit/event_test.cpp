@@ -13,17 +13,26 @@ using nlohmann::json;
 using test::ev;
 
 TEST(AuditEventNames, AcceptsExactlyTheDesignSet) {
-  const char* good[] = {"egress:allow",   "egress:deny",    "egress:ask",     "egress:approved",
-                        "egress:rate_limited", "dns:allow", "dns:deny",     "packet:deny",
-                        "resource:read",  "resource:write", "resource:deny", "command:run",
-                        "command:reject", "session:create", "session:update", "session:delete",
+  const char* good[] = {"egress:allow",        "egress:deny",    "egress:ask",     "egress:approved",
+                        "egress:rate_limited", "dns:allow",      "dns:deny",       "packet:deny",
+                        "resource:read",       "resource:write", "resource:deny",  "command:run",
+                        "command:reject",      "session:create", "session:update", "session:delete",
                         "secret:reflected"};
   for (const char* n : good) {
     EXPECT_TRUE(is_audit_event_name(n)) << n;
     EXPECT_NO_THROW(validate_audit_event(ev(n, "user-1"))) << n;
   }
-  const char* bad[] = {"", "egress:", "egress", "EGRESS:allow", "egress:allow ", " egress:allow",
-                       "egress:allowed", "dns:ask", "packet:allow", "session:list", "audit:verify",
+  const char* bad[] = {"",
+                       "egress:",
+                       "egress",
+                       "EGRESS:allow",
+                       "egress:allow ",
+                       " egress:allow",
+                       "egress:allowed",
+                       "dns:ask",
+                       "packet:allow",
+                       "session:list",
+                       "audit:verify",
                        "egress:allow\n"};
   for (const char* n : bad) {
     EXPECT_FALSE(is_audit_event_name(n)) << n;
@@ -51,8 +60,8 @@ TEST(AuditEventValidation, Sid) {
 TEST(AuditEventValidation, DetailMustBeAnObject) {
   EXPECT_NO_THROW(validate_audit_event(ev("dns:deny", "s", json::object())));
   EXPECT_NO_THROW(validate_audit_event(ev("dns:deny", "s", json{{"host", "x"}})));
-  for (const json& bad : {json(), json::array(), json("text"), json(42), json(true),
-                          json::array({json{{"a", 1}}})})
+  for (const json& bad :
+       {json(), json::array(), json("text"), json(42), json(true), json::array({json{{"a", 1}}})})
     EXPECT_THROW(validate_audit_event(ev("dns:deny", "s", bad)), std::invalid_argument) << bad.dump();
 }
 
@@ -72,8 +81,8 @@ TEST(AuditTimestamp, Rfc3339UtcMillis) {
   EXPECT_EQ(format_audit_ts(t), "2026-11-29T12:00:00.123Z");
   EXPECT_EQ(format_audit_ts(t + microseconds{999}), "2026-11-29T12:00:00.123Z");  // truncated
   EXPECT_EQ(format_audit_ts(sys_days{year{1970} / January / 1}), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(format_audit_ts(sys_days{year{2024} / February / 29} + hours{23} + minutes{59} +
-                            seconds{59} + milliseconds{7}),
+  EXPECT_EQ(format_audit_ts(sys_days{year{2024} / February / 29} + hours{23} + minutes{59} + seconds{59} +
+                            milliseconds{7}),
             "2024-02-29T23:59:59.007Z");
 }
 
@@ -91,7 +100,8 @@ TEST(AuditCanonical, NlohmannSortsKeysAtEveryLevel) {
   EXPECT_EQ(a.dump(), b.dump());
   EXPECT_EQ(a.dump(), R"({"alpha":{"b":3,"y":2},"zeta":1})");
   // Parsing and dumping again is the identity on a canonical dump (verify relies on it).
-  json c = json{{"f", 0.1}, {"n", -5}, {"u", 18446744073709551615ull}, {"s", "\"q\"\n\xC3\xA9"}, {"z", nullptr}};
+  json c =
+      json{{"f", 0.1}, {"n", -5}, {"u", 18446744073709551615ull}, {"s", "\"q\"\n\xC3\xA9"}, {"z", nullptr}};
   EXPECT_EQ(json::parse(c.dump()).dump(), c.dump());
 }
 

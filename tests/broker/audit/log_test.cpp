@@ -18,7 +18,9 @@ using test::ev;
 
 class AuditLogTest : public ::testing::Test {
  protected:
-  AuditLogOptions opts() { return {db, [this] { return clock.now(); }, sink.fn()}; }
+  AuditLogOptions opts() {
+    return {db, [this] { return clock.now(); }, sink.fn()};
+  }
 
   test::TempDir dir;
   std::string db = dir.file("audit.db");
@@ -71,8 +73,8 @@ TEST_F(AuditLogTest, StoreIsWalWithFullSync) {
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "wal");
   sqlite3_finalize(s);
-  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT name FROM sqlite_master WHERE type='index' ORDER BY name",
-                               -1, &s, nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT name FROM sqlite_master WHERE type='index' ORDER BY name", -1, &s,
+                               nullptr),
             SQLITE_OK);
   std::set<std::string> idx;
   while (sqlite3_step(s) == SQLITE_ROW) idx.insert(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
@@ -122,7 +124,7 @@ TEST_F(AuditLogTest, QueryBySidEventAndTime) {
   // t0+0: user-1 session:create, t0+1s: user-1 egress:allow, t0+2s: user-2 egress:deny,
   // t0+3s: user-1 dns:deny, t0+4s: user-2 egress:rate_limited, t0+5s: user-1 egress:deny
   const std::pair<const char*, const char*> plan[] = {
-      {"session:create", "user-1"}, {"egress:allow", "user-1"}, {"egress:deny", "user-2"},
+      {"session:create", "user-1"}, {"egress:allow", "user-1"},        {"egress:deny", "user-2"},
       {"dns:deny", "user-1"},       {"egress:rate_limited", "user-2"}, {"egress:deny", "user-1"}};
   for (auto [e, s] : plan) {
     log.append(ev(e, s));
@@ -184,7 +186,8 @@ TEST_F(AuditLogTest, JsonLineShape) {
     prev_hash = j["hash"];
     // Key order as DESIGN.md, then the chain fields.
     size_t p = 0;
-    for (const char* k : {"\"zn\"", "\"seq\"", "\"ts\"", "\"event\"", "\"sid\"", "\"detail\"", "\"prev\"", "\"hash\""}) {
+    for (const char* k :
+         {"\"zn\"", "\"seq\"", "\"ts\"", "\"event\"", "\"sid\"", "\"detail\"", "\"prev\"", "\"hash\""}) {
       size_t q = line.find(k, p);
       ASSERT_NE(q, std::string::npos) << k;
       p = q;
@@ -215,7 +218,8 @@ TEST_F(AuditLogTest, DefaultSinkWritesToStdout) {
 }
 
 TEST_F(AuditLogTest, ThrowingSinkDoesNotLoseTheRecord) {
-  AuditLog log({db, [this] { return clock.now(); }, [](const std::string&) { throw std::runtime_error("x"); }});
+  AuditLog log(
+      {db, [this] { return clock.now(); }, [](const std::string&) { throw std::runtime_error("x"); }});
   EXPECT_NO_THROW(log.append(ev("session:create", "user-1")));
   EXPECT_EQ(log.query({}).size(), 1u);
   EXPECT_TRUE(log.verify().ok);
@@ -230,12 +234,12 @@ TEST_F(AuditLogTest, SecretsAreRedactedEverywhere) {
     EXPECT_TRUE(log.add_secret(token2));
     EXPECT_FALSE(log.add_secret("short"));
     EXPECT_FALSE(log.add_secret("1234567"));
-    json detail = {
-        {"request", {{"headers", json::array({"Authorization: Bearer " + token, "Accept: */*"})},
+    json detail = {{"request",
+                    {{"headers", json::array({"Authorization: Bearer " + token, "Accept: */*"})},
                      {"url", "https://api.example.com/?key=" + token2 + "&x=" + token2}}},
-        {"key-" + token, "value"},
-        {"nested", {{"deeper", {{"list", json::array({json::array({token}), 42, nullptr})}}}}},
-        {"host", "api.example.com"}};
+                   {"key-" + token, "value"},
+                   {"nested", {{"deeper", {{"list", json::array({json::array({token}), 42, nullptr})}}}}},
+                   {"host", "api.example.com"}};
     auto rec = log.append(ev("egress:allow", "user-1", detail));
     EXPECT_EQ(rec.detail["request"]["headers"][0], "Authorization: Bearer [redacted]");
     EXPECT_EQ(rec.detail["request"]["headers"][1], "Accept: */*");
@@ -344,7 +348,8 @@ TEST_F(AuditLogTest, MoreConcurrentAppendersThanABatchEachGetTheirOwnDurableReco
       });
     for (auto& t : ts) t.join();
     for (int t = 0; t < kThreads; ++t) {
-      ASSERT_NE(got[t].seq, 0u) << "round " << round << ": append " << t << " returned before its record was committed";
+      ASSERT_NE(got[t].seq, 0u) << "round " << round << ": append " << t
+                                << " returned before its record was committed";
       EXPECT_EQ(got[t].detail["t"], t);
       seqs.insert(got[t].seq);
     }
@@ -416,7 +421,6 @@ TEST_F(AuditLogTest, VerifyFileOnNonAuditFileThrows) {
   std::ofstream(text) << "not a database at all, just some text that is long enough";
   EXPECT_THROW(AuditLog::verify_file(text), std::runtime_error);
 }
-
 
 }  // namespace
 }  // namespace zn::broker

@@ -37,9 +37,16 @@ TEST(Counters, DnsSnapshotAndVisitCoverEveryCounter) {
   c.tcp_rejected += 8;
   c.send_errors += 9;
   c.internal_errors += 10;
-  EXPECT_EQ(visit(c.snapshot()), (Visited{{"queries", 1}, {"allowed", 2}, {"denied", 3}, {"refused", 4},
-                                          {"malformed", 5}, {"unsupported", 6}, {"upstream_failures", 7},
-                                          {"tcp_rejected", 8}, {"send_errors", 9}, {"internal_errors", 10}}));
+  EXPECT_EQ(visit(c.snapshot()), (Visited{{"queries", 1},
+                                          {"allowed", 2},
+                                          {"denied", 3},
+                                          {"refused", 4},
+                                          {"malformed", 5},
+                                          {"unsupported", 6},
+                                          {"upstream_failures", 7},
+                                          {"tcp_rejected", 8},
+                                          {"send_errors", 9},
+                                          {"internal_errors", 10}}));
 }
 
 TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
@@ -55,10 +62,17 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.idle_closed += 9;
   c.accept_errors += 10;
   c.upstream_failures += 11;
-  EXPECT_EQ(visit(c.snapshot()),
-            (Visited{{"accepted", 1}, {"allowed", 2}, {"intercepted", 3}, {"denied", 4}, {"timed_out", 5},
-                     {"tls_handshake_failures", 6}, {"rejected_busy", 7}, {"rejected_guest_cap", 8},
-                     {"idle_closed", 9}, {"accept_errors", 10}, {"upstream_failures", 11}}));
+  EXPECT_EQ(visit(c.snapshot()), (Visited{{"accepted", 1},
+                                          {"allowed", 2},
+                                          {"intercepted", 3},
+                                          {"denied", 4},
+                                          {"timed_out", 5},
+                                          {"tls_handshake_failures", 6},
+                                          {"rejected_busy", 7},
+                                          {"rejected_guest_cap", 8},
+                                          {"idle_closed", 9},
+                                          {"accept_errors", 10},
+                                          {"upstream_failures", 11}}));
 }
 
 TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
@@ -68,8 +82,10 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.denied += 3;
   c.bad_requests += 4;
   c.upstream_failures += 5;
-  EXPECT_EQ(visit(c.snapshot()), (Visited{{"requests", 1}, {"allowed", 2}, {"denied", 3}, {"bad_requests", 4},
-                                          {"upstream_failures", 5}}));
+  EXPECT_EQ(
+      visit(c.snapshot()),
+      (Visited{
+          {"requests", 1}, {"allowed", 2}, {"denied", 3}, {"bad_requests", 4}, {"upstream_failures", 5}}));
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ std::string slurp(const std::string& p) {
 
 TEST_F(DeploymentCaTest, MadeOnceAsAnEcdsaP256CaWithAPrivateKey) {
   auto paths = ensure_deployment_ca(dir_);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(paths.key.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   FILE* f = std::fopen(paths.cert.c_str(), "r");

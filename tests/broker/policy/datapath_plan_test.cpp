@@ -69,15 +69,16 @@ TEST(DatapathPlan, ApplyingAChangeMovesTheDatapathVerdict) {
   DatapathPlan none;
   EXPECT_EQ(verdict("tcp5432_l4_allowed"), unsigned{ZN_DROP_TCP_PORT});
 
-  DatapathPlan first = plan_datapath(*compile(R"({"policy":{"allow":[{"host":"db.internal","port":5432}]}})"),
-                                     lab_names());
+  DatapathPlan first =
+      plan_datapath(*compile(R"({"policy":{"allow":[{"host":"db.internal","port":5432}]}})"), lab_names());
   apply_l4_change(maps, idx, none, first);
   EXPECT_EQ(maps.l4_rule_count(idx), 2u);
   EXPECT_EQ(verdict("tcp5432_l4_allowed"), unsigned{ZN_DROP_ASSIGN_FAILED});  // steered
   EXPECT_EQ(verdict("tcp_any_port_prefix"), unsigned{ZN_DROP_TCP_PORT});
 
   DatapathPlan second = plan_datapath(
-      *compile(R"({"policy":{"allow":[{"host":"198.18.0.20","port":5432},{"host":"198.18.1.0/24","port":9999}]}})"),
+      *compile(
+          R"({"policy":{"allow":[{"host":"198.18.0.20","port":5432},{"host":"198.18.1.0/24","port":9999}]}})"),
       lab_names());
   apply_l4_change(maps, idx, first, second);
   EXPECT_EQ(maps.l4_rule_count(idx), 2u);  // .21 gone, .20 kept, /24 added

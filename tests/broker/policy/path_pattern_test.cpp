@@ -57,9 +57,9 @@ TEST(PathPattern, CaseIsSignificant) {
 }
 
 TEST(PathPattern, RejectsWhatCouldNotMatchANormalisedPath) {
-  for (const char* bad : {"", "repos", "/a/../b", "/a/./b", "/a%2fb", "/a\\b", "/a?x=1", "/a#f",
-                          "/re*pos", "/***", "/v1/..;/admin", "/a;b", "/a//b", "//a", "/admin.", "/a/b./c",
-                          "/a b", "/caf\xc3\xa9"}) {
+  for (const char* bad :
+       {"", "repos", "/a/../b", "/a/./b", "/a%2fb", "/a\\b", "/a?x=1", "/a#f", "/re*pos", "/***",
+        "/v1/..;/admin", "/a;b", "/a//b", "//a", "/admin.", "/a/b./c", "/a b", "/caf\xc3\xa9"}) {
     std::string why;
     EXPECT_FALSE(PathPattern::parse(bad, &why)) << bad;
     EXPECT_FALSE(why.empty()) << bad;

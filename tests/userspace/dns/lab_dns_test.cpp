@@ -40,7 +40,8 @@ class LabDnsTest : public ::testing::Test {
     const auto& g = env_->guest(0);
     policy_->sessions = {{zn::net::to_string(g.guest_ip4), "g0"}, {zn::net::to_string(g.guest_ip6), "g0"}};
     resolver_ = new StaticResolver(
-        {{"api.allowed.test", {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}});
+        {{"api.allowed.test",
+          {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}});
     dp::Listeners listeners;  // 127.0.0.1 and ::1
     listeners.proxy_port = LabDatapath::kProxyPort;
     listeners.dns_port = kResponderPort;
@@ -86,8 +87,7 @@ TEST_F(LabDnsTest, AllowedNameFromHardcodedResolverIsAnswered) {
   EXPECT_TRUE(has(r.output, "198.18.0.10")) << r.output;
   EXPECT_TRUE(has(r.output, "SERVER: 8.8.8.8#53")) << r.output;
   bool recorded = false;
-  for (const auto& a : policy_->answers())
-    recorded |= a.session == "g0" && a.qname == "api.allowed.test";
+  for (const auto& a : policy_->answers()) recorded |= a.session == "g0" && a.qname == "api.allowed.test";
   EXPECT_TRUE(recorded);
 }
 

@@ -67,8 +67,7 @@ TEST(DnsMessage, TruncatedGarbageAndCompressionLoopsAreFormErr) {
 TEST(DnsMessage, ZeroOrTwoQuestionsAreFormErr) {
   Bytes two = edit_query("a.allowed.test", [](ldns_pkt* p) {
     ldns_rr* q = nullptr;
-    ASSERT_EQ(ldns_rr_new_question_frm_str(&q, "b.allowed.test. IN A", nullptr, nullptr),
-              LDNS_STATUS_OK);
+    ASSERT_EQ(ldns_rr_new_question_frm_str(&q, "b.allowed.test. IN A", nullptr, nullptr), LDNS_STATUS_OK);
     ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, q);
   });
   EXPECT_EQ(problem_of(two), Problem::QuestionCount);
@@ -84,7 +83,8 @@ TEST(DnsMessage, ZeroOrTwoQuestionsAreFormErr) {
 }
 
 TEST(DnsMessage, OtherOpcodesAndClassesAreNotImp) {
-  Bytes notify = edit_query("a.allowed.test", [](ldns_pkt* p) { ldns_pkt_set_opcode(p, LDNS_PACKET_NOTIFY); });
+  Bytes notify =
+      edit_query("a.allowed.test", [](ldns_pkt* p) { ldns_pkt_set_opcode(p, LDNS_PACKET_NOTIFY); });
   EXPECT_EQ(problem_of(notify), Problem::Opcode);
   EXPECT_FALSE(is_malformed(Problem::Opcode));
   Bytes chaos = make_query("version.bind", {.type = LDNS_RR_TYPE_TXT, .klass = LDNS_RR_CLASS_CH});
@@ -105,7 +105,7 @@ TEST(DnsMessage, ReplyEchoesQuestionAndCarriesAddresses) {
   EXPECT_TRUE(reply->rd);
   EXPECT_TRUE(reply->ra);
   EXPECT_EQ(reply->id, 9);
-  EXPECT_EQ(reply->qname, "Api.Allowed.Test.");  // case as asked
+  EXPECT_EQ(reply->qname, "Api.Allowed.Test.");                          // case as asked
   EXPECT_EQ(reply->addresses, std::vector<std::string>{"198.18.0.10"});  // only A for an A query
   EXPECT_EQ(reply->ttls, std::vector<uint32_t>{42});
   EXPECT_TRUE(reply->edns);

@@ -25,10 +25,12 @@ class DeferredResolver : public Resolver {
 class HandlerTest : public ::testing::Test {
  protected:
   HandlerTest()
-      : resolver_({{"api.allowed.test", {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}},
-                   {"long.allowed.test", {*zn::net::IpAddress::parse("198.18.0.11")}},
-                   {"v4only.allowed.test", {*zn::net::IpAddress::parse("198.18.0.12")}}},
-                  /*ttl=*/86400) {}
+      : resolver_(
+            {{"api.allowed.test",
+              {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}},
+             {"long.allowed.test", {*zn::net::IpAddress::parse("198.18.0.11")}},
+             {"v4only.allowed.test", {*zn::net::IpAddress::parse("198.18.0.12")}}},
+            /*ttl=*/86400) {}
 
   std::unique_ptr<QueryHandler> make(HandlerConfig config = {}, Resolver* resolver = nullptr) {
     return std::make_unique<QueryHandler>(policy_, resolver ? *resolver : resolver_, config,
@@ -69,7 +71,8 @@ TEST_F(HandlerTest, AllowedNameIsAnsweredWithStaticAddressAndRecorded) {
   EXPECT_EQ(policy_.answers()[0].session, "s1");
   EXPECT_EQ(policy_.answers()[0].qname, "api.allowed.test");
   EXPECT_EQ(policy_.answers()[0].ttl, 300u);
-  EXPECT_EQ(policy_.answers()[0].addresses, std::vector<zn::net::IpAddress>{*zn::net::IpAddress::parse("198.18.0.10")});
+  EXPECT_EQ(policy_.answers()[0].addresses,
+            std::vector<zn::net::IpAddress>{*zn::net::IpAddress::parse("198.18.0.10")});
   auto c = h->counters().snapshot();
   EXPECT_EQ(c.queries, 1u);
   EXPECT_EQ(c.allowed, 1u);
@@ -182,14 +185,16 @@ TEST_F(HandlerTest, LateResolverCallbackAfterHandlerIsGoneIsHarmless) {
   // Positive control: while the handler lives, the same path answers.
   {
     QueryHandler h(policy_, deferred, {}, gate);
-    h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [&](std::optional<Bytes>) { ++answered; });
+    h.handle(make_query("api.allowed.test"), source_, Transport::Udp,
+             [&](std::optional<Bytes>) { ++answered; });
     deferred.callbacks.at(0)(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
     EXPECT_EQ(answered, 1);
     EXPECT_EQ(h.pending(), 0u);
   }
   {
     QueryHandler h(policy_, deferred, {}, gate);
-    h.handle(make_query("api.allowed.test"), source_, Transport::Udp, [&](std::optional<Bytes>) { ++answered; });
+    h.handle(make_query("api.allowed.test"), source_, Transport::Udp,
+             [&](std::optional<Bytes>) { ++answered; });
     EXPECT_EQ(h.pending(), 1u);
     *alive = false;  // what the responder's gate does on shutdown
   }
@@ -238,9 +243,9 @@ TEST_F(HandlerTest, ThrowingPolicyIsServfail) {
 TEST_F(HandlerTest, MalformedPacketsAreCountedNeverCrash) {
   auto h = make();
   Bytes q = make_query("api.allowed.test");
-  EXPECT_FALSE(ask(*h, Bytes(5, 0xff)));                                   // too short: dropped
+  EXPECT_FALSE(ask(*h, Bytes(5, 0xff)));  // too short: dropped
   EXPECT_FALSE(ask(*h, edit_query("a.test", [](ldns_pkt* p) { ldns_pkt_set_qr(p, true); })));  // QR
-  EXPECT_FALSE(ask(*h, Bytes(kMaxQuerySize + 100, 0)));                   // oversize
+  EXPECT_FALSE(ask(*h, Bytes(kMaxQuerySize + 100, 0)));                                        // oversize
   Bytes truncated(q.begin(), q.end() - 3);
   EXPECT_EQ(parse_reply(*ask(*h, truncated))->rcode, LDNS_RCODE_FORMERR);
   Bytes loop = compression_loop(q);

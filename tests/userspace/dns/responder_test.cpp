@@ -48,8 +48,9 @@ class ResponderTest : public ::testing::Test {
     return std::make_unique<Responder>(config, policy_, resolver_);
   }
   RecordingPolicy policy_;
-  StaticResolver resolver_{{{"api.allowed.test",
-                             {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}}};
+  StaticResolver resolver_{
+      {{"api.allowed.test",
+        {*zn::net::IpAddress::parse("198.18.0.10"), *zn::net::IpAddress::parse("2001:db8:18::10")}}}};
 };
 
 TEST_F(ResponderTest, UdpIpv4AndIpv6QueriesAreAnswered) {
@@ -80,7 +81,7 @@ TEST_F(ResponderTest, GarbageOverUdpIsCountedAndServiceContinues) {
   auto formerr = udp_exchange(server, loop);
   ASSERT_TRUE(formerr);
   EXPECT_EQ(parse_reply(*formerr)->rcode, LDNS_RCODE_FORMERR);
-  EXPECT_FALSE(udp_exchange(server, Bytes{1, 2, 3}, 200ms));  // dropped
+  EXPECT_FALSE(udp_exchange(server, Bytes{1, 2, 3}, 200ms));     // dropped
   EXPECT_FALSE(udp_exchange(server, Bytes(9000, 0x41), 200ms));  // oversize, dropped
   auto ok = udp_exchange(server, q);
   ASSERT_TRUE(ok);
@@ -179,7 +180,8 @@ TEST_F(ResponderTest, StopsCleanlyWithQueriesInFlight) {
   Fd tcp(tcp_connect(zn::net::make_endpoint("127.0.0.1", port)));
   Bytes frame = tcp_frame(make_query("api.allowed.test"));
   ASSERT_TRUE(send_all(tcp.get(), frame.data(), frame.size()));
-  EXPECT_FALSE(udp_exchange(zn::net::make_endpoint("127.0.0.1", port), make_query("api.allowed.test"), 200ms));
+  EXPECT_FALSE(
+      udp_exchange(zn::net::make_endpoint("127.0.0.1", port), make_query("api.allowed.test"), 200ms));
   for (int i = 0; i < 100; ++i) {
     {
       std::lock_guard lock(stalling.mutex);
@@ -189,7 +191,8 @@ TEST_F(ResponderTest, StopsCleanlyWithQueriesInFlight) {
   }
   r.reset();  // joins with one TCP and one UDP query waiting on the resolver
   // The resolver answers after the responder is gone: dropped, no crash.
-  for (auto& cb : stalling.callbacks) cb(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
+  for (auto& cb : stalling.callbacks)
+    cb(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
   EXPECT_TRUE(wait_closed(tcp.get(), 2s));
   // The port is free again: a new responder binds it.
   Responder again(ResponderConfig{.port = port}, policy_, resolver_);

@@ -29,7 +29,8 @@ TEST(HttpRewrite, TheIdentityReplacesEveryCredentialTheRuleOwns) {
       "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nauthorization: Bearer guest\r\n"
       "Proxy-Authorization: Basic x\r\nAUTHORIZATION: Bearer again\r\nContent-Length: 3\r\n\r\n");
   Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization", "Proxy-Authorization"}};
-  const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
+  const std::string out =
+      forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
   EXPECT_EQ(out,
             "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAuthorization: Bearer sk_test_1\r\n"
             "Accept-Encoding: identity\r\nContent-Length: 3\r\n\r\n");
@@ -42,22 +43,26 @@ TEST(HttpRewrite, WithAnIdentityTheUpstreamIsAskedForAnUncompressedResponse) {
       "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept-Encoding: gzip, br\r\n"
       "accept-encoding: deflate\r\nAccept: */*\r\n\r\n");
   Injection inj{"Authorization", "Bearer sk_test_1", {"Authorization"}};
-  const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
+  const std::string out =
+      forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", &inj);
   EXPECT_EQ(out,
             "GET /v1/a HTTP/1.1\r\nHost: api.stripe.com\r\nAccept: */*\r\nAuthorization: Bearer sk_test_1\r\n"
             "Accept-Encoding: identity\r\n\r\n");
   // Positive control: without an identity the guest's choice goes through.
-  const std::string plain = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", nullptr);
+  const std::string plain =
+      forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "api.stripe.com", nullptr);
   EXPECT_NE(plain.find("Accept-Encoding: gzip, br\r\n"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("identity"), std::string::npos) << plain;
 }
 
 TEST(HttpRewrite, ResponseHeadKeepsLengthOrRechunks) {
   ResponseHead r;
-  ParseResult pr = parse_response_head(
-      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\nServer: up\r\n\r\n", HttpLimits{}, false, r);
+  ParseResult pr =
+      parse_response_head("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\nServer: up\r\n\r\n",
+                          HttpLimits{}, false, r);
   ASSERT_EQ(pr.state, ParseState::kDone);
-  EXPECT_EQ(forwarded_response_head(r, false, false), "HTTP/1.1 200 OK\r\nServer: up\r\nContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(forwarded_response_head(r, false, false),
+            "HTTP/1.1 200 OK\r\nServer: up\r\nContent-Length: 5\r\n\r\n");
   pr = parse_response_head("HTTP/1.1 200 OK\r\nServer: up\r\n\r\n", HttpLimits{}, false, r);
   ASSERT_EQ(r.framing, BodyFraming::kUntilClose);
   EXPECT_EQ(forwarded_response_head(r, true, true),
@@ -86,7 +91,8 @@ TEST(HttpRewrite, OnlyAnIdentityContentEncodingIsScannable) {
   EXPECT_TRUE(identity_content_encoding(head("Content-Encoding: IDENTITY , identity\r\n")));
   EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: gzip\r\n")));
   EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: identity, br\r\n")));
-  EXPECT_FALSE(identity_content_encoding(head("Content-Encoding: identity\r\nContent-Encoding: deflate\r\n")));
+  EXPECT_FALSE(
+      identity_content_encoding(head("Content-Encoding: identity\r\nContent-Encoding: deflate\r\n")));
   EXPECT_FALSE(identity_content_encoding(head("content-encoding: x-gzip\r\n")));
 }
 

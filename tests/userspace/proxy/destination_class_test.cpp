@@ -35,26 +35,32 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"0.0.0.0", C::kUnspecified}, Case{"0.255.255.255", C::kUnspecified}, Case{"1.0.0.0", C::kPublic},
         Case{"9.255.255.255", C::kPublic}, Case{"10.0.0.0", C::kPrivate}, Case{"10.255.255.255", C::kPrivate},
         Case{"11.0.0.0", C::kPublic}, Case{"100.63.255.255", C::kPublic}, Case{"100.64.0.0", C::kCgnat},
-        Case{"100.127.255.255", C::kCgnat}, Case{"100.128.0.0", C::kPublic}, Case{"126.255.255.255", C::kPublic},
-        Case{"127.0.0.0", C::kLoopback}, Case{"127.0.0.1", C::kLoopback}, Case{"127.255.255.255", C::kLoopback},
-        Case{"128.0.0.0", C::kPublic}, Case{"169.253.255.255", C::kPublic}, Case{"169.254.0.0", C::kLinkLocal},
+        Case{"100.127.255.255", C::kCgnat}, Case{"100.128.0.0", C::kPublic},
+        Case{"126.255.255.255", C::kPublic}, Case{"127.0.0.0", C::kLoopback}, Case{"127.0.0.1", C::kLoopback},
+        Case{"127.255.255.255", C::kLoopback}, Case{"128.0.0.0", C::kPublic},
+        Case{"169.253.255.255", C::kPublic}, Case{"169.254.0.0", C::kLinkLocal},
         Case{"169.254.169.253", C::kLinkLocal}, Case{"169.254.169.254", C::kMetadata},
-        Case{"169.254.255.255", C::kLinkLocal}, Case{"169.255.0.0", C::kPublic}, Case{"172.15.255.255", C::kPublic},
-        Case{"172.16.0.0", C::kPrivate}, Case{"172.31.255.255", C::kPrivate}, Case{"172.32.0.0", C::kPublic},
+        Case{"169.254.255.255", C::kLinkLocal}, Case{"169.255.0.0", C::kPublic},
+        Case{"172.15.255.255", C::kPublic}, Case{"172.16.0.0", C::kPrivate},
+        Case{"172.31.255.255", C::kPrivate}, Case{"172.32.0.0", C::kPublic},
         Case{"191.255.255.255", C::kPublic}, Case{"192.0.0.0", C::kProtocolAssignments},
         Case{"192.0.0.8", C::kProtocolAssignments}, Case{"192.0.0.170", C::kProtocolAssignments},
         Case{"192.0.0.171", C::kProtocolAssignments}, Case{"192.0.0.255", C::kProtocolAssignments},
-        Case{"192.0.1.0", C::kPublic}, Case{"192.0.2.0", C::kDocumentation}, Case{"192.0.2.255", C::kDocumentation},
-        Case{"192.0.3.0", C::kPublic}, Case{"192.88.98.255", C::kPublic}, Case{"192.88.99.0", C::kSixToFour},
-        Case{"192.88.99.2", C::kSixToFour}, Case{"192.88.99.255", C::kSixToFour}, Case{"192.88.100.0", C::kPublic},
-        Case{"192.167.255.255", C::kPublic}, Case{"192.168.0.0", C::kPrivate}, Case{"192.168.255.255", C::kPrivate},
-        Case{"192.169.0.0", C::kPublic}, Case{"198.17.255.255", C::kPublic}, Case{"198.18.0.0", C::kBenchmarking},
-        Case{"198.18.0.10", C::kBenchmarking}, Case{"198.19.0.1", C::kBenchmarking},
-        Case{"198.19.255.255", C::kBenchmarking}, Case{"198.20.0.0", C::kPublic}, Case{"198.51.99.255", C::kPublic},
+        Case{"192.0.1.0", C::kPublic}, Case{"192.0.2.0", C::kDocumentation},
+        Case{"192.0.2.255", C::kDocumentation}, Case{"192.0.3.0", C::kPublic},
+        Case{"192.88.98.255", C::kPublic}, Case{"192.88.99.0", C::kSixToFour},
+        Case{"192.88.99.2", C::kSixToFour}, Case{"192.88.99.255", C::kSixToFour},
+        Case{"192.88.100.0", C::kPublic}, Case{"192.167.255.255", C::kPublic},
+        Case{"192.168.0.0", C::kPrivate}, Case{"192.168.255.255", C::kPrivate},
+        Case{"192.169.0.0", C::kPublic}, Case{"198.17.255.255", C::kPublic},
+        Case{"198.18.0.0", C::kBenchmarking}, Case{"198.18.0.10", C::kBenchmarking},
+        Case{"198.19.0.1", C::kBenchmarking}, Case{"198.19.255.255", C::kBenchmarking},
+        Case{"198.20.0.0", C::kPublic}, Case{"198.51.99.255", C::kPublic},
         Case{"198.51.100.0", C::kDocumentation}, Case{"198.51.100.255", C::kDocumentation},
-        Case{"198.51.101.0", C::kPublic}, Case{"203.0.112.255", C::kPublic}, Case{"203.0.113.0", C::kDocumentation},
-        Case{"203.0.113.255", C::kDocumentation}, Case{"203.0.114.0", C::kPublic},
-        Case{"223.255.255.255", C::kPublic}, Case{"224.0.0.0", C::kMulticast}, Case{"239.255.255.255", C::kMulticast},
+        Case{"198.51.101.0", C::kPublic}, Case{"203.0.112.255", C::kPublic},
+        Case{"203.0.113.0", C::kDocumentation}, Case{"203.0.113.255", C::kDocumentation},
+        Case{"203.0.114.0", C::kPublic}, Case{"223.255.255.255", C::kPublic},
+        Case{"224.0.0.0", C::kMulticast}, Case{"239.255.255.255", C::kMulticast},
         Case{"240.0.0.0", C::kReserved}, Case{"255.255.255.254", C::kReserved},
         Case{"255.255.255.255", C::kReserved}));
 
@@ -67,8 +73,10 @@ INSTANTIATE_TEST_SUITE_P(GloballyReachable, DestinationClassTest,
                                            Case{"2001:1::1", C::kPublic}, Case{"2001:1::2", C::kPublic},
                                            Case{"2001:1::3", C::kPublic}, Case{"2001:3::1", C::kPublic},
                                            Case{"2001:4:112::1", C::kPublic}, Case{"2001:20::1", C::kPublic},
-                                           Case{"2001:2f:ffff::1", C::kPublic}, Case{"2001:30::1", C::kPublic},
-                                           Case{"2620:4f:8000::1", C::kPublic}, Case{"2606:4700::1111", C::kPublic},
+                                           Case{"2001:2f:ffff::1", C::kPublic},
+                                           Case{"2001:30::1", C::kPublic},
+                                           Case{"2620:4f:8000::1", C::kPublic},
+                                           Case{"2606:4700::1111", C::kPublic},
                                            Case{"2a00:1450::1", C::kPublic}, Case{"3ffe:ffff::1", C::kPublic},
                                            Case{"2001:200::1", C::kPublic}));
 
@@ -76,11 +84,12 @@ INSTANTIATE_TEST_SUITE_P(
     Ipv6Registry, DestinationClassTest,
     ::testing::Values(
         Case{"::", C::kUnspecified}, Case{"::1", C::kLoopback}, Case{"::2", C::kIpv4Compatible},
-        Case{"64:ff9b::", C::kNat64}, Case{"64:ff9b::ffff:ffff", C::kNat64}, Case{"64:ff9b::1:0:0", C::kReserved},
-        Case{"64:ff9b:1::", C::kLocalTranslation}, Case{"64:ff9b:1:ffff:ffff:ffff:ffff:ffff", C::kLocalTranslation},
-        Case{"64:ff9b:2::", C::kReserved}, Case{"100::", C::kDiscard}, Case{"100::ffff:ffff:ffff:ffff", C::kDiscard},
-        Case{"100:0:0:1::1", C::kDiscard}, Case{"100:0:0:2::", C::kReserved},
-        Case{"2001::", C::kTeredo}, Case{"2001:0:ffff::1", C::kTeredo}, Case{"2001:1::", C::kProtocolAssignments},
+        Case{"64:ff9b::", C::kNat64}, Case{"64:ff9b::ffff:ffff", C::kNat64},
+        Case{"64:ff9b::1:0:0", C::kReserved}, Case{"64:ff9b:1::", C::kLocalTranslation},
+        Case{"64:ff9b:1:ffff:ffff:ffff:ffff:ffff", C::kLocalTranslation}, Case{"64:ff9b:2::", C::kReserved},
+        Case{"100::", C::kDiscard}, Case{"100::ffff:ffff:ffff:ffff", C::kDiscard},
+        Case{"100:0:0:1::1", C::kDiscard}, Case{"100:0:0:2::", C::kReserved}, Case{"2001::", C::kTeredo},
+        Case{"2001:0:ffff::1", C::kTeredo}, Case{"2001:1::", C::kProtocolAssignments},
         Case{"2001:1::4", C::kProtocolAssignments}, Case{"2001:2::", C::kBenchmarking},
         Case{"2001:2:0:ffff::1", C::kBenchmarking}, Case{"2001:2:1::", C::kProtocolAssignments},
         Case{"2001:4:113::", C::kProtocolAssignments}, Case{"2001:10::1", C::kDeprecated},
@@ -117,7 +126,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // What the audit says: the class, and for a transition form what it carries.
 TEST(DestinationDescribe, NamesTheClassAndWhatATransitionFormCarries) {
-  auto d = [](const char* text) { return describe_destination(classify_destination(*zn::net::IpAddress::parse(text))); };
+  auto d = [](const char* text) {
+    return describe_destination(classify_destination(*zn::net::IpAddress::parse(text)));
+  };
   EXPECT_EQ(d("192.0.2.1"), "special-purpose: documentation");
   EXPECT_EQ(d("::ffff:169.254.169.254"), "special-purpose: metadata");
   EXPECT_EQ(d("2002:a9fe:a9fe::1"), "special-purpose: 6to4 (carries metadata)");
@@ -149,7 +160,8 @@ TEST(AddressPrefix, ParsesStrictlyAndMatchesOnBitBoundaries) {
   EXPECT_TRUE(v6->contains(*zn::net::IpAddress::parse("2001:db8:18:ff::1")));
   EXPECT_FALSE(v6->contains(*zn::net::IpAddress::parse("2001:db8:19::1")));
   EXPECT_TRUE(zn::net::AddressPrefix::parse("0.0.0.0/0")->contains(*zn::net::IpAddress::parse("1.2.3.4")));
-  EXPECT_EQ(zn::net::unmap_ipv4(*zn::net::IpAddress::parse("::ffff:127.0.0.1")), *zn::net::IpAddress::parse("127.0.0.1"));
+  EXPECT_EQ(zn::net::unmap_ipv4(*zn::net::IpAddress::parse("::ffff:127.0.0.1")),
+            *zn::net::IpAddress::parse("127.0.0.1"));
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST(DestinationGuard, SpecialPurposeRefusedUnlessAnAllowanceCoversIt) {
   // Transition forms, even of an allowed or a public address.
   EXPECT_EQ(refusal(g, "2002:c612:a::1"), "special-purpose: 6to4 (carries benchmarking)");  // 198.18.0.10
   EXPECT_EQ(refusal(g, "2002:808:808::1"), "special-purpose: 6to4");
-  EXPECT_EQ(refusal(g, "64:ff9b::c612:a"), "special-purpose: nat64 (carries benchmarking)");  // no NAT64 configured
+  EXPECT_EQ(refusal(g, "64:ff9b::c612:a"),
+            "special-purpose: nat64 (carries benchmarking)");  // no NAT64 configured
   EXPECT_EQ(refusal(g, "64:ff9b::808:808"), "special-purpose: nat64");
   EXPECT_EQ(refusal(g, "2001:0:c612:a::1"), "special-purpose: teredo (carries benchmarking)");
   EXPECT_EQ(refusal(g, "::8.8.8.8"), "special-purpose: ipv4-compatible");
@@ -121,9 +122,11 @@ std::string config_error(const std::string& text) {
 }
 
 TEST(DaemonConfigGuard, RejectsBadAllowancesAndPrefixesWithTheirPath) {
-  EXPECT_NE(config_error(R"({"upstream_allow":"198.18.0.0/16"})").find("$.upstream_allow"), std::string::npos);
+  EXPECT_NE(config_error(R"({"upstream_allow":"198.18.0.0/16"})").find("$.upstream_allow"),
+            std::string::npos);
   EXPECT_NE(config_error(R"({"upstream_allow":[1]})").find("$.upstream_allow[0]"), std::string::npos);
-  for (const char* bad : {"198.18.0.1/16", "198.18.0.0/33", "example.com", "198.18.0.0/", "2001:db8:18::1/48", ""})
+  for (const char* bad :
+       {"198.18.0.1/16", "198.18.0.0/33", "example.com", "198.18.0.0/", "2001:db8:18::1/48", ""})
     EXPECT_NE(config_error(std::string(R"({"upstream_allow":["198.18.0.0/16",")") + bad + "\"]}")
                   .find("$.upstream_allow[1]"),
               std::string::npos)

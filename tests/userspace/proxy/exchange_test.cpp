@@ -163,7 +163,9 @@ class Upstream {
 
   Upstream(asio::io_context& io, SSL_CTX* tls_server, const LeafCert* leaf, X509* ca)
       : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
-        tls_server_(tls_server), leaf_(leaf), ca_(ca) {}
+        tls_server_(tls_server),
+        leaf_(leaf),
+        ca_(ca) {}
 
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   void start(bool tls) {
@@ -281,8 +283,8 @@ class ExchangeTest : public ::testing::Test {
 
   // Runs one guest connection to `kHost` (TLS terminated when `tls`) to its end.
   void run(ScriptedGuest& guest, bool tls) {
-    InterceptContext ctx{*policy_, pool_, client_tls_->get(), http::HttpLimits{}, 2s, 2s, 2s, counters_,
-                         guard_.get()};
+    InterceptContext ctx{*policy_, pool_, client_tls_->get(), http::HttpLimits{}, 2s,
+                         2s,       2s,    counters_,          guard_.get()};
     UpstreamDecision conn;
     conn.mode = ConnectionMode::kIntercept;
     conn.session = "s1";
@@ -336,7 +338,7 @@ class ExchangeTest : public ::testing::Test {
   SslCtxPtr server_ctx_;
   std::unique_ptr<UpstreamTls> client_tls_;
   std::unique_ptr<DestinationGuard> guard_;
-  asio::io_context guest_io_;  // never run: the scripted guests' unused sockets
+  asio::io_context guest_io_;             // never run: the scripted guests' unused sockets
   std::unique_ptr<asio::io_context> io_;  // the proxy's loop and the upstream's
   asio::thread_pool pool_{1};
   std::unique_ptr<FakePolicy> policy_;
@@ -498,7 +500,7 @@ TEST_F(ExchangeTest, SmugglingShapesAreRefusedBeforeAnyByteGoesUpstream) {
     }
     EXPECT_EQ(count(got, "\r\nServer: zeroness\r\n"), 1u) << got;  // one answer, ours
     EXPECT_EQ(upstream_->connections, 0);
-    EXPECT_TRUE(policy_->requests.empty());  // refused before any verdict
+    EXPECT_TRUE(policy_->requests.empty());    // refused before any verdict
     ASSERT_EQ(policy_->summaries.size(), 1u);  // and reported as such
     EXPECT_FALSE(policy_->summaries[0].forwarded);
   }
@@ -543,12 +545,18 @@ TEST_F(ExchangeTest, PipelinedRequestsAreEachDecidedOnTheirOwn) {
     size_t decisions;
   };
   const std::vector<Case> cases = {
-      {"both allowed", {get("/one") + get("/two")}, {"200", "200"},
-       {"GET /one HTTP/1.1", "GET /two HTTP/1.1"}, 2},
+      {"both allowed",
+       {get("/one") + get("/two")},
+       {"200", "200"},
+       {"GET /one HTTP/1.1", "GET /two HTTP/1.1"},
+       2},
       {"allowed then denied", {get("/one") + get("/admin")}, {"200", "403"}, {"GET /one HTTP/1.1"}, 2},
       {"denied then allowed", {get("/admin") + get("/smuggled")}, {"403"}, {}, 1},
-      {"allowed then denied, split", one_byte_each(get("/one") + get("/admin")), {"200", "403"},
-       {"GET /one HTTP/1.1"}, 2},
+      {"allowed then denied, split",
+       one_byte_each(get("/one") + get("/admin")),
+       {"200", "403"},
+       {"GET /one HTTP/1.1"},
+       2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

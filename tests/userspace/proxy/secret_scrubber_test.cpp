@@ -86,7 +86,8 @@ TEST(SecretScrubber, EveryEncodingAsRealEncodersWriteItIsReplacedAtTheSameLength
     EXPECT_GE(rep.matches, 1u) << r.how;
     EXPECT_NE(out.find("zn-redacted"), std::string::npos) << r.how << ": " << out;
     EXPECT_EQ(out.find(kSecret), std::string::npos) << r.how;
-    for (const std::string& f : forbidden()) EXPECT_EQ(out.find(f), std::string::npos) << r.how << ": " << out;
+    for (const std::string& f : forbidden())
+      EXPECT_EQ(out.find(f), std::string::npos) << r.how << ": " << out;
     // What is left of the blob around the match is untouched.
     EXPECT_EQ(out.substr(0, 2), r.text.substr(0, 2)) << r.how;
   }
@@ -123,7 +124,8 @@ TEST(SecretScrubber, MatchesSplitAtEveryPositionAcrossTwoAndThreeFeedsAreCaught)
   const std::string one = "<<" + reflections()[0].text + reflections()[13].text + ">>";
   const std::string one_whole = scrub_in_pieces(s, one, {});
   for (size_t i = 0; i <= one.size(); ++i)
-    for (size_t j = i; j <= one.size(); ++j) ASSERT_EQ(scrub_in_pieces(s, one, {i, j}), one_whole) << i << "," << j;
+    for (size_t j = i; j <= one.size(); ++j)
+      ASSERT_EQ(scrub_in_pieces(s, one, {i, j}), one_whole) << i << "," << j;
   // Byte by byte.
   std::vector<size_t> every;
   for (size_t i = 1; i < body.size(); ++i) every.push_back(i);
@@ -134,11 +136,11 @@ TEST(SecretScrubber, NearMissesAreLeftAlone) {
   SecretScrubber s;
   s.add_secret("sk_live_zerod_test_4f9a8b7c6d", "cap:stripe");
   const std::vector<std::string> near = {
-      "sk_live_zerod_test_4f9a8b7c6",       // truncated (at the very end: held back, then flushed as is)
-      "sk_live_zerod_test_4f9a8b7c6X",      // last byte differs
-      "Xk_live_zerod_test_4f9a8b7c6d",      // first byte differs
-      "SK_LIVE_ZEROD_TEST_4F9A8B7C6D",      // case changed
-      "sk_live_zerod_test_4f9a8b7c6 d",     // split by a space
+      "sk_live_zerod_test_4f9a8b7c6",          // truncated (at the very end: held back, then flushed as is)
+      "sk_live_zerod_test_4f9a8b7c6X",         // last byte differs
+      "Xk_live_zerod_test_4f9a8b7c6d",         // first byte differs
+      "SK_LIVE_ZEROD_TEST_4F9A8B7C6D",         // case changed
+      "sk_live_zerod_test_4f9a8b7c6 d",        // split by a space
       "c2tfbGl2ZV96ZXJvZF90ZXN0XzRmOWE4Yjdj",  // base64 of the secret's first 27 bytes only
   };
   for (size_t i = 0; i < near.size(); ++i) {
@@ -286,7 +288,8 @@ TEST(SecretScrubber, PatternsAreTheSecretsOwnBytesInEachEncodingDeduplicated) {
   for (size_t i = 0; i < p.size(); ++i)
     for (size_t j = i + 1; j < p.size(); ++j) EXPECT_NE(p[i].bytes, p[j].bytes);
   size_t b64 = 0;
-  for (const auto& x : p) b64 += x.encoding == SecretEncoding::kBase64 || x.encoding == SecretEncoding::kBase64Url;
+  for (const auto& x : p)
+    b64 += x.encoding == SecretEncoding::kBase64 || x.encoding == SecretEncoding::kBase64Url;
   EXPECT_GE(b64, 3u);  // three alignments
   EXPECT_LE(p.size(), 10u);
 }

@@ -109,8 +109,8 @@ TEST_F(UpstreamConnectorTest, OnlyUnreachableAddressesAreAnAttemptThatFailed) {
 TEST_F(UpstreamConnectorTest, AFailedHandshakeMovesOnToTheNextAddress) {
   const DestinationGuard guard = guard_allowing({"127.0.0.1/32"});
   std::vector<std::string> seen;
-  UpstreamHandshake handshake = [&](tcp::socket& s,
-                                    const std::string& upstream) -> asio::awaitable<std::optional<std::string>> {
+  UpstreamHandshake handshake =
+      [&](tcp::socket& s, const std::string& upstream) -> asio::awaitable<std::optional<std::string>> {
     seen.push_back(upstream);
     EXPECT_TRUE(s.is_open());
     if (seen.size() == 1) co_return std::string("certificate verify failed");
@@ -125,7 +125,8 @@ TEST_F(UpstreamConnectorTest, AFailedHandshakeMovesOnToTheNextAddress) {
 
 TEST_F(UpstreamConnectorTest, AHandshakeFailingEverywhereReportsItsReason) {
   const DestinationGuard guard = guard_allowing({"127.0.0.1/32"});
-  UpstreamHandshake handshake = [](tcp::socket&, const std::string&) -> asio::awaitable<std::optional<std::string>> {
+  UpstreamHandshake handshake = [](tcp::socket&,
+                                   const std::string&) -> asio::awaitable<std::optional<std::string>> {
     co_return std::string("certificate verify failed");
   };
   UpstreamConnection c = run({ip("127.0.0.1")}, &guard, handshake);

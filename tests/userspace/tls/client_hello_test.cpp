@@ -30,8 +30,7 @@ struct HelloOpts {
 
 // The bytes an OpenSSL client writes first: its ClientHello record(s).
 Bytes make_hello(const HelloOpts& o) {
-  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()),
-                                                         SSL_CTX_free);
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
   EXPECT_TRUE(ctx);
   if (o.min_version) SSL_CTX_set_min_proto_version(ctx.get(), o.min_version);
   if (o.max_version) SSL_CTX_set_max_proto_version(ctx.get(), o.max_version);
@@ -55,15 +54,13 @@ Bytes make_hello(const HelloOpts& o) {
   int rc = SSL_do_handshake(ssl.get());
   EXPECT_EQ(SSL_get_error(ssl.get(), rc), SSL_ERROR_WANT_READ);
   Bytes out(BIO_ctrl_pending(wbio));
-  EXPECT_EQ(BIO_read(wbio, out.data(), static_cast<int>(out.size())),
-            static_cast<int>(out.size()));
+  EXPECT_EQ(BIO_read(wbio, out.data(), static_cast<int>(out.size())), static_cast<int>(out.size()));
   ERR_clear_error();
   return out;
 }
 
 Bytes standard_hello(int max_version = 0) {
-  return make_hello({.sni = "www.example.com", .alpn = {"h2", "http/1.1"},
-                     .max_version = max_version});
+  return make_hello({.sni = "www.example.com", .alpn = {"h2", "http/1.1"}, .max_version = max_version});
 }
 
 ClientHelloInfo peek(const Bytes& b, std::size_t max = kMaxClientHelloBytes) {
@@ -145,8 +142,8 @@ TEST(ClientHello, NoSni) {
 }
 
 TEST(ClientHello, IpLiteralSni) {
-  for (std::string ip : {"192.0.2.1", "2001:db8::1", "::ffff:169.254.169.254", "127.1",
-                         "0x7f000001", "10.0.0.1.", "foo.123"}) {
+  for (std::string ip : {"192.0.2.1", "2001:db8::1", "::ffff:169.254.169.254", "127.1", "0x7f000001",
+                         "10.0.0.1.", "foo.123"}) {
     auto info = peek(make_hello({.sni = ip}));
     ASSERT_EQ(info.status, HelloStatus::kOk) << ip;
     EXPECT_EQ(info.sni, ip);
@@ -178,8 +175,7 @@ TEST(ClientHello, EveryPrefixNeedsMore) {
 TEST(ClientHello, SplitAcrossRecords) {
   Bytes h = standard_hello();
   std::size_t payload = h.size() - 5;
-  for (std::size_t first : {std::size_t{1}, std::size_t{4}, std::size_t{40}, payload / 2,
-                            payload - 1}) {
+  for (std::size_t first : {std::size_t{1}, std::size_t{4}, std::size_t{40}, payload / 2, payload - 1}) {
     Bytes two = reframe(h, {first});
     ASSERT_EQ(two.size(), h.size() + 5);
     auto info = peek(two);
@@ -314,8 +310,7 @@ TEST(ClientHello, TooLarge) {
 
 TEST(ClientHello, RandomInputNeverCrashes) {
   std::mt19937 rng(0x5eed);
-  const Bytes seeds[] = {standard_hello(), standard_hello(TLS1_2_VERSION),
-                         reframe(standard_hello(), {60})};
+  const Bytes seeds[] = {standard_hello(), standard_hello(TLS1_2_VERSION), reframe(standard_hello(), {60})};
   int ok = 0;
   for (int i = 0; i < 10000; ++i) {
     Bytes b;
@@ -326,8 +321,12 @@ TEST(ClientHello, RandomInputNeverCrashes) {
         break;
       case 1: {  // random payload under a plausible record header
         std::size_t n = rng() % 600;
-        b = {0x16, 0x03, static_cast<std::uint8_t>(rng() % 5), static_cast<std::uint8_t>(n >> 8),
-             static_cast<std::uint8_t>(n), 0x01};
+        b = {0x16,
+             0x03,
+             static_cast<std::uint8_t>(rng() % 5),
+             static_cast<std::uint8_t>(n >> 8),
+             static_cast<std::uint8_t>(n),
+             0x01};
         b.resize(5 + n);
         for (std::size_t j = 6; j < b.size(); ++j) b[j] = static_cast<std::uint8_t>(rng());
         break;

@@ -23,8 +23,6 @@
 namespace zn::proxy {
 namespace {
 
-
-
 struct Outcome {
   bool ok = false;  // both sides completed the handshake
   long verify = -1;
@@ -79,7 +77,8 @@ Outcome run_handshake(SSL* client, SSL* server) {
   const unsigned char* proto = nullptr;
   unsigned len = 0;
   SSL_get0_alpn_selected(client, &proto, &len);
-  out.alpn.assign(reinterpret_cast<const char*>(proto ? proto : reinterpret_cast<const unsigned char*>("")), len);
+  out.alpn.assign(reinterpret_cast<const char*>(proto ? proto : reinterpret_cast<const unsigned char*>("")),
+                  len);
   out.version = SSL_version(client);
   const char* sni = SSL_get_servername(server, TLSEXT_NAMETYPE_host_name);
   out.server_sni = sni ? sni : "";

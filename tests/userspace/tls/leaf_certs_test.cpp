@@ -29,8 +29,6 @@
 namespace zn::proxy {
 namespace {
 
-
-
 std::time_t to_time_t(const ASN1_TIME* t) {
   struct tm tm {};
   EXPECT_EQ(ASN1_TIME_to_tm(t, &tm), 1);
@@ -117,7 +115,8 @@ TEST_F(LeafCertsTest, LeafForIpLiteralCarriesIpSan) {
     auto leaf = authority.leaf_for(ip);
     EXPECT_EQ(X509_check_ip_asc(leaf->cert(), ip.c_str(), 0), 1) << ip;
     // No DNS SAN (OpenSSL would still match the CN, which browsers ignore).
-    EXPECT_NE(X509_check_host(leaf->cert(), ip.c_str(), 0, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, nullptr), 1) << ip;
+    EXPECT_NE(X509_check_host(leaf->cert(), ip.c_str(), 0, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, nullptr), 1)
+        << ip;
     Handshake h = connect_to_leaf(*leaf, authority.ca_cert(), ip, /*ip=*/true);
     EXPECT_TRUE(h.ok) << ip << ": " << X509_verify_cert_error_string(h.verify);
   }
@@ -337,26 +336,27 @@ TEST(LeafName, Canonicalization) {
 
 TEST(LeafName, RejectsInvalidNames) {
   const std::string label63(63, 'a');
-  for (const std::string& bad : std::vector<std::string>{"",
-                                                         ".",
-                                                         "*.example.com",
-                                                         "a..b",
-                                                         ".a.b",
-                                                         "-a.example",
-                                                         "a-.example",
-                                                         "a b.example",
-                                                         "example.com:443",
-                                                         "[::1]",
-                                                         "127.1",
-                                                         "0x7f000001",
-                                                         "10.0.0.300",
-                                                         "host.123",
-                                                         "fe80::1%eth0",
-                                                         "ex\xc3\xa4mple.com",
-                                                         std::string("a\0b", 3),
-                                                         "a/b",
-                                                         std::string(64, 'a') + ".example",
-                                                         label63 + "." + label63 + "." + label63 + "." + label63}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"",
+                                ".",
+                                "*.example.com",
+                                "a..b",
+                                ".a.b",
+                                "-a.example",
+                                "a-.example",
+                                "a b.example",
+                                "example.com:443",
+                                "[::1]",
+                                "127.1",
+                                "0x7f000001",
+                                "10.0.0.300",
+                                "host.123",
+                                "fe80::1%eth0",
+                                "ex\xc3\xa4mple.com",
+                                std::string("a\0b", 3),
+                                "a/b",
+                                std::string(64, 'a') + ".example",
+                                label63 + "." + label63 + "." + label63 + "." + label63}) {
     EXPECT_THROW(canonical_leaf_name(bad), std::invalid_argument) << bad;
   }
 }

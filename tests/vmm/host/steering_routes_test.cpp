@@ -23,8 +23,8 @@ int count_rules(int family, std::uint32_t mark, std::uint32_t table) {
   int n = 0;
   for (nl_object* o = nl_cache_get_first(raw); o; o = nl_cache_get_next(o)) {
     auto* r = reinterpret_cast<rtnl_rule*>(o);
-    n += rtnl_rule_get_family(r) == family && rtnl_rule_get_mark(r) == mark &&
-         rtnl_rule_get_table(r) == table;
+    n +=
+        rtnl_rule_get_family(r) == family && rtnl_rule_get_mark(r) == mark && rtnl_rule_get_table(r) == table;
   }
   return n;
 }

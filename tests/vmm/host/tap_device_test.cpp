@@ -65,11 +65,13 @@ TEST(TapDevice, LinkLocalIsEui64OfItsMacWhateverTheDefaultMode) {
   std::vector<std::string> addrs;
   for (int i = 0; i < 300; ++i) {
     addrs = nl.addresses(ifindex);
-    if (std::any_of(addrs.begin(), addrs.end(), [](const std::string& a) { return a.rfind("fe80:", 0) == 0; }))
+    if (std::any_of(addrs.begin(), addrs.end(),
+                    [](const std::string& a) { return a.rfind("fe80:", 0) == 0; }))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_TRUE(contains(addrs, want)) << "want " << want << ", have " << (addrs.empty() ? "none" : addrs.front());
+  EXPECT_TRUE(contains(addrs, want)) << "want " << want << ", have "
+                                     << (addrs.empty() ? "none" : addrs.front());
 }
 
 TEST(TapDevice, CreateRefusesExistingName) {

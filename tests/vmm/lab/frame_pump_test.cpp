@@ -29,15 +29,14 @@ class FramePumpTest : public ::testing::Test {
 
   static zn::net::UniqueFd make_tap(const std::string& ns, int host) {
     NetnsScope in_ns(ns);
-    create_tap("zt0", {zn::net::MacAddress{0x02, 0x7a, 0x6e, 0xee, 0, static_cast<std::uint8_t>(host)}, 1500,
+    create_tap("zt0", {zn::net::MacAddress{0x02, 0x7a, 0x6e, 0xee, 0, static_cast<std::uint8_t>(host)},
+                       1500,
                        {"198.19.250." + std::to_string(host) + "/24",
                         "2001:db8:19:fa::" + std::to_string(host) + "/64"}});
     return open_tap("zt0");
   }
 
-  bool a_reaches_b(const std::string& b_ip) {
-    return testing::udp_round_trip(a_->name(), b_->name(), b_ip);
-  }
+  bool a_reaches_b(const std::string& b_ip) { return testing::udp_round_trip(a_->name(), b_->name(), b_ip); }
 
   std::unique_ptr<TestNetns> a_, b_;
   zn::net::UniqueFd tap_a_, tap_b_;

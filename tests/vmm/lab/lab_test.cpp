@@ -131,10 +131,12 @@ TEST_F(LabTest, UpAndAddGuestReturnOnlyWhenEveryLinkIsReady) {
   for (const auto& [ns, names] : links) {
     NetnsScope in_ns(ns);
     const auto pending = RouteNetlink().unsettled(names);
-    EXPECT_TRUE(pending.empty()) << ns << ": " << (pending.empty() ? "" : pending.front()) << "\n" << ip6_state(ns);
+    EXPECT_TRUE(pending.empty()) << ns << ": " << (pending.empty() ? "" : pending.front()) << "\n"
+                                 << ip6_state(ns);
   }
   // Link-locals too are usable at once: the host reaches the guest's.
-  EXPECT_TRUE(udp_round_trip(lab.host_netns(), g0.netns, zn::net::to_string(g0.guest_ip6_ll) + "%" + g0.tap_name));
+  EXPECT_TRUE(
+      udp_round_trip(lab.host_netns(), g0.netns, zn::net::to_string(g0.guest_ip6_ll) + "%" + g0.tap_name));
   EXPECT_TRUE(udp_round_trip(g0.netns, lab.inet_netns(), "2001:db8:18::13"))
       << ip6_state(g0.netns) << ip6_state(lab.host_netns()) << ip6_state(lab.inet_netns());
 }
