@@ -33,46 +33,50 @@
 #define ZN_MARK_HOST_REPLY 0x400
 #define ZN_STEER_ROUTE_TABLE 100
 
-/* Every verdict: the passes first, then the drop reasons. X(ident, "name"). */
-#define ZN_VERDICTS(X)                              \
-	X(PASS_ARP, "pass:arp")                     \
-	X(PASS_ND, "pass:nd")                       \
-	X(PASS_DNS, "pass:dns")                     \
-	X(PASS_STEER, "pass:steer")                 \
-	X(PASS_L4, "pass:l4")                       \
-	X(PASS_HOST_REPLY, "pass:host_reply")       \
-	X(DROP_NO_SESSION, "drop:no_session")       \
-	X(DROP_TRUNCATED_ETH, "drop:truncated_eth") \
-	X(DROP_TRUNCATED_ARP, "drop:truncated_arp") \
-	X(DROP_TRUNCATED_IP4, "drop:truncated_ip4") \
-	X(DROP_TRUNCATED_IP6, "drop:truncated_ip6") \
-	X(DROP_TRUNCATED_L4, "drop:truncated_l4")   \
-	X(DROP_VLAN, "drop:vlan")                   \
-	X(DROP_ETHERTYPE, "drop:ethertype")         \
-	X(DROP_MAC_SPOOF, "drop:mac_spoof")         \
-	X(DROP_ARP_MALFORMED, "drop:arp_malformed") \
-	X(DROP_ARP_SPOOF, "drop:arp_spoof")         \
-	X(DROP_IP_MALFORMED, "drop:ip_malformed")   \
-	X(DROP_IP4_SPOOF, "drop:ip4_spoof")         \
-	X(DROP_IP6_SPOOF, "drop:ip6_spoof")         \
-	X(DROP_IP4_OPTIONS, "drop:ip4_options")     \
-	X(DROP_FRAGMENT, "drop:fragment")           \
-	X(DROP_IP6_EXTHDR, "drop:ip6_exthdr")       \
-	X(DROP_ND_SPOOF, "drop:nd_spoof")           \
-	X(DROP_IP6_MULTICAST, "drop:ip6_multicast") \
-	X(DROP_ICMP, "drop:icmp")                   \
-	X(DROP_UDP, "drop:udp")                     \
-	X(DROP_PROTO, "drop:proto")                 \
-	X(DROP_TCP_PORT, "drop:tcp_port")           \
-	X(DROP_HOST_SERVICE, "drop:host_service")   \
-	X(DROP_NO_LISTENER, "drop:no_listener")     \
-	X(DROP_ASSIGN_FAILED, "drop:assign_failed") \
-	X(DROP_UNSOLICITED, "drop:unsolicited")     \
-	X(DROP_ND_SCOPE, "drop:nd_scope")           \
-	X(DROP_ND_MALFORMED, "drop:nd_malformed")
+/* Every verdict: the passes first, then the drop reasons. X(ident, number,
+ * "name"). Numbers are explicit and never reused or reordered: counters,
+ * drop events and the audit key on them; a new verdict takes the next number
+ * and ZN_VERDICT_COUNT moves with it (verdict_names.cpp checks the list is
+ * 0..COUNT-1 in order). */
+#define ZN_VERDICTS(X)                                  \
+	X(PASS_ARP, 0, "pass:arp")                      \
+	X(PASS_ND, 1, "pass:nd")                        \
+	X(PASS_DNS, 2, "pass:dns")                      \
+	X(PASS_STEER, 3, "pass:steer")                  \
+	X(PASS_L4, 4, "pass:l4")                        \
+	X(PASS_HOST_REPLY, 5, "pass:host_reply")        \
+	X(DROP_NO_SESSION, 6, "drop:no_session")        \
+	X(DROP_TRUNCATED_ETH, 7, "drop:truncated_eth")  \
+	X(DROP_TRUNCATED_ARP, 8, "drop:truncated_arp")  \
+	X(DROP_TRUNCATED_IP4, 9, "drop:truncated_ip4")  \
+	X(DROP_TRUNCATED_IP6, 10, "drop:truncated_ip6") \
+	X(DROP_TRUNCATED_L4, 11, "drop:truncated_l4")   \
+	X(DROP_VLAN, 12, "drop:vlan")                   \
+	X(DROP_ETHERTYPE, 13, "drop:ethertype")         \
+	X(DROP_MAC_SPOOF, 14, "drop:mac_spoof")         \
+	X(DROP_ARP_MALFORMED, 15, "drop:arp_malformed") \
+	X(DROP_ARP_SPOOF, 16, "drop:arp_spoof")         \
+	X(DROP_IP_MALFORMED, 17, "drop:ip_malformed")   \
+	X(DROP_IP4_SPOOF, 18, "drop:ip4_spoof")         \
+	X(DROP_IP6_SPOOF, 19, "drop:ip6_spoof")         \
+	X(DROP_IP4_OPTIONS, 20, "drop:ip4_options")     \
+	X(DROP_FRAGMENT, 21, "drop:fragment")           \
+	X(DROP_IP6_EXTHDR, 22, "drop:ip6_exthdr")       \
+	X(DROP_ND_SPOOF, 23, "drop:nd_spoof")           \
+	X(DROP_IP6_MULTICAST, 24, "drop:ip6_multicast") \
+	X(DROP_ICMP, 25, "drop:icmp")                   \
+	X(DROP_UDP, 26, "drop:udp")                     \
+	X(DROP_PROTO, 27, "drop:proto")                 \
+	X(DROP_TCP_PORT, 28, "drop:tcp_port")           \
+	X(DROP_HOST_SERVICE, 29, "drop:host_service")   \
+	X(DROP_NO_LISTENER, 30, "drop:no_listener")     \
+	X(DROP_ASSIGN_FAILED, 31, "drop:assign_failed") \
+	X(DROP_UNSOLICITED, 32, "drop:unsolicited")     \
+	X(DROP_ND_SCOPE, 33, "drop:nd_scope")           \
+	X(DROP_ND_MALFORMED, 34, "drop:nd_malformed")
 
-#define ZN_VERDICT_ENUM_(ident, name) ZN_##ident,
-enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT };
+#define ZN_VERDICT_ENUM_(ident, number, name) ZN_##ident = number,
+enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT = 35 };
 #undef ZN_VERDICT_ENUM_
 
 #define ZN_FIRST_DROP ZN_DROP_NO_SESSION
