@@ -14,6 +14,8 @@ scripts/install-deps.sh
 # Capabilities depend only downward (tools -> broker -> userspace, vmm ->
 # common, and in the order the script writes down): an upward include fails.
 python3 scripts/check_includes.py
+# Every C/C++ file as clang-format leaves it (.clang-format, bpf/.clang-format).
+scripts/lint.sh
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=ON
 cmake --build "$BUILD_DIR" -j"$(nproc)"
@@ -44,6 +46,8 @@ trap sweep_test_labs EXIT
 # ..."; tests/support/skip_policy.h). Each test binary enforces the same.
 # The libFuzzer targets, bounded in time, on their seed corpora: a crash fails.
 scripts/fuzz.sh
+# Unit tests under ASan+UBSan; the proxy's and the audit's concurrency under TSan: a report fails.
+scripts/sanitize.sh
 
 JUNIT="$BUILD_DIR/ctest-junit.xml"
 rm -f "$JUNIT"

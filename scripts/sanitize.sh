@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The tests under sanitizers (cmake/Sanitize.cmake), each build in its own dir:
+#   1. ASan + UBSan (build-asan): every test labelled unit.
+#   2. TSan (build-tsan): the tests that drive the proxy's and the audit's
+#      threads, zerod included: it runs as a TSan process under the tests.
+# A report from any process, a test binary or a zerod it started (whose stderr
+# goes to a log the test deletes), fails the run: the runtimes write reports
+# to files in one directory, checked after each ctest. Called by
+# scripts/test.sh (as root: the TSan tests create labs); also by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
+JOBS=$(nproc)
+
+# -O0 -g1: the sanitizers check the same at any level, and a cold build of
+# both takes under 5 minutes on 2 cores (-O1 compiles the heaviest files 1.7
+# times slower, -O2 -g more still); line tables are all a report's stack
+# needs. NDEBUG as in CI's build, so the same code paths run as ship.
+configure() {
+  cmake -S . -B "$1" -DZN_SANITIZE="$2" -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG" \
+    > /dev/null
+}
+
+reports=$(mktemp -d /tmp/zn-sanitize.XXXXXX)
+trap 'rm -rf "$reports"' EXIT
+# Fails, printing them, if any process wrote a report.
+check_reports() {
+  if compgen -G "$reports/*" > /dev/null; then
+    echo "sanitize: $1: sanitizer reports:" >&2
+    for f in "$reports"/*; do
+      echo "---- $(basename "$f")" >&2
+      cat "$f" >&2
+    done
+    exit 1
+  fi
+}
+
+# ---- ASan + UBSan: the unit tests ------------------------------------------
+# Every test binary whose tests are labelled unit, read off the tests'
+# CMakeLists: a new unit suite is covered without editing this list.
+mapfile -t unit_targets < <(grep -rhoP \
+  'gtest_discover_tests\(\K\w+(?=\s+PROPERTIES\s+LABELS\s+"?unit"?\s*\))' tests --include=CMakeLists.txt | sort -u)
+if [ ${#unit_targets[@]} -eq 0 ]; then
+  echo "sanitize: found no unit test targets in tests/" >&2
+  exit 1
+fi
+start=$SECONDS
+configure "$ASAN_BUILD_DIR" "address,undefined"
+cmake --build "$ASAN_BUILD_DIR" -j"$JOBS" --target "${unit_targets[@]}"
+echo "sanitize: ASan+UBSan build of ${unit_targets[*]}: $((SECONDS - start)) s"
+
+# halt_on_error: the first report ends the process (ASan and UBSan; the build
+# also has -fno-sanitize-recover). detect_leaks: on (LeakSanitizer, ASan's
+# default on Linux, said here on purpose): a leaked SSL, X509 or ldns object in
+# the code the units test leaks per connection or query in a long-running
+# zerod, and the unit tests tear everything down, so a leak is a finding.
+# detect_stack_use_after_return: completion handlers and coroutines that keep
+# a reference to a returned frame.
+start=$SECONDS
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
+status=0
+ctest --test-dir "$ASAN_BUILD_DIR" -L unit -j"$JOBS" --timeout 300 --no-tests=error --output-on-failure || status=$?
+check_reports "ASan+UBSan unit tests"
+[ "$status" -eq 0 ] || exit "$status"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
+
+# ---- TSan: the proxy's and the audit's concurrency -------------------------
+# Suites, by name (ctest -R), and the targets that hold them:
+#   AuditLogTest                 concurrent appenders against the batching commit
+#   ClientHello.ConcurrentCallers, LeafCertsTest.ConcurrentLeafForIsSafe
+#                                the proxy's TLS pieces, called from its pool
+#   ExchangeTest                 an intercepted exchange: the proxy's loop handing
+#                                each decision to its worker pool and back
+#   AcceptBackoff                the proxy's listener loop
+#   ProxyTest, InterceptTest, ZerodTest
+#                                zerod itself: proxy loop, worker pool, audit,
+#                                DNS loop and control server, with real traffic
+tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests zerod_tests)
+tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
+             AcceptBackoff. ProxyTest. InterceptTest. ZerodTest.)
+start=$SECONDS
+configure "$TSAN_BUILD_DIR" thread
+cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
+echo "sanitize: TSan build of ${tsan_targets[*]}: $((SECONDS - start)) s"
+
+# A suite renamed away would otherwise just stop being run.
+regex=""
+for s in "${tsan_suites[@]}"; do
+  pattern="^${s//./\\.}"
+  if ! ctest --test-dir "$TSAN_BUILD_DIR" -N -R "$pattern" | grep -q 'Total Tests: [1-9]'; then
+    echo "sanitize: no test matches $pattern in $TSAN_BUILD_DIR" >&2
+    exit 1
+  fi
+  regex+="${regex:+|}$pattern"
+done
+
+# TSan maps its shadow at fixed addresses that a kernel with more than 28 bits
+# of mmap randomisation can collide with; without ASLR it always fits.
+run=()
+if [ "$(sysctl -n vm.mmap_rnd_bits 2> /dev/null || echo 28)" -gt 28 ]; then
+  run=(setarch "$(uname -m)" -R)
+fi
+# Serially: the zerod tests share a metrics port, and TAP traffic is timing
+# sensitive on 2 cores (as in scripts/test.sh).
+start=$SECONDS
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$reports/tsan"
+status=0
+"${run[@]}" ctest --test-dir "$TSAN_BUILD_DIR" -R "$regex" --timeout 300 --no-tests=error --output-on-failure \
+  || status=$?
+check_reports "TSan tests"
+[ "$status" -eq 0 ] || exit "$status"
+echo "sanitize: TSan tests: $((SECONDS - start)) s"
