@@ -43,8 +43,8 @@ check_reports() {
 # ---- ASan + UBSan: the unit tests ------------------------------------------
 # Every test binary whose tests are labelled unit, read off the tests'
 # CMakeLists: a new unit suite is covered without editing this list.
-mapfile -t unit_targets < <(grep -rhoP \
-  'gtest_discover_tests\(\K\w+(?=\s+PROPERTIES\s+LABELS\s+"?unit"?\s*\))' tests --include=CMakeLists.txt | sort -u)
+unit_re='gtest_discover_tests\(\K\w+(?=\s+PROPERTIES\s+LABELS\s+"?unit"?\s*\))'
+mapfile -t unit_targets < <(grep -rhoP "$unit_re" tests --include=CMakeLists.txt | sort -u)
 if [ ${#unit_targets[@]} -eq 0 ]; then
   echo "sanitize: found no unit test targets in tests/" >&2
   exit 1
@@ -68,7 +68,8 @@ ASAN_OPTIONS=$(IFS=:; echo "${asan[*]}")
 export ASAN_OPTIONS
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
 status=0
-ctest --test-dir "$ASAN_BUILD_DIR" -L unit -j"$JOBS" --timeout 300 --no-tests=error --output-on-failure || status=$?
+ctest --test-dir "$ASAN_BUILD_DIR" -L unit -j"$JOBS" --timeout 300 --no-tests=error --output-on-failure \
+  || status=$?
 check_reports "ASan+UBSan unit tests"
 [ "$status" -eq 0 ] || exit "$status"
 unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -115,8 +116,8 @@ fi
 start=$SECONDS
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$reports/tsan"
 status=0
-"${run[@]}" ctest --test-dir "$TSAN_BUILD_DIR" -R "$regex" --timeout 300 --no-tests=error --output-on-failure \
-  || status=$?
+"${run[@]}" ctest --test-dir "$TSAN_BUILD_DIR" -R "$regex" --timeout 300 --no-tests=error \
+  --output-on-failure || status=$?
 check_reports "TSan tests"
 [ "$status" -eq 0 ] || exit "$status"
 echo "sanitize: TSan tests: $((SECONDS - start)) s"
