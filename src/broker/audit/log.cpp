@@ -14,77 +14,181 @@ void stdout_sink(const std::string& line) {
   std::fflush(stdout);
 }
 
+std::string error_text(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 }  // namespace
 
-AuditLog::AuditLog(AuditLogOptions opts) : opts_(std::move(opts)) {
-  if (!opts_.clock) opts_.clock = [] { return std::chrono::system_clock::now(); };
-  if (!opts_.sink) opts_.sink = stdout_sink;
-  store_ = std::make_unique<AuditStore>(opts_.db_path, AuditStore::Mode::kReadWrite);
-}
-
-AuditLog::~AuditLog() = default;
-
-bool AuditLog::add_secret(std::string value) {
-  std::lock_guard lk(mu_);
-  return redactor_.add(std::move(value));
-}
-
-struct AuditLog::Pending {
-  AuditEvent ev;
+struct AuditLog::Waiter {
   AuditRecord rec;
   std::exception_ptr error;
   bool done = false;
 };
 
-AuditRecord AuditLog::append(AuditEvent ev) {
-  validate_audit_event(ev);  // before taking the lock: throws, nothing written
+AuditLog::AuditLog(AuditLogOptions opts)
+    : opts_(std::move(opts)), redactor_(std::make_shared<const AuditRedactor>()) {
+  if (opts_.max_batch == 0 || opts_.high_water == 0 || opts_.high_water > opts_.queue_limit)
+    throw std::invalid_argument("audit log: need 0 < max_batch and 0 < high_water <= queue_limit");
+  if (!opts_.clock) opts_.clock = [] { return std::chrono::system_clock::now(); };
+  if (!opts_.sink) opts_.sink = stdout_sink;
+  store_ = std::make_unique<AuditStore>(opts_.db_path, AuditStore::Mode::kReadWrite);
+  writer_ = std::thread([this] { writer_loop(); });
+}
 
-  Pending mine{std::move(ev), {}, nullptr, false};
+AuditLog::~AuditLog() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  writer_.join();
+}
+
+bool AuditLog::add_secret(std::string value) {
+  std::lock_guard lk(secrets_mu_);
+  // Copy, add, publish: a post() in progress keeps the snapshot it loaded.
+  auto next = std::make_shared<AuditRedactor>(*redactor_.load());
+  if (!next->add(std::move(value))) return false;
+  redactor_.store(std::move(next));
+  return true;
+}
+
+AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
+  validate_audit_event(ev);  // throws, nothing queued
+  // Redacted on the caller's thread, with the secrets known now: the queue,
+  // and the store, never hold a registered secret.
+  const std::shared_ptr<const AuditRedactor> red = redactor_.load();
+  Item it;
+  it.event = std::move(ev.event);
+  if (red->empty()) {
+    it.sid = std::move(ev.sid);
+    it.detail = std::move(ev.detail);
+  } else {
+    it.detail = red->redact(ev.detail);
+    it.sid = red->redact(ev.sid);
+    // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
+    if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;
+  }
+  return it;
+}
+
+void AuditLog::publish_pending_locked() {
+  pending_.store(queue_.size() + in_flight_, std::memory_order_relaxed);
+}
+
+bool AuditLog::post(AuditEvent ev) {
+  Item it = make_item(std::move(ev));
+  {
+    std::lock_guard lk(mu_);
+    if (queue_.size() + in_flight_ >= opts_.queue_limit) {
+      ++stats_.rejected;
+      return false;
+    }
+    it.ts = opts_.clock();  // under the lock: queue order is time order
+    queue_.push_back(std::move(it));
+    ++accepted_;
+    publish_pending_locked();
+    // The writer only sleeps on an empty queue (or in a backoff, which a new
+    // record must not cut short).
+    if (queue_.size() > 1) return true;
+  }
+  work_.notify_one();
+  return true;
+}
+
+AuditRecord AuditLog::append(AuditEvent ev) {
+  Item it = make_item(std::move(ev));
+  Waiter mine;
+  it.waiter = &mine;
   std::unique_lock lk(mu_);
-  queue_.push_back(&mine);
-  // Group commit: the first waiter finding no commit in flight becomes the
-  // writer for everything queued, so concurrent appends share one fsync.
-  // Each caller still returns only once its own record is durable.
-  // A writer commits at most kMaxBatch entries, which need not include its
-  // own: it then writes again (or another caller does) until its record is
-  // done, so no append returns while its record is still queued.
+  it.ts = opts_.clock();
+  queue_.push_back(std::move(it));
+  ++accepted_;
+  publish_pending_locked();
+  if (queue_.size() == 1) work_.notify_one();
+  settled_.wait(lk, [&] { return mine.done; });
+  if (mine.error) std::rethrow_exception(mine.error);
+  return std::move(mine.rec);
+}
+
+bool AuditLog::flush(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  const uint64_t target = accepted_;
+  return settled_.wait_for(lk, timeout, [&] { return stats_.committed >= target; });
+}
+
+bool AuditLog::admits() const {
+  return !failing_.load(std::memory_order_relaxed) &&
+         pending_.load(std::memory_order_relaxed) < opts_.high_water;
+}
+
+AuditLogStats AuditLog::stats() const {
+  std::lock_guard lk(mu_);
+  AuditLogStats s = stats_;
+  s.queued = queue_.size() + in_flight_;
+  return s;
+}
+
+std::exception_ptr AuditLog::commit(std::vector<Item>& batch, std::vector<AuditRecord>& recs) {
+  std::vector<AuditStore::BuildFn> builds;
+  builds.reserve(batch.size());
+  for (const Item& it : batch)
+    builds.push_back([&it](uint64_t last_seq, const std::string& last_hash) {
+      AuditRecord r;
+      r.seq = last_seq + 1;
+      r.ts = format_audit_ts(it.ts);
+      r.event = it.event;
+      r.sid = it.sid;
+      r.detail = it.detail;
+      r.prev = last_hash;
+      r.hash = audit_chain_hash(r.prev, r);
+      return r;
+    });
+  std::lock_guard sl(store_mu_);
+  try {
+    if (opts_.before_commit) opts_.before_commit();
+    // The store reads the chain head inside the transaction and rolls back
+    // on any failure, so a failed attempt leaves the chain as it was and the
+    // retry numbers the same records from the same head.
+    recs = store_->append_batch(builds);
+    return nullptr;
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+void AuditLog::writer_loop() {
+  using std::chrono::steady_clock;
+  std::chrono::milliseconds backoff{0};
+  std::unique_lock lk(mu_);
   for (;;) {
-    committed_.wait(lk, [&] { return mine.done || !writing_; });
-    if (mine.done) break;
-    writing_ = true;
-    std::vector<Pending*> batch;
-    const size_t n = std::min(queue_.size(), kMaxBatch);
-    batch.assign(queue_.begin(), queue_.begin() + static_cast<long>(n));
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(n));
-    std::vector<AuditStore::BuildFn> builds;
-    builds.reserve(batch.size());
-    for (Pending* p : batch) {
-      // Redacted under the lock: add_secret may change the redactor.
-      nlohmann::json detail = redactor_.redact(p->ev.detail);
-      std::string sid = redactor_.redact(p->ev.sid);
-      // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
-      if (sid.size() > kAuditMaxSidLen) sid = AuditRedactor::kMarker;
-      builds.push_back([this, p, detail = std::move(detail), sid = std::move(sid)](
-                           uint64_t last_seq, const std::string& last_hash) {
-        AuditRecord r;
-        r.seq = last_seq + 1;
-        r.ts = format_audit_ts(opts_.clock());
-        r.event = p->ev.event;
-        r.sid = sid;
-        r.detail = detail;
-        r.prev = last_hash;
-        r.hash = audit_chain_hash(r.prev, r);
-        return r;
-      });
+    if (backoff.count() > 0) work_.wait_for(lk, backoff, [&] { return stopping_; });
+    work_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, drained
+
+    const size_t n = std::min(queue_.size(), opts_.max_batch);
+    std::vector<Item> batch;
+    batch.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
     }
+    in_flight_ = n;
     lk.unlock();
+
     std::vector<AuditRecord> recs;
-    std::exception_ptr error;
-    try {
-      recs = store_->append_batch(builds);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    const auto t0 = steady_clock::now();
+    std::exception_ptr error = commit(batch, recs);
+    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - t0);
+    // Lines after the commit, in seq order (one writer), before any waiter
+    // wakes: an append's line is out when it returns.
     for (const AuditRecord& r : recs) {
       try {
         opts_.sink(r.json_line());
@@ -93,25 +197,60 @@ AuditRecord AuditLog::append(AuditEvent ev) {
         // and a duplicate record. The store remains the source of truth.
       }
     }
+
     lk.lock();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (error)
-        batch[i]->error = error;
-      else
-        batch[i]->rec = std::move(recs[i]);
-      batch[i]->done = true;
+    in_flight_ = 0;
+    stats_.last_commit_latency = latency;
+    stats_.max_commit_latency = std::max(stats_.max_commit_latency, latency);
+    if (!error) {
+      for (size_t i = 0; i < n; ++i)
+        if (Waiter* w = batch[i].waiter) {
+          w->rec = std::move(recs[i]);
+          w->done = true;
+        }
+      stats_.committed += n;
+      ++stats_.batches;
+      stats_.failing = false;
+      backoff = std::chrono::milliseconds{0};
+    } else {
+      ++stats_.failed_commits;
+      stats_.failing = true;
+      // Everything goes back to the front, in order, and is retried: an
+      // accepted record is never dropped, and a failing log always has work
+      // to retry, so it recovers by itself once the store does.
+      for (auto it = batch.rbegin(); it != batch.rend(); ++it) queue_.push_front(std::move(*it));
+      backoff = backoff.count() == 0 ? opts_.retry_backoff : std::min(backoff * 2, opts_.retry_backoff_max);
+      if (stopping_) {
+        // No retry at shutdown: a broken store would hold the destructor
+        // forever. What is still queued is lost.
+        size_t lost = 0;
+        for (Item& it : queue_) {
+          if (Waiter* w = it.waiter) {
+            w->error = error;
+            w->done = true;
+          } else {
+            ++lost;
+          }
+        }
+        queue_.clear();
+        if (lost)
+          std::fprintf(stderr, "audit: %zu posted record(s) lost at shutdown: %s\n", lost,
+                       error_text(error).c_str());
+      }
     }
-    writing_ = false;
-    committed_.notify_all();
+    failing_.store(stats_.failing, std::memory_order_relaxed);
+    publish_pending_locked();
+    settled_.notify_all();
+    // Freed without holding up post(): a batch is up to max_batch details.
+    lk.unlock();
+    batch.clear();
+    recs.clear();
+    lk.lock();
   }
-  if (mine.error) std::rethrow_exception(mine.error);
-  return std::move(mine.rec);
 }
 
 std::vector<AuditRecord> AuditLog::query(const AuditQuery& q) {
-  // The store's connection is never shared with a commit in flight.
-  std::unique_lock lk(mu_);
-  committed_.wait(lk, [&] { return !writing_; });
+  std::lock_guard sl(store_mu_);
   return store_->query(q);
 }
 
@@ -122,8 +261,7 @@ AuditVerifyResult AuditLog::verify_store(AuditStore& store) {
 }
 
 AuditVerifyResult AuditLog::verify() {
-  std::unique_lock lk(mu_);
-  committed_.wait(lk, [&] { return !writing_; });
+  std::lock_guard sl(store_mu_);
   return verify_store(*store_);
 }
 

@@ -1,13 +1,26 @@
 // The audit trail: validates an event, redacts registered secrets, chains it
 // (audit_chain.h), stores it durably (audit_store.h) and emits one JSON line.
+//
+// Durability. One writer thread, owned by the log, commits whatever is queued
+// (up to AuditLogOptions::max_batch records per transaction, one fsync) and
+// then hands the lines to the sink in seq order. append() returns once its
+// own record is durable; post() returns at once, and its record is durable
+// when the writer's next commit ends (normally within one fsync of the post).
+// A crash can lose records posted but not yet committed (at most
+// queue_limit). The chain is never broken: a commit is one whole transaction,
+// and a failed one stores nothing and leaves the chain head where it was.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/audit/chain.h"
@@ -24,33 +37,86 @@ struct AuditLogOptions {
   std::string db_path;  // SQLite file; created if missing, chain continued if present
   Clock clock;          // default: std::chrono::system_clock::now
   LineSink sink;        // default: the line plus '\n' to stdout, flushed
+  // Records accepted but not yet committed, at most; past it post() refuses.
+  size_t queue_limit = 100000;
+  // admits() is false from this many records not yet committed.
+  size_t high_water = 50000;
+  // Records per transaction, at most.
+  size_t max_batch = 512;
+  // After a failed commit the writer waits this long before retrying,
+  // doubling up to retry_backoff_max while commits keep failing.
+  std::chrono::milliseconds retry_backoff{100};
+  std::chrono::milliseconds retry_backoff_max{2000};
+  // Tests only: called on the writer thread before each commit attempt. It
+  // may sleep (a slow disk) or throw (the commit fails, nothing is stored).
+  std::function<void()> before_commit;
+};
+
+struct AuditLogStats {
+  uint64_t queued = 0;                               // accepted, not yet committed (now)
+  uint64_t committed = 0;                            // records this log has committed
+  uint64_t batches = 0;                              // transactions committed
+  uint64_t rejected = 0;                             // post() refusals: the queue was at queue_limit
+  uint64_t failed_commits = 0;                       // commit attempts that failed (each retry counts)
+  bool failing = false;                              // the last commit attempt failed
+  std::chrono::microseconds last_commit_latency{0};  // of the last commit attempt
+  std::chrono::microseconds max_commit_latency{0};
 };
 
 class AuditLog {
  public:
-  // Throws std::runtime_error if the store cannot be opened.
+  // Opens the store and starts the writer. Throws std::runtime_error if the
+  // store cannot be opened, std::invalid_argument on inconsistent limits.
   explicit AuditLog(AuditLogOptions opts);
+  // Drains: every record accepted before (posted or appended) is committed
+  // before it returns. If a commit fails now, it is not retried: what is still
+  // queued is lost, and the loss is reported on stderr. No call may be in
+  // flight.
   ~AuditLog();
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
 
-  // Thread-safe. Validates (std::invalid_argument, nothing written), redacts,
-  // assigns seq and ts, chains, commits, then hands the JSON line to the sink
-  // (in seq order; a throwing sink is ignored: the record is already
-  // durable). Concurrent appends are committed together in one transaction
-  // (group commit); each returns once its own record is durable. Throws
-  // std::runtime_error if the store fails (nothing of that transaction
-  // stored, nothing emitted). Returns the stored record.
+  // For the control plane: blocks on the disk. Thread-safe. Validates
+  // (std::invalid_argument, nothing queued), redacts, queues and waits until
+  // the writer has committed it; then returns the stored record (its line
+  // already handed to the sink; a throwing sink is ignored: the record is
+  // durable). A failed commit is retried, this record with it, so while the
+  // store is broken this waits: check admits() first to answer at once.
+  // Not limited by queue_limit: each caller waits for its own record.
   AuditRecord append(AuditEvent ev);
 
+  // For the data path: never waits on the disk. Thread-safe. Validates
+  // (std::invalid_argument, as append), redacts and queues; returns true once
+  // queued. Returns false, and counts it in stats().rejected, if queue_limit
+  // records are already waiting: the event is then NOT recorded. A commit
+  // that fails keeps its records queued, in order, and retries them.
+  bool post(AuditEvent ev);
+
+  // Never blocks; any thread. False when the log should not be given new
+  // crossings: high_water records are waiting, or the last commit failed
+  // (the store is broken, e.g. the disk is full). A caller that must not let
+  // a crossing through unaudited refuses it when this is false.
+  bool admits() const;
+
+  // Thread-safe; never waits on the disk.
+  AuditLogStats stats() const;
+
+  // Waits until every record accepted before the call is committed, or the
+  // timeout passes (false). For readers that must see what the data path
+  // just posted: the control plane's audit queries, tests.
+  bool flush(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
   // Thread-safe. Returns false if not accepted (< 8 bytes or invalid UTF-8).
-  // Applies to events appended afterwards; kept in memory only, never logged.
+  // Applies to events appended or posted afterwards; kept in memory only,
+  // never logged.
   bool add_secret(std::string value);
 
-  // Thread-safe. Oldest first. std::invalid_argument on a bad query.
+  // Thread-safe (waits for a commit in flight). Committed records only,
+  // oldest first. std::invalid_argument on a bad query.
   std::vector<AuditRecord> query(const AuditQuery& q);
 
-  // Thread-safe. Verifies the whole chain in this log's file.
+  // Thread-safe (waits for a commit in flight). Verifies the whole chain in
+  // this log's file.
   AuditVerifyResult verify();
 
   // Verifies a chain file opened read-only (for znctl; never creates or
@@ -59,17 +125,42 @@ class AuditLog {
   static AuditVerifyResult verify_file(const std::string& path);
 
  private:
-  static AuditVerifyResult verify_store(AuditStore& store);
+  struct Waiter;
+  struct Item {  // an accepted record, redacted, before the store numbers it
+    std::string event;
+    std::string sid;
+    nlohmann::json detail;
+    std::chrono::system_clock::time_point ts;  // when accepted
+    Waiter* waiter = nullptr;                  // append()'s, or none for post()
+  };
 
-  struct Pending;
-  static constexpr size_t kMaxBatch = 256;
-  std::mutex mu_;
-  std::condition_variable committed_;
-  std::vector<Pending*> queue_;  // waiting to be committed, oldest first
-  bool writing_ = false;         // a caller is committing a batch (mu_ released)
+  static AuditVerifyResult verify_store(AuditStore& store);
+  Item make_item(AuditEvent ev) const;
+  void writer_loop();
+  // Commits one batch under store_mu_; the error, if it failed.
+  std::exception_ptr commit(std::vector<Item>& batch, std::vector<AuditRecord>& recs);
+  void publish_pending_locked();
+
   AuditLogOptions opts_;
-  AuditRedactor redactor_;
+
+  std::mutex secrets_mu_;  // serialises add_secret; readers take snapshots
+  std::atomic<std::shared_ptr<const AuditRedactor>> redactor_;
+
+  std::mutex store_mu_;  // the store's one connection: the writer's commit, query, verify
   std::unique_ptr<AuditStore> store_;
+
+  mutable std::mutex mu_;            // the queue and the counters; never held across I/O
+  std::condition_variable work_;     // the writer: something queued, or stop
+  std::condition_variable settled_;  // append(): a batch has settled
+  std::deque<Item> queue_;           // accepted, not taken by the writer, oldest first
+  size_t in_flight_ = 0;             // taken by the writer, not yet settled
+  uint64_t accepted_ = 0;            // records ever queued (stats_.committed catches up)
+  bool stopping_ = false;
+  AuditLogStats stats_;
+  std::atomic<size_t> pending_{0};    // queue_ + in_flight_, for admits()
+  std::atomic<bool> failing_{false};  // the last commit attempt failed
+
+  std::thread writer_;  // last: started once everything above is ready
 };
 
 }  // namespace zn::broker

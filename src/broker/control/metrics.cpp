@@ -8,8 +8,8 @@ namespace zn::broker {
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
                              const dns::Responder& dns, const proxy::TransparentProxy& proxy) {
   MetricsSnapshot m;
-  for (const Session& s : registry.list())
-    m.sessions.push_back({s.record.id, maps.counters(s.record.session_idx)});
+  for (const SessionPtr& s : registry.list())
+    m.sessions.push_back({s->record.id, maps.counters(s->record.session_idx)});
   m.dns = dns.counters();
   m.connections = proxy.counters();
   m.requests = proxy.request_counters();

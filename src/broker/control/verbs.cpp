@@ -94,15 +94,15 @@ void register_status_verb(ControlServer& server, const SessionRegistry& registry
                           std::string pin_root, std::string netns) {
   server.handle("status",
                 [&registry, &dns, pin_root = std::move(pin_root), netns = std::move(netns)](const json&) {
-                  return status_json(registry.list().size(), pin_root, netns, dns.counters());
+                  return status_json(registry.size(), pin_root, netns, dns.counters());
                 });
 }
 
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
   server.handle("session.list", [verbs](const json&) {
     json out = json::array();
-    for (const Session& s : verbs.registry.list())
-      out.push_back(session_json(s, verbs.ca_certificate, false));
+    for (const SessionPtr& s : verbs.registry.list())
+      out.push_back(session_json(*s, verbs.ca_certificate, false));
     return out;
   });
   server.handle("session.show", [verbs](const json& args) {
@@ -119,16 +119,16 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
       if (!args["slot"].is_number_unsigned()) throw SessionError("\"slot\" must be a number");
       spec.slot = args["slot"].get<unsigned>();
     }
-    Session s = verbs.registry.create(spec);
-    register_secrets(verbs.audit, s);
-    spdlog::info("session {} created on {} (slot {})", s.record.id, s.record.device, s.record.slot);
-    return session_json(s, verbs.ca_certificate, false);
+    SessionPtr s = verbs.registry.create(spec);
+    register_secrets(verbs.audit, *s);
+    spdlog::info("session {} created on {} (slot {})", s->record.id, s->record.device, s->record.slot);
+    return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.update", [verbs](const json& args) {
-    Session s = verbs.registry.update(require(args, "id"), require(args, "policy"));
-    register_secrets(verbs.audit, s);
-    spdlog::info("session {} policy v{}", s.record.id, s.record.policy_version);
-    return session_json(s, verbs.ca_certificate, false);
+    SessionPtr s = verbs.registry.update(require(args, "id"), require(args, "policy"));
+    register_secrets(verbs.audit, *s);
+    spdlog::info("session {} policy v{}", s->record.id, s->record.policy_version);
+    return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.delete", [verbs](const json& args) {
     const std::string id = require(args, "id");
@@ -180,9 +180,9 @@ void register_stats_verb(ControlServer& server, const SessionRegistry& registry,
                          const dp::DatapathMaps& maps) {
   server.handle("stats", [&registry, &maps](const json& args) {
     json out = json::object();
-    for (const Session& s : registry.list()) {
-      if (args.contains("id") && args["id"] != s.record.id) continue;
-      out[s.record.id] = verdicts_json(maps.counters(s.record.session_idx));
+    for (const SessionPtr& s : registry.list()) {
+      if (args.contains("id") && args["id"] != s->record.id) continue;
+      out[s->record.id] = verdicts_json(maps.counters(s->record.session_idx));
     }
     if (args.contains("id") && out.empty())
       throw SessionError("no session '" + args["id"].get<std::string>() + "'");

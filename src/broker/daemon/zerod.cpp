@@ -167,12 +167,11 @@ void ZerodDaemon::register_verbs() {
 
 void ZerodDaemon::drop_event_loop() {
   auto name_of = [this](uint32_t idx) -> std::string {
-    for (const Session& s : registry_->list())
-      if (s.record.session_idx == idx) return s.record.id;
-    return "";
+    const SessionPtr s = registry_->find_by_session_idx(idx);
+    return s ? s->record.id : std::string();
   };
   DropEventAggregator aggregator(name_of, [this](const std::string& sid, const json& detail) {
-    audit_->append({"packet:deny", sid, detail});
+    audit_->post({"packet:deny", sid, detail});
   });
   dp::DropEventReader reader(datapath_->events_fd(), [&](const zn_drop_event& e) {
     aggregator.add(e);

@@ -22,6 +22,30 @@ std::string describe(const HostPattern& h) {
 std::shared_ptr<const CompiledPolicy> CompiledPolicy::compile(Policy policy) {
   std::shared_ptr<CompiledPolicy> c(new CompiledPolicy());
   c->policy_ = std::move(policy);
+  // Sized up front: a large policy would otherwise rehash each table several times.
+  size_t l4 = 0, exact = 0, wildcard = 0, addresses = 0, deny_wildcard = 0;
+  for (const AllowRule& rule : c->policy_.allow) {
+    l4 += rule.is_l4();
+    switch (rule.host.kind) {
+      case HostPattern::Kind::kExact:
+        ++exact;
+        break;
+      case HostPattern::Kind::kWildcard:
+        ++wildcard;
+        break;
+      case HostPattern::Kind::kAddress:
+        ++addresses;
+        break;
+    }
+  }
+  for (const DenyRule& rule : c->policy_.deny)
+    deny_wildcard += rule.host.kind == HostPattern::Kind::kWildcard;
+  c->l4_targets_.reserve(l4);
+  c->exact_.reserve(exact);
+  c->wildcard_.reserve(wildcard);
+  c->addresses_.reserve(addresses);
+  c->deny_wildcard_.reserve(deny_wildcard);
+  c->deny_exact_.reserve(c->policy_.deny.size() - deny_wildcard);
   for (const AllowRule& rule : c->policy_.allow) {
     if (rule.is_l4()) c->l4_targets_.push_back({&rule, *rule.port});
     Entry* entry = nullptr;

@@ -21,14 +21,15 @@ bool fail(std::string* why, const char* reason) {
   return false;
 }
 
+// ASCII classes, not <cctype>'s: a DNS name's rules do not change with the locale.
+bool lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
 bool valid_label(std::string_view label, std::string* why) {
   if (label.empty()) return fail(why, "empty label");
   if (label.size() > kMaxLabel) return fail(why, "label longer than 63 characters");
   if (label.front() == '-' || label.back() == '-') return fail(why, "label starts or ends with '-'");
   for (char c : label)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '-' || c == '_'))
-      return fail(why, "character outside [a-z0-9-_]");
+    if (!(lower_or_digit(c) || c == '-' || c == '_')) return fail(why, "character outside [a-z0-9-_]");
   return true;
 }
 
@@ -37,15 +38,26 @@ size_t label_count(std::string_view name) { return std::count(name.begin(), name
 }  // namespace
 
 bool is_ip_literal(std::string_view text) {
-  std::string s(text);
+  // Both forms are written with these characters only: most names (and any
+  // text with a NUL, which would cut the C string short) are answered
+  // without a copy or a call.
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '.' ||
+               c == ':';
+      }))
+    return false;
+  char s[INET6_ADDRSTRLEN];  // the longest text form and its NUL
+  if (text.size() >= sizeof s) return false;
+  text.copy(s, text.size());
+  s[text.size()] = '\0';
   unsigned char buf[16];
-  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+  return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
 std::optional<std::string> normalize_dns_name(std::string_view name, std::string* why) {
   std::string out(name);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   if (!out.empty() && out.back() == '.') out.pop_back();
   if (out.empty()) return fail(why, "empty name"), std::nullopt;
   if (out.size() > kMaxName) return fail(why, "name longer than 253 characters"), std::nullopt;
@@ -86,13 +98,13 @@ std::optional<HostPattern> parse_host_pattern(std::string_view text, std::string
     if (label_count(*suffix) == 2 && rest.size() == 2 &&
         std::find(kPublicSecondLevels.begin(), kPublicSecondLevels.end(), first) != kPublicSecondLevels.end())
       return fail(why, "wildcard over a public suffix is too broad"), std::nullopt;
-    return HostPattern{HostPattern::Kind::kWildcard, *suffix};
+    return HostPattern{HostPattern::Kind::kWildcard, std::move(*suffix)};
   }
   if (text.find('*') != std::string_view::npos)
     return fail(why, "'*' is only allowed as a whole leading label ('*.example.com')"), std::nullopt;
   auto name = normalize_dns_name(text, why);
   if (!name) return std::nullopt;
-  return HostPattern{HostPattern::Kind::kExact, *name};
+  return HostPattern{HostPattern::Kind::kExact, std::move(*name)};
 }
 
 }  // namespace zn::broker

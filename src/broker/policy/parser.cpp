@@ -4,47 +4,112 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
+#include <map>
+#include <memory_resource>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace zn::broker {
 namespace {
 
-using json = nlohmann::json;
+// The document's tree lives in an arena for the length of one parse: a
+// 10k-rule policy is ~70k small nodes, which malloc would hand out and then
+// take back one by one (the take-back alone cost as much as the validation).
+// nlohmann builds allocators by default construction, so the arena is
+// reached through the thread's current scope.
+thread_local std::pmr::memory_resource* t_arena = nullptr;
 
-constexpr std::array<std::string_view, 7> kMethods = {"GET",   "HEAD",   "POST",   "PUT",
-                                                      "PATCH", "DELETE", "OPTIONS"};
+template <typename T>
+struct ArenaAllocator {
+  using value_type = T;
+  ArenaAllocator() = default;
+  template <typename U>
+  ArenaAllocator(const ArenaAllocator<U>& /*other*/) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(resource()->allocate(n * sizeof(T), alignof(T))); }
+  void deallocate(T* p, size_t n) noexcept { resource()->deallocate(p, n * sizeof(T), alignof(T)); }
+  friend bool operator==(ArenaAllocator /*a*/, ArenaAllocator /*b*/) { return true; }
 
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
-  throw PolicyError(path, message);
-}
+ private:
+  static std::pmr::memory_resource* resource() { return t_arena ? t_arena : std::pmr::new_delete_resource(); }
+};
 
-std::string at(const std::string& path, const std::string& key) { return path + "." + key; }
-std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+// Every tree of the json type below must be built and destroyed inside one.
+class ArenaScope {
+ public:
+  explicit ArenaScope(std::pmr::memory_resource* arena) : previous_(t_arena) { t_arena = arena; }
+  ArenaScope(const ArenaScope&) = delete;
+  ArenaScope& operator=(const ArenaScope&) = delete;
+  ~ArenaScope() { t_arena = previous_; }
 
-// Unknown fields are refused so a typo ("method" for "methods") never
-// silently widens or narrows a rule.
-void only_fields(const json& obj, const std::string& path, std::initializer_list<const char*> known) {
-  if (!obj.is_object()) fail(path, "must be an object");
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const std::string& key = it.key();
-    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
-      fail(at(path, key), "unknown field");
+ private:
+  std::pmr::memory_resource* previous_;
+};
+
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t,
+                                  double, ArenaAllocator>;
+
+constexpr std::array<std::string_view, 7> kKnownMethods = {"GET",   "HEAD",   "POST",   "PUT",
+                                                           "PATCH", "DELETE", "OPTIONS"};
+
+// Where a value sits in the document ("$.policy.allow[2].host"). Only
+// linked, never formatted, until an error is reported: a large policy
+// validates without building a path string per field.
+class Path {
+ public:
+  static Path root() { return Path(nullptr, {}, 0); }
+  // The key must outlive the Path (a literal or a key of the document).
+  Path operator/(std::string_view key) const { return Path(this, key, 0); }
+  Path operator[](size_t index) const { return Path(this, {}, index); }
+
+  std::string str() const {
+    if (!parent_) return "$";
+    std::string parent = parent_->str();
+    if (key_.data()) return parent + "." + std::string(key_);
+    return parent + "[" + std::to_string(index_) + "]";
   }
+
+ private:
+  Path(const Path* parent, std::string_view key, size_t index) : parent_(parent), key_(key), index_(index) {}
+  const Path* parent_;
+  std::string_view key_;  // data() null: an array element
+  size_t index_;
+};
+
+[[noreturn]] void fail(const Path& path, const std::string& message) {
+  throw PolicyError(path.str(), message);
 }
 
-const std::string& as_string(const json& v, const std::string& path) {
+// An object's known fields, looked up in one pass over its members: each
+// entry points at the value of known[i], or is null if absent. Unknown fields
+// are refused so a typo ("method" for "methods") never silently widens or
+// narrows a rule; the first in key order is reported.
+template <size_t N>
+std::array<const json*, N> only_fields(const json& obj, const Path& path,
+                                       const std::array<std::string_view, N>& known) {
+  if (!obj.is_object()) fail(path, "must be an object");
+  std::array<const json*, N> found{};
+  for (const auto& [key, value] : obj.get_ref<const json::object_t&>()) {
+    size_t i = 0;
+    while (i < N && key != known[i]) ++i;
+    if (i == N) fail(path / key, "unknown field");
+    found[i] = &value;
+  }
+  return found;
+}
+
+const std::string& as_string(const json& v, const Path& path) {
   if (!v.is_string()) fail(path, "must be a string");
   return v.get_ref<const std::string&>();
 }
 
-const json::array_t& as_array(const json& v, const std::string& path, size_t max) {
+const json::array_t& as_array(const json& v, const Path& path, size_t max) {
   if (!v.is_array()) fail(path, "must be an array");
   if (v.size() > max) fail(path, "more than " + std::to_string(max) + " entries");
   return v.get_ref<const json::array_t&>();
 }
 
-uint64_t as_uint(const json& v, const std::string& path, uint64_t min, uint64_t max) {
+uint64_t as_uint(const json& v, const Path& path, uint64_t min, uint64_t max) {
   if (!v.is_number_integer()) fail(path, "must be an integer");
   const bool negative = !v.is_number_unsigned() && v.get<int64_t>() < 0;
   const uint64_t n = negative ? 0 : v.get<uint64_t>();
@@ -53,146 +118,237 @@ uint64_t as_uint(const json& v, const std::string& path, uint64_t min, uint64_t 
   return n;
 }
 
-HostPattern parse_host(const json& v, const std::string& path) {
+HostPattern parse_host(const json& v, const Path& path) {
   std::string why;
   auto host = parse_host_pattern(as_string(v, path), &why);
   if (!host) fail(path, why);
-  return *host;
+  return std::move(*host);
 }
 
-bool valid_resource_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::islower(c) || std::isdigit(c) || c == '_' || c == '-';
+bool valid_resource_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
 }
 
-AllowRule parse_allow(const json& r, const std::string& path, size_t index, const PolicyLimits& limits) {
-  only_fields(r, path, {"host", "methods", "paths", "identity", "action", "port", "proto"});
+constexpr std::array<std::string_view, 7> kAllowFields = {"host",   "methods", "paths", "identity",
+                                                          "action", "port",    "proto"};
+enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto };
+
+AllowRule parse_allow(const json& r, const Path& path, size_t index, const PolicyLimits& limits) {
+  const auto field = only_fields(r, path, kAllowFields);
   AllowRule rule;
   rule.index = index;
-  if (!r.contains("host")) fail(at(path, "host"), "required");
-  rule.host = parse_host(r["host"], at(path, "host"));
-  if (r.contains("methods")) {
-    const std::string mpath = at(path, "methods");
-    const auto& methods = as_array(r["methods"], mpath, limits.max_methods);
+  const Path host_path = path / "host";
+  if (!field[kHost]) fail(host_path, "required");
+  rule.host = parse_host(*field[kHost], host_path);
+  if (field[kMethods]) {
+    const Path mpath = path / "methods";
+    const auto& methods = as_array(*field[kMethods], mpath, limits.max_methods);
     if (methods.empty()) fail(mpath, "must not be empty (omit it to allow any method)");
+    rule.methods.reserve(methods.size());
     for (size_t i = 0; i < methods.size(); ++i) {
-      std::string m = as_string(methods[i], at(mpath, i));
-      if (std::find(kMethods.begin(), kMethods.end(), m) == kMethods.end())
-        fail(at(mpath, i), "unknown or unsupported method '" + m + "'");
+      const std::string& m = as_string(methods[i], mpath[i]);
+      if (std::find(kKnownMethods.begin(), kKnownMethods.end(), m) == kKnownMethods.end())
+        fail(mpath[i], "unknown or unsupported method '" + m + "'");
       if (std::find(rule.methods.begin(), rule.methods.end(), m) != rule.methods.end())
-        fail(at(mpath, i), "duplicate method");
-      rule.methods.push_back(std::move(m));
+        fail(mpath[i], "duplicate method");
+      rule.methods.push_back(m);
     }
   }
-  if (r.contains("paths")) {
-    const std::string ppath = at(path, "paths");
-    const auto& paths = as_array(r["paths"], ppath, limits.max_paths_per_rule);
+  if (field[kPaths]) {
+    const Path ppath = path / "paths";
+    const auto& paths = as_array(*field[kPaths], ppath, limits.max_paths_per_rule);
     if (paths.empty()) fail(ppath, "must not be empty (omit it to allow any path)");
+    rule.paths.reserve(paths.size());
     for (size_t i = 0; i < paths.size(); ++i) {
       std::string why;
-      auto p = PathPattern::parse(as_string(paths[i], at(ppath, i)), &why);
-      if (!p) fail(at(ppath, i), why);
+      auto p = PathPattern::parse(as_string(paths[i], ppath[i]), &why);
+      if (!p) fail(ppath[i], why);
       rule.paths.push_back(std::move(*p));
     }
   }
-  if (r.contains("identity")) {
-    const std::string& id = as_string(r["identity"], at(path, "identity"));
+  if (field[kIdentity]) {
+    const Path ipath = path / "identity";
+    const std::string_view id = as_string(*field[kIdentity], ipath);
     if (id.rfind("cap:", 0) != 0 || !valid_resource_name(id.substr(4)))
-      fail(at(path, "identity"), "must be \"cap:<resource>\"");
-    rule.identity = id.substr(4);
+      fail(ipath, "must be \"cap:<resource>\"");
+    rule.identity = std::string(id.substr(4));
   }
-  if (r.contains("action")) {
-    const std::string& a = as_string(r["action"], at(path, "action"));
+  if (field[kAction]) {
+    const Path apath = path / "action";
+    const std::string& a = as_string(*field[kAction], apath);
     if (a == "allow")
       rule.action = RuleAction::kAllow;
     else if (a == "ask")
       rule.action = RuleAction::kAsk;
     else
-      fail(at(path, "action"), "must be \"allow\" or \"ask\"");
+      fail(apath, "must be \"allow\" or \"ask\"");
   }
-  if (r.contains("proto")) {
-    if (as_string(r["proto"], at(path, "proto")) != "tcp")
-      fail(at(path, "proto"), "only \"tcp\" is supported");
-    if (!r.contains("port")) fail(at(path, "port"), "required with proto");
+  if (field[kProto]) {
+    const Path ppath = path / "proto";
+    if (as_string(*field[kProto], ppath) != "tcp") fail(ppath, "only \"tcp\" is supported");
+    if (!field[kPort]) fail(path / "port", "required with proto");
   }
-  if (r.contains("port")) {
-    rule.port = static_cast<uint16_t>(as_uint(r["port"], at(path, "port"), 1, 65535));
+  if (field[kPort]) {
+    rule.port = static_cast<uint16_t>(as_uint(*field[kPort], path / "port", 1, 65535));
     if (rule.needs_interception())
       fail(path, "an L4 rule (port/proto) cannot have methods, paths, identity or ask");
     if (rule.host.kind == HostPattern::Kind::kWildcard)
-      fail(at(path, "host"), "an L4 rule needs a name or an address, not a wildcard");
+      fail(host_path, "an L4 rule needs a name or an address, not a wildcard");
   } else if (rule.host.kind == HostPattern::Kind::kAddress && rule.host.name.find('/') != std::string::npos) {
-    fail(at(path, "host"), "a CIDR is only allowed in an L4 rule (with port)");
+    fail(host_path, "a CIDR is only allowed in an L4 rule (with port)");
   }
   return rule;
 }
 
+// json::parse's own DOM building, plus a refusal of duplicate keys: they are
+// ambiguous (which "host" wins?). Checked on the object being filled, so it
+// costs one map insert per key like the plain parse. (json::parse with a
+// callback is not used: its parser rescans the parent array at every
+// object's end, quadratic in the number of rules.)
+class DocumentBuilder {
+ public:
+  explicit DocumentBuilder(json& root) : root_(root) {}
+  // The first duplicate key in document order (it may be ""). Parsing goes
+  // on past it so that a later syntax error is still reported first.
+  const std::optional<std::string>& duplicate() const { return duplicate_; }
+
+  bool null() { return add(nullptr); }
+  bool boolean(bool v) { return add(v); }
+  bool number_integer(json::number_integer_t v) { return add(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return add(v); }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return add(v); }
+  bool string(json::string_t& v) { return add(std::move(v)); }
+  bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
+  bool start_object(std::size_t /*len: unknown for JSON text*/) {
+    open_.push_back(place(json(json::value_t::object)));
+    return true;
+  }
+  bool key(json::string_t& k) {
+    auto& object = open_.back()->get_ref<json::object_t&>();
+    auto it = object.lower_bound(k);
+    if (it != object.end() && it->first == k) {
+      if (!duplicate_) duplicate_ = k;  // the later value wins, as in json::parse; the document fails anyway
+    } else {
+      it = object.emplace_hint(it, std::move(k), nullptr);
+    }
+    member_ = &it->second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*len*/) {
+    open_.push_back(place(json(json::value_t::array)));
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  template <class Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const Exception& e) {
+    throw e;  // as json::parse does: parse_error, or out_of_range for a huge number
+  }
+
+ private:
+  // Values are linked into their parent in place, as json::parse does; with
+  // JSON_DIAGNOSTICS the parent pointers would need setting too.
+  static_assert(!JSON_DIAGNOSTICS, "DocumentBuilder does not set parent pointers");
+
+  json* place(json&& v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    if (open_.back()->is_array()) {
+      auto& array = open_.back()->get_ref<json::array_t&>();
+      array.push_back(std::move(v));
+      return &array.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  template <class T>
+  bool add(T&& v) {
+    place(json(std::forward<T>(v)));
+    return true;
+  }
+
+  json& root_;
+  std::vector<json*> open_;  // the containers being filled, innermost last
+  json* member_ = nullptr;   // the object member the next value fills
+  std::optional<std::string> duplicate_;
+};
+
 Policy parse_document(const json& doc, const PolicyLimits& limits) {
-  const std::string root = "$";
-  only_fields(doc, root, {"policy", "resources"});
-  if (!doc.contains("policy")) fail(at(root, "policy"), "required");
-  const json& p = doc["policy"];
-  const std::string ppath = at(root, "policy");
-  only_fields(p, ppath, {"default", "allow", "deny", "rate"});
+  const Path root = Path::root();
+  const auto top = only_fields(doc, root, std::array<std::string_view, 2>{"policy", "resources"});
+  const Path ppath = root / "policy";
+  if (!top[0]) fail(ppath, "required");
+  const auto field =
+      only_fields(*top[0], ppath, std::array<std::string_view, 4>{"default", "allow", "deny", "rate"});
+  const json *default_action = field[0], *allow = field[1], *deny = field[2], *rate = field[3];
 
   Policy policy;
-  if (p.contains("default") && as_string(p["default"], at(ppath, "default")) != "deny")
-    fail(at(ppath, "default"), "only \"deny\" is supported");
-  if (doc.contains("resources")) {
-    const std::string rpath = at(root, "resources");
-    const json& res = doc["resources"];
-    if (!res.is_object()) fail(rpath, "must be an object");
-    if (res.size() > limits.max_resources) fail(rpath, "too many resources");
-    for (const auto& [name, fields] : res.items()) {
-      const std::string npath = at(rpath, name);
+  if (default_action && as_string(*default_action, ppath / "default") != "deny")
+    fail(ppath / "default", "only \"deny\" is supported");
+  if (const json* res = top[1]) {
+    const Path rpath = root / "resources";
+    if (!res->is_object()) fail(rpath, "must be an object");
+    if (res->size() > limits.max_resources) fail(rpath, "too many resources");
+    for (const auto& [name, fields] : res->get_ref<const json::object_t&>()) {
+      const Path npath = rpath / name;
       if (!valid_resource_name(name)) fail(npath, "resource names are [a-z0-9_-], 1-64 characters");
       if (!fields.is_object()) fail(npath, "must be an object of strings");
       if (fields.size() > limits.max_resource_fields) fail(npath, "too many fields");
       Resource resource;
-      for (const auto& [field, value] : fields.items()) {
+      for (const auto& [key, value] : fields.get_ref<const json::object_t&>()) {
         // Never echo a secret in an error: name the field only.
-        if (!value.is_string()) fail(at(npath, field), "must be a string");
+        if (!value.is_string()) fail(npath / key, "must be a string");
         if (value.get_ref<const std::string&>().size() > limits.max_secret_bytes)
-          fail(at(npath, field), "too long");
-        resource.fields[field] = value.get<std::string>();
+          fail(npath / key, "too long");
+        resource.fields[key] = value.get<std::string>();
       }
       policy.resources[name] = std::move(resource);
     }
   }
-  if (p.contains("allow")) {
-    const std::string apath = at(ppath, "allow");
-    const auto& rules = as_array(p["allow"], apath, limits.max_allow_rules);
+  if (allow) {
+    const Path apath = ppath / "allow";
+    const auto& rules = as_array(*allow, apath, limits.max_allow_rules);
     policy.allow.reserve(rules.size());
     for (size_t i = 0; i < rules.size(); ++i) {
-      AllowRule rule = parse_allow(rules[i], at(apath, i), i, limits);
+      AllowRule rule = parse_allow(rules[i], apath[i], i, limits);
       if (rule.identity) {
         auto it = policy.resources.find(*rule.identity);
-        if (it == policy.resources.end())
-          fail(at(at(apath, i), "identity"), "no resource '" + *rule.identity + "'");
+        if (it == policy.resources.end()) fail(apath[i] / "identity", "no resource '" + *rule.identity + "'");
         if (!it->second.fields.count("accessToken"))
-          fail(at(at(apath, i), "identity"), "resource '" + *rule.identity + "' has no accessToken");
+          fail(apath[i] / "identity", "resource '" + *rule.identity + "' has no accessToken");
       }
       policy.allow.push_back(std::move(rule));
     }
   }
-  if (p.contains("deny")) {
-    const std::string dpath = at(ppath, "deny");
-    const auto& rules = as_array(p["deny"], dpath, limits.max_deny_rules);
+  if (deny) {
+    const Path dpath = ppath / "deny";
+    const auto& rules = as_array(*deny, dpath, limits.max_deny_rules);
+    policy.deny.reserve(rules.size());
     for (size_t i = 0; i < rules.size(); ++i) {
-      only_fields(rules[i], at(dpath, i), {"host"});
-      if (!rules[i].contains("host")) fail(at(at(dpath, i), "host"), "required");
-      policy.deny.push_back({i, parse_host(rules[i]["host"], at(at(dpath, i), "host"))});
+      const Path rule = dpath[i];
+      const auto host = only_fields(rules[i], rule, std::array<std::string_view, 1>{"host"});
+      if (!host[0]) fail(rule / "host", "required");
+      policy.deny.push_back({i, parse_host(*host[0], rule / "host")});
     }
   }
-  if (p.contains("rate")) {
-    const std::string rpath = at(ppath, "rate");
-    only_fields(p["rate"], rpath, {"burst", "per_second"});
-    if (!p["rate"].contains("burst")) fail(at(rpath, "burst"), "required");
-    if (!p["rate"].contains("per_second")) fail(at(rpath, "per_second"), "required");
-    policy.rate = RateLimit{
-        static_cast<uint32_t>(as_uint(p["rate"]["burst"], at(rpath, "burst"), 1, limits.max_rate)),
-        static_cast<uint32_t>(as_uint(p["rate"]["per_second"], at(rpath, "per_second"), 1, limits.max_rate))};
+  if (rate) {
+    const Path rpath = ppath / "rate";
+    const auto field = only_fields(*rate, rpath, std::array<std::string_view, 2>{"burst", "per_second"});
+    if (!field[0]) fail(rpath / "burst", "required");
+    if (!field[1]) fail(rpath / "per_second", "required");
+    policy.rate =
+        RateLimit{static_cast<uint32_t>(as_uint(*field[0], rpath / "burst", 1, limits.max_rate)),
+                  static_cast<uint32_t>(as_uint(*field[1], rpath / "per_second", 1, limits.max_rate))};
   }
   return policy;
 }
@@ -200,37 +356,24 @@ Policy parse_document(const json& doc, const PolicyLimits& limits) {
 }  // namespace
 
 Policy parse_policy(std::string_view text, const PolicyLimits& limits) {
-  if (text.size() > limits.max_document_bytes) fail("$", "document larger than the limit");
-  // Duplicate keys are ambiguous (which "host" wins?): refuse them.
-  // Objects here have a handful of keys: a flat stack of (depth, key) beats a
-  // set per object by a wide margin on large policies.
-  std::vector<std::pair<int, std::string>> keys;
-  std::string duplicate;
-  json::parser_callback_t reject_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_end) {
-      while (!keys.empty() && keys.back().first > depth) keys.pop_back();
-    } else if (event == json::parse_event_t::key && duplicate.empty()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      for (auto it = keys.rbegin(); it != keys.rend() && it->first == depth; ++it)
-        if (it->second == key) duplicate = key;
-      keys.emplace_back(depth, key);
-    }
-    return true;
-  };
-  json doc;
+  if (text.size() > limits.max_document_bytes) fail(Path::root(), "document larger than the limit");
+  std::pmr::monotonic_buffer_resource arena;
+  const ArenaScope scope(&arena);
+  json doc;  // destroyed before the scope ends and the arena goes
+  DocumentBuilder builder(doc);
   try {
-    doc = json::parse(text.begin(), text.end(), reject_duplicates);
+    json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const json::parse_error& e) {
-    fail("$", "invalid JSON at byte " + std::to_string(e.byte));
+    fail(Path::root(), "invalid JSON at byte " + std::to_string(e.byte));
   } catch (const json::exception& e) {
     // e.g. a number too large for any type (found by the policy fuzzer)
-    fail("$", "invalid JSON: " + std::string(e.what()));
+    fail(Path::root(), "invalid JSON: " + std::string(e.what()));
   }
-  if (!duplicate.empty()) fail("$", "duplicate key '" + duplicate + "'");
+  if (const auto& duplicate = builder.duplicate()) fail(Path::root(), "duplicate key '" + *duplicate + "'");
   try {
     return parse_document(doc, limits);
   } catch (const json::exception& e) {
-    fail("$", std::string("invalid document: ") + e.what());  // every field is type-checked first
+    fail(Path::root(), std::string("invalid document: ") + e.what());  // every field is type-checked first
   }
 }
 

@@ -65,13 +65,20 @@ std::optional<PathPattern> PathPattern::parse(std::string_view text, std::string
     if (c <= 0x20 || c >= 0x7f) return fail("only visible ASCII");
   PathPattern p;
   p.text_ = std::string(text);
-  for (auto seg : split_segments(text)) {
+  // One segment per '/' (the text starts with one); walked in place rather
+  // than split into a vector first.
+  p.segments_.reserve(std::count(text.begin(), text.end(), '/'));
+  for (size_t start = 1; start <= text.size();) {
+    size_t slash = text.find('/', start);
+    if (slash == std::string_view::npos) slash = text.size();
+    const std::string_view seg = text.substr(start, slash - start);
     if (seg == "." || seg == "..") return fail("no '.' or '..' segments");
     if (!seg.empty() && seg.back() == '.')
       return fail("no segment ending in '.' (requests with one are refused as ambiguous)");
     if (seg.find('*') != std::string_view::npos && seg != "*" && seg != "**")
       return fail("'*' and '**' must be whole segments");
     p.segments_.emplace_back(seg);
+    start = slash + 1;
   }
   if (p.segments_.size() > kMaxSegments) return fail("more than 64 segments");
   return p;

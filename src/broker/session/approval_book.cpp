@@ -35,6 +35,25 @@ uint64_t ApprovalBook::hold(const std::string& session, const std::string& schem
   return ticket;
 }
 
+std::optional<ApprovalBook::Clock::time_point> ApprovalBook::expires_at(uint64_t ticket) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(ticket);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.expires;
+}
+
+void ApprovalBook::watch(uint64_t ticket, std::function<void()> wake) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(ticket);
+    if (it != entries_.end() && it->second.state == ApprovalState::kPending) {
+      it->second.wake = std::move(wake);
+      return;
+    }
+  }
+  wake();
+}
+
 ApprovalState ApprovalBook::take(uint64_t ticket, Clock::time_point now) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(ticket);
@@ -46,13 +65,17 @@ ApprovalState ApprovalBook::take(uint64_t ticket, Clock::time_point now) {
 }
 
 std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, Clock::time_point now) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = entries_.find(ticket);
   if (it == entries_.end()) return std::nullopt;
   expire(it->second, now);
   if (it->second.state != ApprovalState::kPending) return std::nullopt;
   it->second.state = approve ? ApprovalState::kApproved : ApprovalState::kDenied;
-  return it->second.request;
+  std::function<void()> wake = std::move(it->second.wake);
+  HeldRequest decided = it->second.request;
+  lock.unlock();
+  if (wake) wake();
+  return decided;
 }
 
 std::vector<HeldRequest> ApprovalBook::pending(Clock::time_point now) {
@@ -66,9 +89,16 @@ std::vector<HeldRequest> ApprovalBook::pending(Clock::time_point now) {
 }
 
 void ApprovalBook::forget_session(const std::string& session) {
-  std::lock_guard lock(mu_);
-  for (auto& [ticket, e] : entries_)
-    if (e.request.session == session && e.state == ApprovalState::kPending) e.state = ApprovalState::kDenied;
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ticket, e] : entries_)
+      if (e.request.session == session && e.state == ApprovalState::kPending) {
+        e.state = ApprovalState::kDenied;
+        if (e.wake) woken.push_back(std::move(e.wake));
+      }
+  }
+  for (auto& wake : woken) wake();
 }
 
 }  // namespace zn::broker

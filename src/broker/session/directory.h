@@ -6,27 +6,33 @@
 
 #include <netinet/in.h>
 
-#include <optional>
+#include <memory>
 #include <string>
 
 #include "broker/session/session.h"
 
 namespace zn::broker {
 
+// A session as it was when looked up: immutable, shared, never copied on the
+// data path (its policy JSON carries secrets). An update publishes a new
+// snapshot; a verdict in flight keeps the one it started with, so it never
+// sees half of an update.
+using SessionPtr = std::shared_ptr<const Session>;
+
 class SessionDirectory {
  public:
   virtual ~SessionDirectory() = default;
 
-  // Each returns a copy (its policy a shared immutable snapshot), so a
-  // verdict in flight never sees half of an update. Thread-safe, any thread,
-  // but may block: the registry's lock is held by the control plane across
-  // name resolution and the state file's writes (issue 11). Called from the
-  // DNS responder's loop (SessionDnsPolicy) and the proxy's pool
+  // Null when there is no such session. Thread-safe, any thread, and they
+  // never wait for I/O: the lock they take is held by writers only to swap
+  // pointers, never across name resolution, device changes or the state
+  // file (those are serialised by the control plane's own lock). Called
+  // from the DNS responder's loop (SessionDnsPolicy) and the proxy's pool
   // (SessionProxyPolicy).
-  virtual std::optional<Session> get(const std::string& id) const = 0;
+  virtual SessionPtr get(const std::string& id) const = 0;
   // The session a guest source address belongs to.
-  virtual std::optional<Session> find_by_guest_ip4(in_addr addr) const = 0;
-  virtual std::optional<Session> find_by_guest_ip6(const in6_addr& addr) const = 0;
+  virtual SessionPtr find_by_guest_ip4(in_addr addr) const = 0;
+  virtual SessionPtr find_by_guest_ip6(const in6_addr& addr) const = 0;
 };
 
 }  // namespace zn::broker

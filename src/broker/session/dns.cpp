@@ -11,7 +11,7 @@
 namespace zn::broker {
 
 std::optional<std::string> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
-  std::optional<Session> s;
+  SessionPtr s;
   if (source.ss_family == AF_INET)
     s = sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&source)->sin_addr);
   else if (source.ss_family == AF_INET6)
@@ -23,6 +23,8 @@ std::optional<std::string> SessionDnsPolicy::session_of(const sockaddr_storage& 
 dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const std::string& qname) const {
   auto s = sessions_.get(session_id);
   if (!s) return {false, "no session"};
+  // Fail closed: an answer is a crossing the audit must be able to record.
+  if (!audit_.admits()) return {false, "audit unavailable"};
   HostVerdict v = s->policy->match_host(qname);
   return {v.allowed, v.allowed ? "" : v.reason};
 }
@@ -42,12 +44,12 @@ void SessionDnsPolicy::on_answer(const std::string& session_id, const std::strin
   }
   nlohmann::json list = nlohmann::json::array();
   for (const auto& addr : addresses) list.push_back(addr.to_string());
-  audit_.append({"dns:allow", session_id, {{"name", qname}, {"answers", list}, {"ttl", ttl}}});
+  audit_.post({"dns:allow", session_id, {{"name", qname}, {"answers", list}, {"ttl", ttl}}});
 }
 
 void SessionDnsPolicy::on_denied(const std::string& session_id, const std::string& qname,
                                  const std::string& reason) {
-  audit_.append({"dns:deny", session_id, {{"name", qname}, {"reason", reason}}});
+  audit_.post({"dns:deny", session_id, {{"name", qname}, {"reason", reason}}});
 }
 
 std::vector<net::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,

@@ -44,6 +44,34 @@ const std::string* access_token(const Policy& p, const std::string& identity) {
   return token == resource->second.fields.end() ? nullptr : &token->second;
 }
 
+// The injection for a request allowed under `ref`, from this snapshot.
+std::optional<proxy::Injection> injection_in(const Session& s, const proxy::RuleRef& ref) {
+  if (ref.identity.empty()) return std::nullopt;
+  const Policy& p = s.policy->policy();
+  // The policy may have changed since the verdict: the rule must still be
+  // the one that allowed the request.
+  if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
+  const std::string* token = access_token(p, ref.identity);
+  if (!token) return std::nullopt;
+  // The token itself is what an echoing upstream must not hand back, in
+  // whatever encoding: "Bearer " is no part of the secret.
+  return proxy::Injection{
+      "Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
+}
+
+std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
+  std::vector<proxy::ScrubSecret> out;
+  const Policy& p = s.policy->policy();
+  for (const auto& rule : p.allow) {
+    if (!rule.identity) continue;
+    const std::string* token = access_token(p, *rule.identity);
+    if (!token) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == *token; }))
+      out.push_back({*rule.identity, *token});
+  }
+  return out;
+}
+
 }  // namespace
 
 bool SessionProxyPolicy::take_rate(const std::string& session, const Session& s) {
@@ -55,9 +83,9 @@ proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, con
   d.mode = proxy::ConnectionMode::kReset;
   d.reason = reason;
   d.addresses.clear();
-  audit_.append({"egress:deny",
-                 d.session,
-                 {{"host", d.host}, {"reason", reason}, {"dst", net::endpoint_text(facts.original_dst)}}});
+  audit_.post({"egress:deny",
+               d.session,
+               {{"host", d.host}, {"reason", reason}, {"dst", net::endpoint_text(facts.original_dst)}}});
   return d;
 }
 
@@ -67,12 +95,15 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   const uint16_t port = net::endpoint_port(facts.original_dst);
   d.port = port;
   d.host = dst.to_string();
-  std::optional<Session> s =
+  SessionPtr s =
       facts.guest.ss_family == AF_INET
           ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&facts.guest)->sin_addr)
           : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&facts.guest)->sin6_addr);
   if (!s) return reset(d, "unknown guest", facts);
   d.session = s->record.id;
+  // Fail closed: nothing crosses that the audit cannot record (a stuck or
+  // failing disk, a backlog past its high-water mark).
+  if (!audit_.admits()) return reset(d, "audit unavailable", facts);
 
   if (port == 80) {
     // Plain HTTP is decided per request, from the Host header.
@@ -87,7 +118,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     // open the host itself, a guest pool or a special-purpose range.
     if (auto why = guard_->refusal(dst)) return reset(d, *why, facts);
     if (!take_rate(d.session, *s)) {
-      audit_.append({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
+      audit_.post({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
       d.reason = "rate limited";
       return d;
     }
@@ -123,7 +154,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     return d;
   }
   if (!take_rate(d.session, *s)) {
-    audit_.append({"egress:rate_limited", d.session, {{"host", d.host}}});
+    audit_.post({"egress:rate_limited", d.session, {{"host", d.host}}});
     d.reason = "rate limited";
     return d;
   }
@@ -137,7 +168,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
 proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string& session,
                                                               const std::string& host) {
   proxy::UpstreamAddresses out;
-  std::optional<Session> s = sessions_.get(session);
+  SessionPtr s = sessions_.get(session);
   if (!s) {
     out.reason = "unknown session";
     return out;
@@ -185,20 +216,21 @@ proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int 
   d.status = status;
   d.reason = reason;
   d.rule.reset();
-  audit_.append({status == 429 ? "egress:rate_limited" : "egress:deny",
-                 facts.session,
-                 {{"host", d.host.empty() ? facts.host_header : d.host},
-                  {"method", facts.method},
-                  {"path", facts.path},
-                  {"status", status},
-                  {"reason", reason}}});
+  audit_.post({status == 429 ? "egress:rate_limited" : "egress:deny",
+               facts.session,
+               {{"host", d.host.empty() ? facts.host_header : d.host},
+                {"method", facts.method},
+                {"path", facts.path},
+                {"status", status},
+                {"reason", reason}}});
   return d;
 }
 
 proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFacts& facts) {
   proxy::RequestDecision d;
-  std::optional<Session> s = sessions_.get(facts.session);
+  SessionPtr s = sessions_.get(facts.session);
   if (!s) return refuse(d, 403, "unknown session", facts);
+  if (!audit_.admits()) return refuse(d, 503, "audit unavailable", facts);
   std::optional<HostHeader> host = parse_host_header(facts.host_header);
   if (!host) return refuse(d, 400, "bad Host header", facts);
   d.host = host->name;
@@ -215,10 +247,20 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   d.allow = true;
   d.status = 0;
   d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
+  // From the snapshot the verdict was made on: the request takes one trip.
+  if (facts.want_session_secrets) {
+    d.session_secrets = secrets_of(*s);
+    d.session_secrets_given = true;
+  }
+  if (v.action != RequestAction::kAsk && !d.rule->identity.empty()) {
+    d.injection = injection_in(*s, *d.rule);
+    if (!d.injection) return refuse(d, 403, "identity unavailable", facts);
+  }
   if (v.action == RequestAction::kAsk) {
     d.hold_ticket =
         approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
-    audit_.append(
+    d.hold_expires = approvals_.expires_at(d.hold_ticket).value_or(std::chrono::steady_clock::now());
+    audit_.post(
         {"egress:ask",
          facts.session,
          {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
@@ -235,7 +277,7 @@ proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint
     case ApprovalState::kDenied:
       return {proxy::HoldOutcome::kRefused, "denied by operator"};
     case ApprovalState::kExpired:
-      audit_.append({"egress:deny", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
+      audit_.post({"egress:deny", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
       return {proxy::HoldOutcome::kRefused, "approval timed out"};
     case ApprovalState::kUnknown:
       break;
@@ -245,33 +287,15 @@ proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint
 
 std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::string& session,
                                                                   const proxy::RuleRef& ref) {
-  std::optional<Session> s = sessions_.get(session);
-  if (!s || ref.identity.empty()) return std::nullopt;
-  const Policy& p = s->policy->policy();
-  // The policy may have changed since the verdict: the rule must still be
-  // the one that allowed the request.
-  if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
-  const std::string* token = access_token(p, ref.identity);
-  if (!token) return std::nullopt;
-  // The token itself is what an echoing upstream must not hand back, in
-  // whatever encoding: "Bearer " is no part of the secret.
-  return proxy::Injection{
-      "Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
+  SessionPtr s = sessions_.get(session);
+  if (!s) return std::nullopt;
+  return injection_in(*s, ref);
 }
 
 std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
-  std::vector<proxy::ScrubSecret> out;
-  std::optional<Session> s = sessions_.get(session);
-  if (!s) return out;
-  const Policy& p = s->policy->policy();
-  for (const auto& rule : p.allow) {
-    if (!rule.identity) continue;
-    const std::string* token = access_token(p, *rule.identity);
-    if (!token) continue;
-    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == *token; }))
-      out.push_back({*rule.identity, *token});
-  }
-  return out;
+  SessionPtr s = sessions_.get(session);
+  if (!s) return {};
+  return secrets_of(*s);
 }
 
 void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
@@ -287,26 +311,26 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
   if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
   if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
   // No upstream could be connected: an error, never an egress:allow.
-  audit_.append({r.upstream_failed ? "egress:error"
-                 : r.forwarded     ? "egress:allow"
-                                   : "egress:deny",
-                 r.session, std::move(detail)});
+  audit_.post({r.upstream_failed ? "egress:error"
+               : r.forwarded     ? "egress:allow"
+                                 : "egress:deny",
+               r.session, std::move(detail)});
   if (r.reflected_in_head + r.reflected_in_body > 0) {
     // The upstream sent an injected secret back; the proxy replaced it before
     // the guest saw it. Where and how it was encoded, never the value.
     nlohmann::json where = nlohmann::json::array();
     if (r.reflected_in_head > 0) where.push_back("header");
     if (r.reflected_in_body > 0) where.push_back("body");
-    audit_.append({"secret:reflected",
-                   r.session,
-                   {{"host", r.host},
-                    {"method", r.method},
-                    {"path", r.path},
-                    {"status", r.status},
-                    {"identity", r.reflected_identities},
-                    {"where", where},
-                    {"encodings", r.reflected_encodings},
-                    {"matches", r.reflected_in_head + r.reflected_in_body}}});
+    audit_.post({"secret:reflected",
+                 r.session,
+                 {{"host", r.host},
+                  {"method", r.method},
+                  {"path", r.path},
+                  {"status", r.status},
+                  {"identity", r.reflected_identities},
+                  {"where", where},
+                  {"encodings", r.reflected_encodings},
+                  {"matches", r.reflected_in_head + r.reflected_in_body}}});
   }
 }
 
@@ -314,29 +338,29 @@ void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {
   if (!c.refused.empty()) {
     // The connect-time guard refused every address (the broker's own check
     // passed: the local table or a resolution changed in between).
-    audit_.append(
+    audit_.post(
         {"egress:deny", c.session, {{"host", c.host}, {"mode", "passthrough"}, {"reason", c.refused}}});
     return;
   }
   if (c.upstream.empty()) {
     // Nothing was connected: not an egress:allow.
-    audit_.append({"egress:error",
-                   c.session,
-                   {{"host", c.host},
-                    {"mode", "passthrough"},
-                    {"reason", c.end},
-                    {"duration_ms", c.duration.count()}}});
-    return;
-  }
-  audit_.append({"egress:allow",
+    audit_.post({"egress:error",
                  c.session,
                  {{"host", c.host},
                   {"mode", "passthrough"},
-                  {"upstream", c.upstream},
-                  {"bytes_up", c.bytes_from_guest},
-                  {"bytes_down", c.bytes_to_guest},
-                  {"duration_ms", c.duration.count()},
-                  {"end", c.end}}});
+                  {"reason", c.end},
+                  {"duration_ms", c.duration.count()}}});
+    return;
+  }
+  audit_.post({"egress:allow",
+               c.session,
+               {{"host", c.host},
+                {"mode", "passthrough"},
+                {"upstream", c.upstream},
+                {"bytes_up", c.bytes_from_guest},
+                {"bytes_down", c.bytes_to_guest},
+                {"duration_ms", c.duration.count()},
+                {"end", c.end}}});
 }
 
 }  // namespace zn::broker

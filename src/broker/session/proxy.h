@@ -38,6 +38,9 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
   proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
+  void watch_hold(uint64_t ticket, std::function<void()> wake) override {
+    approvals_.watch(ticket, std::move(wake));
+  }
   proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
   std::optional<proxy::Injection> injection_for(const std::string& session,
                                                 const proxy::RuleRef& rule) override;

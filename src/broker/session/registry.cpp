@@ -62,27 +62,43 @@ void SessionRegistry::emit(const std::string& event, const std::string& sid,
 }
 
 uint32_t SessionRegistry::free_session_idx_locked() const {
-  for (uint32_t idx = 1; idx < ZN_MAX_SESSIONS; ++idx) {
-    bool used = std::any_of(sessions_.begin(), sessions_.end(),
-                            [&](const auto& kv) { return kv.second.record.session_idx == idx; });
-    if (!used) return idx;
+  uint32_t idx = 1;
+  for (uint32_t used : used_idx_) {  // ascending: the first gap
+    if (used != idx) break;
+    ++idx;
   }
-  throw SessionError("no free datapath session index");
+  if (idx >= ZN_MAX_SESSIONS) throw SessionError("no free datapath session index");
+  return idx;
 }
 
 unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) const {
-  auto used = [&](unsigned slot) {
-    return std::any_of(sessions_.begin(), sessions_.end(),
-                       [&](const auto& kv) { return kv.second.record.slot == slot; });
-  };
   if (wanted) {
     if (*wanted >= vmm::AddressPlan::kMaxSlots) throw SessionError("slot out of range");
-    if (used(*wanted)) throw SessionError("slot " + std::to_string(*wanted) + " is taken");
+    if (used_slots_.count(*wanted)) throw SessionError("slot " + std::to_string(*wanted) + " is taken");
     return *wanted;
   }
-  for (unsigned slot = 0; slot < vmm::AddressPlan::kMaxSlots; ++slot)
-    if (!used(slot)) return slot;
-  throw SessionError("no free address slot");
+  unsigned slot = 0;
+  for (unsigned used : used_slots_) {
+    if (used != slot) break;
+    ++slot;
+  }
+  if (slot >= vmm::AddressPlan::kMaxSlots) throw SessionError("no free address slot");
+  return slot;
+}
+
+void SessionRegistry::publish_locked(SessionPtr s) {
+  used_idx_.insert(s->record.session_idx);
+  used_slots_.insert(s->record.slot);
+  index_.put(std::move(s));
+}
+
+SessionPtr SessionRegistry::withdraw_locked(const std::string& id) {
+  SessionPtr s = index_.erase(id);
+  if (s) {
+    used_idx_.erase(s->record.session_idx);
+    used_slots_.erase(s->record.slot);
+  }
+  return s;
 }
 
 void SessionRegistry::install_locked(Session& s, bool created_device) {
@@ -107,131 +123,101 @@ void SessionRegistry::install_locked(Session& s, bool created_device) {
   }
 }
 
-Session SessionRegistry::create(const SessionSpec& spec) {
+SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   if (!valid_session_id(spec.id))
     throw SessionError("bad session id '" + spec.id + "': [a-z0-9][a-z0-9_-]{0,63}");
   auto compiled = CompiledPolicy::compile(parse_policy(spec.policy_json));
-  std::lock_guard lock(mu_);
-  if (sessions_.count(spec.id)) throw SessionError("session '" + spec.id + "' exists");
+  std::lock_guard lock(control_mu_);
+  if (index_.by_id(spec.id)) throw SessionError("session '" + spec.id + "' exists");
 
-  Session s;
-  s.record.id = spec.id;
-  s.record.session_idx = free_session_idx_locked();
-  s.record.slot = free_slot_locked(spec.slot);
-  s.record.policy_json = spec.policy_json;
-  s.record.created_unix =
+  auto s = std::make_shared<Session>();
+  s->record.id = spec.id;
+  s->record.session_idx = free_session_idx_locked();
+  s->record.slot = free_slot_locked(spec.slot);
+  s->record.policy_json = spec.policy_json;
+  s->record.created_unix =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  s.net = vmm::guest_network(options_.addresses, s.record.slot);
-  s.policy = compiled;
-  s.plan = plan_datapath(*compiled, options_.resolve);
+  s->net = vmm::guest_network(options_.addresses, s->record.slot);
+  s->policy = compiled;
+  s->plan = plan_datapath(*compiled, options_.resolve);
   bool created_device = false;
   if (spec.adopt_device) {
-    for (const auto& [id, other] : sessions_)
-      if (other.record.device == *spec.adopt_device)
-        throw SessionError("device " + *spec.adopt_device + " belongs to session '" + id + "'");
-    s.record.device = *spec.adopt_device;
-    s.record.adopted = true;
-    s.ifindex = static_cast<int>(if_nametoindex(s.record.device.c_str()));
-    if (s.ifindex == 0) throw SessionError("no device " + s.record.device + " to adopt");
+    for (const SessionPtr& other : index_.all())
+      if (other->record.device == *spec.adopt_device)
+        throw SessionError("device " + *spec.adopt_device + " belongs to session '" + other->record.id + "'");
+    s->record.device = *spec.adopt_device;
+    s->record.adopted = true;
+    s->ifindex = static_cast<int>(if_nametoindex(s->record.device.c_str()));
+    if (s->ifindex == 0) throw SessionError("no device " + s->record.device + " to adopt");
   } else {
-    s.record.device = s.net.tap_name;
+    s->record.device = s->net.tap_name;
     vmm::TapSettings tap;
-    tap.mac = s.net.host_mac;
+    tap.mac = s->net.host_mac;
     tap.mtu = vmm::GuestNetwork::kMtu;
-    tap.addresses = {cidr(s.net.gateway_ip4), cidr(s.net.gateway_ip6)};
-    s.ifindex = vmm::create_tap(s.record.device, tap);
+    tap.addresses = {cidr(s->net.gateway_ip4), cidr(s->net.gateway_ip6)};
+    s->ifindex = vmm::create_tap(s->record.device, tap);
     created_device = true;
   }
-  install_locked(s, created_device);
-  sessions_[s.record.id] = s;
+  install_locked(*s, created_device);
+  publish_locked(s);
   try {
     persist_locked();
   } catch (...) {
-    sessions_.erase(s.record.id);
-    options_.maps->delete_session(s.ifindex);
-    if (created_device) vmm::delete_tap(s.record.device);
+    withdraw_locked(s->record.id);
+    options_.maps->delete_session(s->ifindex);
+    if (created_device) vmm::delete_tap(s->record.device);
     throw;
   }
-  nlohmann::json detail = describe_network(s);
-  detail["policy_version"] = s.record.policy_version;
-  emit("session:create", s.record.id, detail);
+  nlohmann::json detail = describe_network(*s);
+  detail["policy_version"] = s->record.policy_version;
+  emit("session:create", s->record.id, detail);
   return s;
 }
 
-Session SessionRegistry::update(const std::string& id, const std::string& policy_json) {
+SessionPtr SessionRegistry::update(const std::string& id, const std::string& policy_json) {
   auto compiled = CompiledPolicy::compile(parse_policy(policy_json));
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) throw SessionError("no session '" + id + "'");
-  Session next = it->second;
-  next.policy = compiled;
-  next.plan = plan_datapath(*compiled, options_.resolve);
-  next.record.policy_json = policy_json;
-  next.record.policy_version += 1;
+  std::lock_guard lock(control_mu_);
+  SessionPtr previous = index_.by_id(id);
+  if (!previous) throw SessionError("no session '" + id + "'");
+  auto next = std::make_shared<Session>(*previous);
+  next->policy = compiled;
+  next->plan = plan_datapath(*compiled, options_.resolve);
+  next->record.policy_json = policy_json;
+  next->record.policy_version += 1;
   // New entries in, stale ones out; steered ports do not change with policy.
-  apply_l4_change(*options_.maps, next.record.session_idx, it->second.plan, next.plan);
-  Session previous = it->second;
-  it->second = next;
+  apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
+  publish_locked(next);
   try {
     persist_locked();
   } catch (...) {
-    apply_l4_change(*options_.maps, next.record.session_idx, next.plan, previous.plan);
-    it->second = previous;
+    apply_l4_change(*options_.maps, next->record.session_idx, next->plan, previous->plan);
+    publish_locked(previous);
     throw;
   }
-  emit("session:update", id, {{"policy_version", next.record.policy_version}});
+  emit("session:update", id, {{"policy_version", next->record.policy_version}});
   return next;
 }
 
 void SessionRegistry::remove(const std::string& id) {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) throw SessionError("no session '" + id + "'");
-  const Session s = it->second;
-  options_.maps->delete_session(s.ifindex);  // from here the TAP denies everything
-  if (s.record.adopted) {
-    dp::TcAttachment::attach(s.ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();
+  std::lock_guard lock(control_mu_);
+  const SessionPtr s = index_.by_id(id);
+  if (!s) throw SessionError("no session '" + id + "'");
+  options_.maps->delete_session(s->ifindex);  // from here the TAP denies everything
+  withdraw_locked(id);
+  if (s->record.adopted) {
+    dp::TcAttachment::attach(s->ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();
   } else {
-    vmm::delete_tap(s.record.device);
+    vmm::delete_tap(s->record.device);
   }
-  sessions_.erase(it);
   persist_locked();
-  emit("session:delete", id, {{"device", s.record.device}});
-}
-
-std::vector<Session> SessionRegistry::list() const {
-  std::lock_guard lock(mu_);
-  std::vector<Session> out;
-  for (const auto& [id, s] : sessions_) out.push_back(s);
-  return out;
-}
-
-std::optional<Session> SessionRegistry::get(const std::string& id) const {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return std::nullopt;
-  return it->second;
-}
-
-std::optional<Session> SessionRegistry::find_by_guest_ip4(in_addr addr) const {
-  std::lock_guard lock(mu_);
-  for (const auto& [id, s] : sessions_)
-    if (s.net.guest_ip4.s_addr == addr.s_addr) return s;
-  return std::nullopt;
-}
-
-std::optional<Session> SessionRegistry::find_by_guest_ip6(const in6_addr& addr) const {
-  std::lock_guard lock(mu_);
-  for (const auto& [id, s] : sessions_)
-    if (std::memcmp(&s.net.guest_ip6, &addr, sizeof(addr)) == 0) return s;
-  return std::nullopt;
+  emit("session:delete", id, {{"device", s->record.device}});
 }
 
 std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed) {
   std::vector<std::string> restored;
   if (options_.state_path.empty()) return restored;
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(control_mu_);
   for (SessionRecord& r : load_session_records(options_.state_path)) {
     try {
       Session s;
@@ -240,6 +226,8 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
       s.policy = CompiledPolicy::compile(parse_policy(r.policy_json));
       s.plan = plan_datapath(*s.policy, options_.resolve);
       s.ifindex = static_cast<int>(if_nametoindex(r.device.c_str()));
+      if (used_idx_.count(r.session_idx) || used_slots_.count(r.slot))
+        throw std::runtime_error("datapath index or address slot used twice in the state file");
       bool created_device = false;
       if (s.ifindex == 0) {
         if (r.adopted) throw std::runtime_error("adopted device " + r.device + " is gone");
@@ -250,7 +238,7 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
         created_device = true;
       }
       install_locked(s, created_device);
-      sessions_[r.id] = s;
+      publish_locked(std::make_shared<const Session>(std::move(s)));
       restored.push_back(r.id);
     } catch (const std::exception& e) {
       if (failed) failed->push_back(r.id + ": " + e.what());
@@ -262,7 +250,7 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
 void SessionRegistry::persist_locked() const {
   if (options_.state_path.empty()) return;
   std::vector<SessionRecord> records;
-  for (const auto& [id, s] : sessions_) records.push_back(s.record);
+  for (const SessionPtr& s : index_.all()) records.push_back(s->record);
   save_session_records(options_.state_path, records);
 }
 

@@ -24,6 +24,7 @@
   X(rejected_guest_cap, "guest_cap", "reset at accept: the guest address's connection cap")           \
   X(idle_closed, "idle_closed", "spliced connections closed at the idle timeout")                     \
   X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")          \
+  X(mint_refused, "mint_budget", "intercepted connections reset: the session's leaf minting budget")  \
   X(upstream_failures, "", "spliced connections whose upstream could not be connected")
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's

@@ -3,6 +3,8 @@
 
 #include <openssl/crypto.h>
 
+#include <asio/experimental/as_tuple.hpp>
+
 #include <algorithm>
 #include <exception>
 #include <memory>
@@ -36,6 +38,11 @@ awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
 }
 
 bool timed_out(const std::system_error& e) { return e.code() == std::errc::timed_out; }
+
+void cleanse(Injection& i) {
+  OPENSSL_cleanse(i.value.data(), i.value.size());
+  for (std::string& s : i.scrub) OPENSSL_cleanse(s.data(), s.size());
+}
 
 // The upstream side of one guest connection, reused across its keep-alive
 // requests while they go to the same host.
@@ -162,9 +169,26 @@ class Exchange {
     facts.host_header = req.host;
     facts.method = req.method;
     facts.path = target->path;
+    facts.want_session_secrets = !session_secrets_loaded_;
     ctx_.counters.requests++;
+    // One trip to the broker: the verdict, the identity to inject and (on a
+    // connection's first request) the secrets to scrub, together.
     RequestDecision decision =
         co_await off_loop(ctx_.pool, [&] { return ctx_.policy.decide_request(facts); });
+    struct CleanseDecision {
+      RequestDecision& d;
+      ~CleanseDecision() {
+        if (d.injection) cleanse(*d.injection);
+        for (ScrubSecret& s : d.session_secrets) OPENSSL_cleanse(s.secret.data(), s.secret.size());
+      }
+    } cleanse_decision{decision};
+    if (facts.want_session_secrets && decision.session_secrets_given) {
+      // Before the connection's first response: an upstream may replay on
+      // this connection what it was given on another one.
+      session_secrets_loaded_ = true;
+      for (const ScrubSecret& s : decision.session_secrets)
+        scrubber_.add_secret(s.secret, s.identity);  // one too big is refused again if ever injected
+    }
     if (!decision.allow) {
       ctx_.counters.denied++;
       const std::string label = decision.status == 429 ? "rate limited" : "blocked by policy";
@@ -174,7 +198,7 @@ class Exchange {
     }
     if (decision.hold_ticket != 0) {
       // Held for a human: nothing goes upstream until the ticket is approved.
-      HoldState held = co_await wait_for_approval(decision.hold_ticket);
+      HoldState held = co_await wait_for_approval(decision.hold_ticket, decision.hold_expires);
       if (held.outcome != HoldOutcome::kApproved) {
         ctx_.counters.denied++;
         const Refusal r{403, "zeroness: blocked by policy (" + held.reason + ")\n"};
@@ -231,23 +255,34 @@ class Exchange {
     co_return true;
   }
 
-  awaitable<HoldState> wait_for_approval(uint64_t ticket) {
-    asio::steady_timer tick(co_await asio::this_coro::executor);
-    const std::string session = conn_.session;
+  // Sleeps until the broker says the ticket was decided or the ticket
+  // expires; no polling. The broker's wake posts a cancel of `signal` to
+  // this loop; the state is read right before each wait, with no suspension
+  // in between, so a decision is never missed.
+  awaitable<HoldState> wait_for_approval(uint64_t ticket, Clock::time_point expires) {
+    auto executor = co_await asio::this_coro::executor;
+    auto signal = std::make_shared<asio::steady_timer>(executor);
+    std::weak_ptr<asio::steady_timer> weak = signal;
+    ctx_.policy.watch_hold(ticket, [weak, executor] {
+      asio::post(executor, [weak] {
+        if (auto timer = weak.lock()) timer->cancel();
+      });
+    });
     for (;;) {
-      HoldState s = co_await off_loop(ctx_.pool, [&] { return ctx_.policy.hold_state(session, ticket); });
+      HoldState s = ctx_.policy.hold_state(conn_.session, ticket);
       if (s.outcome != HoldOutcome::kPending) co_return s;
-      tick.expires_after(200ms);
-      co_await tick.async_wait(use_awaitable);
+      // Past the expiry the broker answers kExpired; a little slack so a
+      // timer that fires on the very tick is not followed by a busy loop.
+      signal->expires_at(std::max(expires, Clock::now() + 5ms));
+      co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
     }
   }
 
   // Sends the request on and relays the response. A Refusal when the proxy
   // answers instead (nothing of the request reached an upstream).
   awaitable<std::optional<Refusal>> forward(const http::RequestHead& req,
-                                            const http::NormalisedTarget& target,
-                                            const RequestDecision& decision, RequestSummary& summary,
-                                            bool& response_started) {
+                                            const http::NormalisedTarget& target, RequestDecision& decision,
+                                            RequestSummary& summary, bool& response_started) {
     if (!session_secrets_loaded_) {
       // Once per connection, before its first response: an upstream may
       // replay on this connection what it was given on another one.
@@ -260,8 +295,11 @@ class Exchange {
         OPENSSL_cleanse(s.secret.data(), s.secret.size());
       }
     }
-    std::optional<Injection> injection;
-    if (decision.rule && !decision.rule->identity.empty()) {
+    // Given with the verdict; a held request's is fetched once approved (the
+    // policy may have changed while it waited).
+    std::optional<Injection> injection = std::move(decision.injection);
+    decision.injection.reset();
+    if (decision.rule && !decision.rule->identity.empty() && !injection) {
       injection = co_await off_loop(ctx_.pool,
                                     [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
       if (!injection) co_return Refusal{403, "zeroness: blocked by policy (identity unavailable)\n"};
@@ -269,11 +307,9 @@ class Exchange {
     struct Cleanse {
       std::optional<Injection>& i;
       ~Cleanse() {
-        if (!i) return;
-        OPENSSL_cleanse(i->value.data(), i->value.size());
-        for (std::string& s : i->scrub) OPENSSL_cleanse(s.data(), s.size());
+        if (i) cleanse(*i);
       }
-    } cleanse{injection};
+    } cleanse_injection{injection};
     if (injection) {
       // From the first injection to the end of the guest connection, every
       // response is scrubbed of every secret injected on it (an upstream

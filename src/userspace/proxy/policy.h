@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,17 @@ struct RequestFacts {
   std::string host_header;         // as sent
   std::string method;              // uppercase token
   std::string path;                // normalised, without the query
+  // The connection's first request: the decision carries every secret the
+  // session could inject (session_secrets), to scrub responses of.
+  bool want_session_secrets = false;
+};
+
+using Injection = http::Injection;
+
+// A secret the session may have injected somewhere, and whose it is.
+struct ScrubSecret {
+  std::string identity;
+  std::string secret;  // never logged, cleansed after use
 };
 
 // A rule the broker allowed a request under; the proxy hands it back to get
@@ -65,22 +77,24 @@ struct RequestDecision {
   std::string reason;  // shown to the guest in the body; never a secret
   std::string host;    // normalised Host: the upstream name
   std::optional<RuleRef> rule;
-  // Allowed only once a human approves ("ask"): the proxy polls hold_state.
+  // Allowed under a rule with an identity (and not held): what to inject,
+  // given with the verdict so a request takes one trip to the broker. The
+  // proxy cleanses it after use. A held request's comes from injection_for
+  // once approved.
+  std::optional<Injection> injection;
+  // Answering want_session_secrets (cleansed after use).
+  bool session_secrets_given = false;
+  std::vector<ScrubSecret> session_secrets;
+  // Allowed only once a human approves ("ask"): the proxy waits (watch_hold)
+  // until the ticket is decided or this time passes, then reads hold_state.
   uint64_t hold_ticket = 0;
+  std::chrono::steady_clock::time_point hold_expires{};
 };
 
 enum class HoldOutcome { kPending, kApproved, kRefused };
 struct HoldState {
   HoldOutcome outcome = HoldOutcome::kRefused;
   std::string reason;  // when refused
-};
-
-using Injection = http::Injection;
-
-// A secret the session may have injected somewhere, and whose it is.
-struct ScrubSecret {
-  std::string identity;
-  std::string secret;  // never logged, cleansed after use
 };
 
 struct UpstreamAddresses {
@@ -121,19 +135,28 @@ struct ConnectionSummary {
   std::string refused;
 };
 
-// Executor: the proxy calls every method on its worker pool (off_loop /
-// co_spawn on TransparentProxy's pool), never on its I/O loop, and from
-// several pool threads at once: implementations are thread-safe. Each may
-// block briefly (name resolution, a lock, the audit's commit). Denials are
-// audited by the broker itself.
+// Executor: the proxy calls decide, decide_request, resolve_upstream,
+// injection_for, session_secrets and the reports on its worker pool
+// (off_loop / co_spawn on TransparentProxy's pool), from several pool
+// threads at once: implementations are thread-safe, and those may block
+// briefly (name resolution, a lock). hold_state and watch_hold are called on
+// the I/O loop and never block. Denials are audited by the broker itself.
 class ProxyPolicy {
  public:
   virtual ~ProxyPolicy() = default;
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
   virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
-  // Never blocks: the proxy polls a held request until it is decided.
-  // (Issue 11 replaces the poll with a notification.)
+  // Never blocks: called on the proxy's loop. kPending until the ticket is
+  // decided or past its expiry; a final state is given once.
   virtual HoldState hold_state(const std::string& session, uint64_t ticket) = 0;
+  // Calls `wake` once, from any thread, when the ticket may have been
+  // decided (at once if it already has); `wake` only posts to the proxy's
+  // loop. Expiry is the proxy's own timer. Default: wakes at once (a policy
+  // that never holds).
+  virtual void watch_hold(uint64_t ticket, std::function<void()> wake) {
+    (void)ticket;
+    wake();
+  }
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.
   virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;

@@ -139,13 +139,17 @@ void reset(tcp::socket& s) {
 }  // namespace
 
 struct TransparentProxy::Impl {
-  Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p) {}
+  Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p), mint_budget(config.mint_budget) {}
 
+  // Accepts on the first loop (which alone touches per_guest) and hands
+  // each connection to the loops in turn: the socket is accepted straight
+  // onto the loop that serves it, which runs all of that connection's I/O.
   awaitable<void> accept_loop(tcp::acceptor& acceptor) {
-    asio::steady_timer backoff(io);
+    asio::steady_timer backoff(acceptor.get_executor());
     std::chrono::milliseconds delay = kMinAcceptBackoff;
     for (;;) {
-      auto [ec, socket] = co_await acceptor.async_accept(as_tuple);
+      const asio::any_io_executor serving = loops[next_loop++ % loops.size()]->get_executor();
+      auto [ec, socket] = co_await acceptor.async_accept(serving, as_tuple);
       if (ec) {
         if (ec == asio::error::operation_aborted) co_return;
         // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays in
@@ -172,7 +176,7 @@ struct TransparentProxy::Impl {
         continue;
       }
       per_guest[guest]++;
-      asio::co_spawn(io, handle(std::move(socket), guest), asio::detached);
+      asio::co_spawn(serving, handle(std::move(socket), guest), asio::detached);
     }
   }
 
@@ -189,7 +193,11 @@ struct TransparentProxy::Impl {
       std::string guest;
       ~Done() {
         impl.active--;
-        if (--impl.per_guest[guest] == 0) impl.per_guest.erase(guest);
+        // per_guest is the accepting loop's; at shutdown nobody counts.
+        if (impl.stopping) return;
+        asio::post(*impl.loops.front(), [&impl = impl, guest = std::move(guest)] {
+          if (--impl.per_guest[guest] == 0) impl.per_guest.erase(guest);
+        });
       }
     } done{*this, guest_id};
     const auto start = std::chrono::steady_clock::now();
@@ -201,7 +209,7 @@ struct TransparentProxy::Impl {
     std::vector<uint8_t> first_bytes;
     if (dport == kHttpsPort) {
       // The ClientHello, bounded in size and time.
-      asio::steady_timer deadline(io, config.hello_timeout);
+      asio::steady_timer deadline(guest.get_executor(), config.hello_timeout);
       ClientHelloInfo hello;
       std::array<uint8_t, 4096> chunk;
       while (hello.status == HelloStatus::kNeedMore) {
@@ -301,10 +309,27 @@ struct TransparentProxy::Impl {
       co_await serve_intercepted(plain, decision, *interception);
       co_return;
     }
-    std::shared_ptr<const LeafCert> leaf;
-    try {
-      leaf = leaves->leaf_for(decision.host);
-    } catch (const std::exception&) {
+    // A cached leaf is served on the loop; a miss is minted (an ECDSA
+    // signature) on the pool, within the session's budget.
+    std::shared_ptr<const LeafCert> leaf = leaves->cached(decision.host);
+    if (!leaf) {
+      if (!mint_budget.take(decision.session)) {
+        counters.mint_refused++;
+        reset(guest);
+        co_return;
+      }
+      leaf = co_await asio::co_spawn(
+          pool,
+          [this, &decision]() -> awaitable<std::shared_ptr<const LeafCert>> {
+            try {
+              co_return leaves->leaf_for(decision.host);
+            } catch (const std::exception&) {
+              co_return nullptr;  // an invalid name, or a CA that cannot sign
+            }
+          },
+          use_awaitable);
+    }
+    if (!leaf) {
       counters.denied++;
       reset(guest);
       co_return;
@@ -332,17 +357,22 @@ struct TransparentProxy::Impl {
   ProxyPolicy& policy;
   std::shared_ptr<const DestinationGuard> guard;
   std::unique_ptr<LeafCertAuthority> leaves;
+  MintBudget mint_budget;
   SslCtxPtr guest_tls;
   std::optional<UpstreamTls> upstream_tls;
   InterceptCounters intercept_counters;
   std::unique_ptr<InterceptContext> interception;
-  std::map<std::string, size_t> per_guest;
-  asio::io_context io;
-  // Broker calls (decisions, resolution, audit writes) run here; audit
-  // appends that overlap share one commit, so more than a couple of threads.
+  std::map<std::string, size_t> per_guest;  // the first loop's only
+  // Broker calls (decisions, resolution) and leaf minting run here.
   asio::thread_pool pool{4};
+  // One io_context per thread: a connection lives on one loop, so its
+  // coroutines need no strand. Declared after what their frames refer to:
+  // destroyed (with any frames left) first.
+  std::vector<std::unique_ptr<asio::io_context>> loops;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  std::thread thread;
+  std::vector<std::thread> threads;
+  size_t next_loop = 0;  // the accepting loop's
+  std::atomic<bool> stopping{false};
   uint16_t port = 0;
   std::atomic<size_t> active{0};
   ProxyCounters counters;  // the loop increments, any thread reads
@@ -365,23 +395,39 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
                                                    c.connect_timeout, impl_->intercept_counters});
     impl_->interception->guard = impl_->guard.get();
   }
+  const unsigned n_loops = std::max(1u, c.io_threads ? c.io_threads : std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n_loops; ++i) {
+    impl_->loops.push_back(std::make_unique<asio::io_context>(1));
+    // Each loop's reactor (epoll, eventfd, timerfd) is made now, not by its
+    // first connection: the proxy's own descriptors are fixed once it is up.
+    asio::steady_timer make_reactor(*impl_->loops.back());
+  }
+  asio::io_context& accepting = *impl_->loops.front();
   uint16_t port = impl_->config.port;
   for (const std::string& address : impl_->config.addresses) {
     sockaddr_storage addr = net::make_endpoint(address, port);
     int fd = net::open_transparent_listener(addr, SOCK_STREAM, 1024);
     port = net::bound_port(fd);  // the first bind fixes a picked port for the rest
     auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
-    impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, protocol, fd));
+    impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(accepting, protocol, fd));
   }
   impl_->port = port;
   for (auto& acceptor : impl_->acceptors)
-    asio::co_spawn(impl_->io, impl_->accept_loop(*acceptor), asio::detached);
-  impl_->thread = std::thread([this] { impl_->io.run(); });
+    asio::co_spawn(accepting, impl_->accept_loop(*acceptor), asio::detached);
+  for (auto& loop : impl_->loops) {
+    asio::io_context* io = loop.get();
+    impl_->threads.emplace_back([io] {
+      // The loops other than the accepting one may have nothing to do yet.
+      auto work = asio::make_work_guard(*io);
+      io->run();
+    });
+  }
 }
 
 TransparentProxy::~TransparentProxy() {
-  impl_->io.stop();
-  impl_->thread.join();
+  impl_->stopping = true;
+  for (auto& loop : impl_->loops) loop->stop();
+  for (auto& t : impl_->threads) t.join();
   impl_->pool.join();
 }
 

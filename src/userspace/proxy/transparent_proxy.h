@@ -14,6 +14,7 @@
 
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
+#include "userspace/proxy/mint_budget.h"
 #include "userspace/proxy/policy.h"
 #include "zn_abi.h"
 
@@ -40,6 +41,12 @@ struct ProxyConfig {
   // for upstreams on top of the system store ("" = system store only).
   std::string ca_cert_path, ca_key_path;
   std::string upstream_ca_bundle;
+  // Leaves not in the cache are minted on the worker pool, at most this
+  // many per session (a guest cycling SNIs slows only itself).
+  MintBudgetConfig mint_budget;
+  // I/O threads, one io_context each; connections are spread over them as
+  // they are accepted. 0: one per core.
+  unsigned io_threads = 0;
   // Judges every upstream address immediately before it is connected, on
   // every path (the broker checked it already; this is the backstop against
   // a resolution or a table that changed in between). Null: the strictest

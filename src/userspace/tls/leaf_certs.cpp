@@ -257,17 +257,32 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::mint(const LeafName& name, st
   return std::make_shared<const LeafCert>(std::move(x), std::move(key), not_before, not_after);
 }
 
+std::shared_ptr<const LeafCert> LeafCertAuthority::cached_locked(const std::string& canonical,
+                                                                 std::time_t now) {
+  auto it = cache_.find(canonical);
+  if (it == cache_.end() || !fresh(*it->second.first, now)) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second.second);
+  ++stats_.hits;
+  return it->second.first;
+}
+
+std::shared_ptr<const LeafCert> LeafCertAuthority::cached(const std::string& name) {
+  LeafName canonical;
+  try {
+    canonical = canonical_leaf_name(name);
+  } catch (const std::invalid_argument&) {
+    return nullptr;  // leaf_for says why
+  }
+  std::lock_guard lock(mu_);
+  return cached_locked(canonical.text, clock_());
+}
+
 std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& name) {
   LeafName canonical = canonical_leaf_name(name);
   std::time_t now = clock_();
   {
     std::lock_guard lock(mu_);
-    auto it = cache_.find(canonical.text);
-    if (it != cache_.end() && fresh(*it->second.first, now)) {
-      lru_.splice(lru_.begin(), lru_, it->second.second);
-      ++stats_.hits;
-      return it->second.first;
-    }
+    if (auto hit = cached_locked(canonical.text, now)) return hit;
   }
 
   // Sign outside the lock: other names keep being served (and minted) while

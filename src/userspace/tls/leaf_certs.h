@@ -82,6 +82,10 @@ class LeafCertAuthority {
   // Throws std::invalid_argument for an invalid name (see canonical_leaf_name)
   // and std::runtime_error when minting fails (e.g. the CA has expired).
   std::shared_ptr<const LeafCert> leaf_for(const std::string& name);
+  // The cached, fresh leaf for `name`, or null (not cached, stale, or an
+  // invalid name): never mints, so it may run on an I/O loop. A miss is
+  // minted with leaf_for on a worker.
+  std::shared_ptr<const LeafCert> cached(const std::string& name);
 
   struct Stats {
     std::uint64_t hits = 0;       // served from the cache
@@ -98,6 +102,7 @@ class LeafCertAuthority {
   using Lru = std::list<std::string>;  // most recently used first
 
   std::shared_ptr<const LeafCert> mint(const LeafName& name, std::time_t now) const;
+  std::shared_ptr<const LeafCert> cached_locked(const std::string& canonical, std::time_t now);
   bool fresh(const LeafCert& leaf, std::time_t now) const;
 
   X509Ptr ca_cert_;

@@ -1,8 +1,12 @@
 // AuditLog behaviour: chaining, restart, queries, the JSON line, redaction,
-// concurrency and rejection of malformed events.
+// concurrency, rejection of malformed events, and the writer thread: post()
+// never waiting on a commit, the queue's limits, failed commits retried, the
+// destructor draining.
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <thread>
@@ -315,12 +319,10 @@ TEST_F(AuditLogTest, ConcurrentAppendsFormAGapFreeChain) {
     EXPECT_EQ(log.query({.sid = "user-" + std::to_string(t)}).size(), static_cast<size_t>(kPer));
 }
 
-// More appenders waiting than one commit takes (the batch is 256): a writer
-// whose own record was not in the batch it committed must not return before
-// its record is durable. The first commit of each round is held in the sink
-// until every other appender is queued behind it; which waiter then becomes
-// the next writer is up to the scheduler, so several rounds make the old
-// behaviour (returning a record never committed) all but certain to show.
+// More appenders waiting than one commit takes (the batch is 512): an append
+// whose record was not in the batch just committed must not return before its
+// record is durable. The first commit of each round is held in the sink until
+// every other appender is queued behind it, so each round needs two batches.
 TEST_F(AuditLogTest, MoreConcurrentAppendersThanABatchEachGetTheirOwnDurableRecord) {
   constexpr int kThreads = 600, kRounds = 5;
   std::atomic<int> started{0};
@@ -420,6 +422,330 @@ TEST_F(AuditLogTest, VerifyFileOnNonAuditFileThrows) {
   const std::string text = dir.file("text.db");
   std::ofstream(text) << "not a database at all, just some text that is long enough";
   EXPECT_THROW(AuditLog::verify_file(text), std::runtime_error);
+}
+
+// ---- The writer thread -----------------------------------------------------
+
+// Waits for what a test expects of the writer (a count reached); false if it
+// never comes.
+template <class Pred>
+bool eventually(Pred done) {
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Holds the writer inside before_commit while closed, and tells when it got
+// there: a commit stuck on the disk, for as long as the test needs.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false;
+  int arrived = 0;
+  void close() {
+    std::lock_guard lk(mu);
+    closed = true;
+  }
+  void open() {
+    std::lock_guard lk(mu);
+    closed = false;
+    cv.notify_all();
+  }
+  void pass() {
+    std::unique_lock lk(mu);
+    ++arrived;
+    cv.notify_all();
+    cv.wait(lk, [&] { return !closed; });
+  }
+  bool wait_arrived(int n) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, 20s, [&] { return arrived >= n; });
+  }
+};
+
+TEST_F(AuditLogTest, PostReturnsWhileACommitIsStuck) {
+  Gate gate;
+  gate.close();
+  AuditLogOptions o = opts();
+  o.before_commit = [&] { gate.pass(); };
+  AuditLog log(o);
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));
+  ASSERT_TRUE(gate.wait_arrived(1));  // the writer is in a commit, and stays there
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", i}})));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // Every post returned while the commit was held: none waited for it.
+  AuditLogStats st = log.stats();
+  EXPECT_EQ(st.queued, 1001u);
+  EXPECT_EQ(st.committed, 0u);
+  EXPECT_LT(took, 250ms);  // loose: behaviour, not speed
+  EXPECT_TRUE(log.admits());
+  gate.open();
+
+  ASSERT_TRUE(eventually([&] { return log.stats().committed == 1001; }));
+  st = log.stats();
+  EXPECT_EQ(st.queued, 0u);
+  EXPECT_GE(st.batches, 3u);  // the held one, then 1000 in batches of at most 512
+  EXPECT_EQ(st.failed_commits, 0u);
+  EXPECT_GE(st.max_commit_latency, std::chrono::duration_cast<std::chrono::microseconds>(took));
+  auto all = log.query({.limit = 2000});
+  ASSERT_EQ(all.size(), 1001u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].seq, i + 1);
+    EXPECT_EQ(all[i].detail["i"], i);
+  }
+  auto v = log.verify();
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(v.records, 1001u);
+  std::lock_guard lk(sink.mu);
+  ASSERT_EQ(sink.lines.size(), 1001u);
+  for (size_t i = 0; i < sink.lines.size(); ++i) EXPECT_EQ(json::parse(sink.lines[i])["seq"], i + 1);
+}
+
+TEST_F(AuditLogTest, MoreAppendersThanABatchWhileACommitIsStuck) {
+  constexpr int kThreads = 64;
+  Gate gate;
+  gate.close();
+  AuditLogOptions o = opts();
+  o.max_batch = 8;
+  o.before_commit = [&] { gate.pass(); };
+  AuditLog log(o);
+  ASSERT_TRUE(log.post(ev("session:create", "user-0")));
+  ASSERT_TRUE(gate.wait_arrived(1));
+  std::vector<AuditRecord> got(kThreads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] { got[t] = log.append(ev("packet:deny", "user-1", json{{"t", t}})); });
+  ASSERT_TRUE(eventually([&] { return log.stats().queued == kThreads + 1; }));
+  gate.open();
+  for (auto& t : ts) t.join();
+  std::set<uint64_t> seqs;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(got[t].detail["t"], t);
+    EXPECT_EQ(got[t].sid, "user-1");
+    EXPECT_GE(got[t].seq, 2u);
+    seqs.insert(got[t].seq);
+  }
+  EXPECT_EQ(seqs.size(), static_cast<size_t>(kThreads));
+  EXPECT_EQ(*seqs.rbegin(), static_cast<uint64_t>(kThreads + 1));
+  // What each got back is what was stored under its seq.
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), static_cast<size_t>(kThreads + 1));
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(all[got[t].seq - 1].hash, got[t].hash);
+  EXPECT_GE(log.stats().batches, 1u + kThreads / 8);
+  auto v = log.verify();
+  EXPECT_TRUE(v.ok) << v.reason;
+}
+
+TEST_F(AuditLogTest, PostPastTheHardLimitIsRefusedAndCounted) {
+  Gate gate;
+  gate.close();
+  AuditLogOptions o = opts();
+  o.queue_limit = 10;
+  o.high_water = 5;
+  o.before_commit = [&] { gate.pass(); };
+  AuditLog log(o);
+  ASSERT_TRUE(log.post(ev("dns:allow", "user-1", json{{"i", 0}})));
+  ASSERT_TRUE(gate.wait_arrived(1));  // record 0 is in flight: it still counts
+  for (int i = 1; i < 10; ++i) {
+    EXPECT_EQ(log.admits(), i < 5) << i;  // below the high-water mark
+    EXPECT_TRUE(log.post(ev("dns:allow", "user-1", json{{"i", i}}))) << i;
+  }
+  EXPECT_FALSE(log.admits());
+  EXPECT_FALSE(log.post(ev("dns:allow", "user-1", json{{"i", 10}})));
+  EXPECT_FALSE(log.post(ev("dns:allow", "user-1", json{{"i", 11}})));
+  AuditLogStats st = log.stats();
+  EXPECT_EQ(st.queued, 10u);
+  EXPECT_EQ(st.rejected, 2u);
+  // A bad event is still a bad event, queue full or not.
+  EXPECT_THROW(log.post(ev("dns:maybe", "user-1")), std::invalid_argument);
+  gate.open();
+
+  ASSERT_TRUE(eventually([&] { return log.stats().committed == 10; }));
+  EXPECT_TRUE(log.admits());
+  EXPECT_EQ(log.stats().rejected, 2u);
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 10u);  // the refused ones were not recorded
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].detail["i"], i);
+  EXPECT_TRUE(log.post(ev("dns:allow", "user-1", json{{"i", 12}})));
+}
+
+TEST_F(AuditLogTest, FailingCommitsStopAdmittingAndLoseNothing) {
+  std::atomic<bool> fail{true};
+  AuditLogOptions o = opts();
+  o.retry_backoff = 2ms;
+  o.retry_backoff_max = 10ms;
+  o.before_commit = [&] {
+    if (fail) throw std::runtime_error("simulated: disk full");
+  };
+  AuditLog log(o);
+  EXPECT_TRUE(log.admits());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", i}})));
+  ASSERT_TRUE(eventually([&] { return log.stats().failed_commits >= 3; }));  // retried
+  EXPECT_FALSE(log.admits());
+  AuditLogStats st = log.stats();
+  EXPECT_TRUE(st.failing);
+  EXPECT_EQ(st.queued, 20u);
+  EXPECT_EQ(st.committed, 0u);
+
+  // An append meanwhile waits for the store to come back, then gets its record.
+  std::atomic<bool> returned{false};
+  AuditRecord got;
+  std::thread appender([&] {
+    got = log.append(ev("session:create", "user-2"));
+    returned = true;
+  });
+  ASSERT_TRUE(eventually([&] { return log.stats().queued == 21; }));
+  const uint64_t failed = log.stats().failed_commits;
+  // The second attempt from here started after the append was queued: its
+  // record failed at least once, and the append did not return.
+  ASSERT_TRUE(eventually([&] { return log.stats().failed_commits >= failed + 2; }));
+  EXPECT_FALSE(returned);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_TRUE(sink.lines.empty());
+  }
+
+  fail = false;
+  appender.join();
+  EXPECT_EQ(got.seq, 21u);  // behind the 20 posted before it
+  EXPECT_EQ(got.sid, "user-2");
+  st = log.stats();
+  EXPECT_EQ(st.committed, 21u);
+  EXPECT_EQ(st.queued, 0u);
+  EXPECT_FALSE(st.failing);
+  EXPECT_TRUE(log.admits());
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 21u);
+  for (size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(all[i].seq, i + 1);
+    EXPECT_EQ(all[i].detail["i"], i);
+  }
+  EXPECT_EQ(all[20].hash, got.hash);
+  auto v = log.verify();
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(v.records, 21u);
+}
+
+// A transaction that fails in the store after inserting some of its rows:
+// the rollback must leave the chain head where it was, so the retry numbers
+// and chains the same records from the same head.
+TEST_F(AuditLogTest, AFailedTransactionLeavesTheChainAlone) {
+  Gate gate;
+  std::atomic<bool> use_gate{false};
+  AuditLogOptions o = opts();
+  o.retry_backoff = 2ms;
+  o.retry_backoff_max = 10ms;
+  o.before_commit = [&] {
+    if (use_gate) gate.pass();
+  };
+  AuditLog log(o);
+  log.append(ev("session:create", "user-1"));  // seq 1
+  // From seq 4 on, while `fault` has a row, every insert fails.
+  test::raw_sql(db,
+                "CREATE TABLE fault(x); INSERT INTO fault VALUES(1);"
+                "CREATE TRIGGER fault_from_4 BEFORE INSERT ON audit"
+                " WHEN NEW.seq >= 4 AND EXISTS(SELECT 1 FROM fault)"
+                " BEGIN SELECT RAISE(ABORT, 'simulated disk full'); END;");
+  gate.close();
+  use_gate = true;
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));
+  ASSERT_TRUE(gate.wait_arrived(1));  // record 0 alone in this commit: seq 2
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", i}})));
+  use_gate = false;
+  gate.open();
+  // Records 1..5 are one transaction: seq 3 is inserted, seq 4 fails.
+  ASSERT_TRUE(eventually([&] { return log.stats().failed_commits >= 2; }));
+  EXPECT_FALSE(log.admits());
+  EXPECT_EQ(log.stats().queued, 5u);
+  EXPECT_EQ(log.query({}).size(), 2u);
+  auto mid = log.verify();
+  EXPECT_TRUE(mid.ok) << mid.reason;
+  EXPECT_EQ(mid.records, 2u);
+
+  test::raw_sql(db, "DELETE FROM fault");
+  ASSERT_TRUE(eventually([&] { return log.stats().committed == 7; }));
+  EXPECT_TRUE(log.admits());
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 7u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].seq, i + 1);
+    if (i) {
+      EXPECT_EQ(all[i].prev, all[i - 1].hash);
+      EXPECT_EQ(all[i].detail["i"], i - 1);
+    }
+  }
+  auto v = log.verify();
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(v.records, 7u);
+  std::lock_guard lk(sink.mu);
+  ASSERT_EQ(sink.lines.size(), 7u);  // nothing emitted for a failed attempt
+  for (size_t i = 0; i < sink.lines.size(); ++i) EXPECT_EQ(json::parse(sink.lines[i])["hash"], all[i].hash);
+}
+
+TEST_F(AuditLogTest, DestructorDrainsEveryPostedRecord) {
+  constexpr int kRecords = 300;
+  Gate gate;
+  gate.close();
+  std::thread opener;
+  {
+    AuditLogOptions o = opts();
+    o.max_batch = 16;
+    o.before_commit = [&] { gate.pass(); };
+    AuditLog log(o);
+    for (int i = 0; i < kRecords; ++i) ASSERT_TRUE(log.post(ev("dns:deny", "user-1", json{{"i", i}})));
+    ASSERT_TRUE(gate.wait_arrived(1));
+    EXPECT_EQ(log.stats().committed, 0u);  // all still to write when destruction begins
+    // The commit in flight is let go while (or before) the destructor runs.
+    opener = std::thread([&] {
+      std::this_thread::sleep_for(20ms);
+      gate.open();
+    });
+  }
+  opener.join();
+  auto v = AuditLog::verify_file(db);
+  EXPECT_TRUE(v.ok) << v.reason;
+  EXPECT_EQ(v.records, static_cast<uint64_t>(kRecords));
+  AuditLog reopened(opts());
+  auto all = reopened.query({});
+  ASSERT_EQ(all.size(), static_cast<size_t>(kRecords));
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].detail["i"], i);
+  std::lock_guard lk(sink.mu);
+  EXPECT_EQ(sink.lines.size(), static_cast<size_t>(kRecords));
+}
+
+TEST_F(AuditLogTest, PostValidatesAndRedactsWhenPosted) {
+  AuditLog log(opts());
+  EXPECT_THROW(log.post(ev("egress:maybe", "user-1")), std::invalid_argument);
+  EXPECT_THROW(log.post(ev("egress:allow", "user-1", json::array())), std::invalid_argument);
+  EXPECT_EQ(log.stats().queued, 0u);
+  ASSERT_TRUE(log.add_secret("tok-0123456789"));
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-tok-0123456789", json{{"h", "x tok-0123456789"}})));
+  // An append returns once it is committed, and the writer goes in order:
+  // everything posted before it is committed too.
+  log.append(ev("session:create", "user-1"));
+  EXPECT_EQ(log.stats().committed, 2u);
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].sid, "user-[redacted]");
+  EXPECT_EQ(all[0].detail["h"], "x [redacted]");
+  EXPECT_EQ(log.verify().records, 2u);
+}
+
+TEST_F(AuditLogTest, InconsistentLimitsAreRefused) {
+  AuditLogOptions o = opts();
+  o.high_water = o.queue_limit + 1;
+  EXPECT_THROW(AuditLog{o}, std::invalid_argument);
+  o = opts();
+  o.max_batch = 0;
+  EXPECT_THROW(AuditLog{o}, std::invalid_argument);
+  o = opts();
+  o.high_water = 0;
+  EXPECT_THROW(AuditLog{o}, std::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(db));  // refused before opening anything
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ inline proxy::ProxyCountersSnapshot connection_values() {
   p.tls_handshake_failures = 209;
   p.rejected_guest_cap = 210;
   p.accept_errors = 211;
+  p.mint_refused = 212;
   return p;
 }
 

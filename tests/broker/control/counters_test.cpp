@@ -61,6 +61,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.rejected_guest_cap += 8;
   c.idle_closed += 9;
   c.accept_errors += 10;
+  c.mint_refused += 12;
   c.upstream_failures += 11;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"accepted", 1},
                                           {"allowed", 2},
@@ -72,6 +73,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
                                           {"rejected_guest_cap", 8},
                                           {"idle_closed", 9},
                                           {"accept_errors", 10},
+                                          {"mint_refused", 12},
                                           {"upstream_failures", 11}}));
 }
 

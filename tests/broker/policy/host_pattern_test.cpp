@@ -62,6 +62,27 @@ TEST(HostPattern, NamesLongerThan253AreRefused) {
   EXPECT_NE(why.find("253"), std::string::npos);
 }
 
+TEST(HostPattern, IpLiterals) {
+  for (const char* text : {"198.18.0.20", "::1", "FE80::1", "2001:DB8::a", "::ffff:198.18.0.1",
+                           // the longest text form of an address: 45 characters
+                           "0000:0000:0000:0000:0000:ffff:255.255.255.255"})
+    EXPECT_TRUE(is_ip_literal(text)) << text;
+  for (const char* text : {"", "api.example.com", "cafe", "1.2.3", "1.2.3.4.5", "::g", "198.18.0.0/24",
+                           "0000:0000:0000:0000:0000:ffff:255.255.255.255:"})
+    EXPECT_FALSE(is_ip_literal(text)) << text;
+}
+
+// The text after a NUL is not ignored: "1.2.3.4\0x" is no address, and as a
+// name it has a character outside [a-z0-9-_].
+TEST(HostPattern, ANulIsNeverCutOff) {
+  const std::string_view text("1.2.3.4\0x", 9);
+  EXPECT_FALSE(is_ip_literal(text));
+  EXPECT_FALSE(is_ip_literal(std::string_view("1.2.3.4\0", 8)));
+  std::string why;
+  EXPECT_FALSE(parse_host_pattern(text, &why));
+  EXPECT_NE(why.find("character"), std::string::npos) << why;
+}
+
 TEST(HostPattern, WildcardUnderARegularCcTldNameIsFine) {
   EXPECT_TRUE(parse_host_pattern("*.example.uk", nullptr));
   EXPECT_TRUE(parse_host_pattern("*.corp.co.uk", nullptr));

@@ -141,6 +141,33 @@ INSTANTIATE_TEST_SUITE_P(
             "resource names"},
         Bad{"resource_not_string", R"({"policy":{},"resources":{"s":{"accessToken":5}}})",
             "$.resources.s.accessToken", "string"},
+        Bad{"method_not_string", with_allow(R"({"host":"a.example","methods":["GET",5]})"),
+            "$.policy.allow[1].methods[1]", "string"},
+        Bad{"path_not_string", with_allow(R"({"host":"a.example","paths":["/a","/b",null]})"),
+            "$.policy.allow[1].paths[2]", "string"},
+        Bad{"too_many_methods",
+            with_allow(
+                R"({"host":"a.example","methods":["GET","GET","GET","GET","GET","GET","GET","GET","GET","GET"]})"),
+            "$.policy.allow[1].methods", "more than 9 entries"},
+        Bad{"deny_no_host", R"({"policy":{"deny":[{"host":"a.example"},{}]}})", "$.policy.deny[1].host",
+            "required"},
+        Bad{"deny_rule_not_object", R"({"policy":{"deny":[[]]}})", "$.policy.deny[0]", "object"},
+        Bad{"rate_unknown_field", R"({"policy":{"rate":{"burst":1,"per_second":1,"period":1}}})",
+            "$.policy.rate.period", "unknown field"},
+        Bad{"resource_field_too_long",
+            R"({"policy":{},"resources":{"s":{"accessToken":")" + std::string(16385, 'x') + R"("}}})",
+            "$.resources.s.accessToken", "too long"},
+        Bad{"resource_not_object", R"({"policy":{},"resources":{"s":"x"}})", "$.resources.s", "object"},
+        Bad{"duplicate_nested_key", R"({"policy":{},"resources":{"s":{"user":"a","user":"b"}}})", "$",
+            "duplicate key 'user'"},
+        Bad{"duplicate_empty_key", R"({"policy":{},"resources":{"s":{"":"a","":"b"}}})", "$",
+            "duplicate key ''"},
+        Bad{"syntax_error_after_duplicate", R"({"policy":{},"policy":{})", "$", "invalid JSON at byte"},
+        Bad{"many_digit_index",
+            R"({"policy":{"allow":[{"host":"a.example"},{"host":"a.example"},{"host":"a.example"},)"
+            R"({"host":"a.example"},{"host":"a.example"},{"host":"a.example"},{"host":"a.example"},)"
+            R"({"host":"a.example"},{"host":"a.example"},{"host":"a.example"},{"host":"*"}]}})",
+            "$.policy.allow[10].host", "'*'"},
         Bad{"identity_without_token",
             R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s"}]},"resources":{"s":{"user":"x"}}})",
             "$.policy.allow[0].identity", "accessToken"}),
@@ -161,6 +188,39 @@ TEST(PolicyParser, ErrorsNeverEchoSecrets) {
     FAIL();
   } catch (const PolicyError& e) {
     EXPECT_EQ(std::string(e.what()).find("sk_live"), std::string::npos) << e.what();
+  }
+}
+
+// Keys are unique per object, not per document: the same key in sibling and
+// nested objects is fine (the positive control of duplicate_key).
+TEST(PolicyParser, SameKeyInDifferentObjectsIsNotADuplicate) {
+  Policy p = parse_policy(
+      R"({"policy":{"allow":[{"host":"a.example"},{"host":"b.example"}],"deny":[{"host":"c.example"}]},)"
+      R"("resources":{"s":{"user":"x"},"t":{"user":"y"}}})");
+  EXPECT_EQ(p.allow.size(), 2u);
+  EXPECT_EQ(p.resources.at("t").fields.at("user"), "y");
+}
+
+// A policy of the benchmark's shape at scale, parsed twice on one thread
+// (the document's tree lives in a per-parse arena).
+TEST(PolicyParser, ParsesALargePolicy) {
+  std::string doc = R"({"policy":{"allow":[)";
+  for (int i = 0; i < 3000; ++i) {
+    const std::string n = std::to_string(i);
+    if (i) doc += ",";
+    doc += i % 2 ? R"({"host":"*.svc)" + n + R"(.example.net"})"
+                 : R"({"host":"API)" + n + R"(.Example.com","methods":["GET","POST"],"paths":["/v1/**"]})";
+  }
+  doc += R"(],"deny":[{"host":"bad.example.com"}]}})";
+  for (int round = 0; round < 2; ++round) {
+    Policy p = parse_policy(doc);
+    ASSERT_EQ(p.allow.size(), 3000u);
+    EXPECT_EQ(p.allow[2998].host.name, "api2998.example.com");
+    EXPECT_EQ(p.allow[2998].methods, (std::vector<std::string>{"GET", "POST"}));
+    EXPECT_EQ(p.allow[2998].paths.at(0).text(), "/v1/**");
+    EXPECT_EQ(p.allow[2999].host.kind, HostPattern::Kind::kWildcard);
+    EXPECT_EQ(p.allow[2999].index, 2999u);
+    EXPECT_EQ(p.deny.at(0).host.name, "bad.example.com");
   }
 }
 

@@ -74,5 +74,48 @@ TEST(ApprovalBook, TicketsAreNotSequential) {
   EXPECT_LT(consecutive, 3);
 }
 
+// The proxy sleeps on a held request: it is woken exactly once by a decision
+// (the operator's, a deleted session's), at once when there is nothing left
+// to wait for, and never by a decision about another ticket.
+TEST(ApprovalBook, AWatcherIsWokenOnceByItsTicketsDecision) {
+  ApprovalBook book(10s);
+  const uint64_t a = book.hold("s1", "https", "h", "GET", "/a");
+  const uint64_t b = book.hold("s1", "https", "h", "GET", "/b");
+  const uint64_t c = book.hold("s2", "https", "h", "GET", "/c");
+  int woken_a = 0, woken_b = 0, woken_c = 0;
+  book.watch(a, [&] { ++woken_a; });
+  book.watch(b, [&] { ++woken_b; });
+  book.watch(c, [&] { ++woken_c; });
+  EXPECT_EQ(woken_a + woken_b + woken_c, 0);
+  ASSERT_TRUE(book.decide(a, true));
+  EXPECT_EQ(woken_a, 1);
+  EXPECT_EQ(woken_b, 0);
+  EXPECT_FALSE(book.decide(a, false));  // a replay wakes no one again
+  EXPECT_EQ(woken_a, 1);
+  book.forget_session("s1");
+  EXPECT_EQ(woken_b, 1);
+  EXPECT_EQ(woken_c, 0);
+  EXPECT_EQ(book.take(b), ApprovalState::kDenied);
+  // Decided already, or unknown: woken at once, in the caller's thread.
+  int late = 0;
+  book.watch(a, [&] { ++late; });
+  book.watch(12345, [&] { ++late; });
+  EXPECT_EQ(late, 2);
+  EXPECT_EQ(book.take(a), ApprovalState::kApproved);
+}
+
+TEST(ApprovalBook, ExpiryIsTheWaitersOwnTimer) {
+  ApprovalBook book(2s);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t t = book.hold("s", "https", "h", "GET", "/", t0);
+  ASSERT_TRUE(book.expires_at(t));
+  EXPECT_EQ(*book.expires_at(t), t0 + 2s);
+  int woken = 0;
+  book.watch(t, [&] { ++woken; });
+  EXPECT_EQ(book.take(t, t0 + 3s), ApprovalState::kExpired);
+  EXPECT_EQ(woken, 0);
+  EXPECT_FALSE(book.expires_at(t));
+}
+
 }  // namespace
 }  // namespace zn::broker

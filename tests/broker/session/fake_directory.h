@@ -66,32 +66,31 @@ class FakeDirectory : public SessionDirectory {
       return out;
     });
     std::lock_guard lock(mu_);
-    sessions_[id] = std::move(s);
+    sessions_[id] = std::make_shared<const Session>(std::move(s));
   }
 
-  std::optional<Session> get(const std::string& id) const override {
+  SessionPtr get(const std::string& id) const override {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) return std::nullopt;
-    return it->second;
+    return it == sessions_.end() ? nullptr : it->second;
   }
-  std::optional<Session> find_by_guest_ip4(in_addr addr) const override {
+  SessionPtr find_by_guest_ip4(in_addr addr) const override {
     std::lock_guard lock(mu_);
     for (const auto& [id, s] : sessions_)
-      if (s.net.guest_ip4.s_addr == addr.s_addr) return s;
-    return std::nullopt;
+      if (s->net.guest_ip4.s_addr == addr.s_addr) return s;
+    return nullptr;
   }
-  std::optional<Session> find_by_guest_ip6(const in6_addr& addr) const override {
+  SessionPtr find_by_guest_ip6(const in6_addr& addr) const override {
     std::lock_guard lock(mu_);
     for (const auto& [id, s] : sessions_)
-      if (std::memcmp(&s.net.guest_ip6, &addr, sizeof(addr)) == 0) return s;
-    return std::nullopt;
+      if (std::memcmp(&s->net.guest_ip6, &addr, sizeof(addr)) == 0) return s;
+    return nullptr;
   }
 
  private:
   ConfiguredResolver& resolver_;
   mutable std::mutex mu_;
-  std::map<std::string, Session> sessions_;
+  std::map<std::string, SessionPtr> sessions_;
 };
 
 // zerod's guard in the lab (tests/integration/zerod_fixture.h): guests in
@@ -106,10 +105,22 @@ inline std::shared_ptr<const proxy::DestinationGuard> lab_guard() {
 
 // The broker's side of one zerod, with a hand-moved clock for the rate.
 struct Broker {
-  explicit Broker(std::chrono::milliseconds approval_ttl = std::chrono::hours(1)) : approvals(approval_ttl) {}
+  // `before_commit` and `high_water`: the audit's (a stuck disk, a backlog).
+  explicit Broker(std::chrono::milliseconds approval_ttl = std::chrono::hours(1),
+                  std::function<void()> before_commit = {}, size_t high_water = 50000)
+      : audit(audit_options(dir, std::move(before_commit), high_water)), approvals(approval_ttl) {}
+
+  static AuditLogOptions audit_options(zn::test::TempDir& dir, std::function<void()> before_commit,
+                                       size_t high_water) {
+    AuditLogOptions o{dir.file("audit.db"), {}, [](const std::string&) {}};
+    o.before_commit = std::move(before_commit);
+    o.high_water = high_water;
+    o.queue_limit = std::max<size_t>(high_water * 2, 100);
+    return o;
+  }
 
   zn::test::TempDir dir;
-  AuditLog audit{{dir.file("audit.db"), {}, [](const std::string&) {}}};
+  AuditLog audit;
   ConfiguredResolver resolver{kStaticNames, {}};
   FakeDirectory sessions{resolver};
   SessionDnsPolicy dns{sessions, audit};
@@ -117,7 +128,11 @@ struct Broker {
   RateLimiter::Clock::time_point now = RateLimiter::Clock::now();
   SessionProxyPolicy proxy{sessions, dns, resolver, audit, approvals, lab_guard(), [this] { return now; }};
 
-  std::vector<AuditRecord> records() { return audit.query({}); }
+  // Every record posted so far, once committed.
+  std::vector<AuditRecord> records() {
+    audit.flush();
+    return audit.query({});
+  }
   // Names of the events recorded after the first `from`.
   std::vector<std::string> events_since(size_t from) {
     std::vector<std::string> out;

@@ -6,6 +6,8 @@
 // (tests/integration/intercept_test.cpp, proxy_test.cpp) see them end to end.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <mutex>
 #include <set>
 
 #include "broker/session/fake_directory.h"
@@ -1164,6 +1166,52 @@ TEST(SessionProxyPolicyTable, RequestAndConnectionSummariesAreAudited) {
     fresh.proxy.on_closed(c.summary);
     EXPECT_EQ(fresh.events_since(0), std::vector<std::string>{c.event});
   }
+}
+
+// A disk that stops committing: the proxy's and DNS's verdicts never wait
+// for it (post), and once the backlog passes the audit's high-water mark
+// nothing more crosses (503, reset, refused name) until it drains. Positive
+// control first: the same requests pass while the audit keeps up.
+TEST(SessionProxyPolicyAudit, ACrossingTheAuditCannotRecordIsRefusedAndNothingWaitsForTheDisk) {
+  std::mutex gate;
+  std::unique_lock stuck(gate, std::defer_lock);
+  Broker b(
+      std::chrono::hours(1), [&gate] { std::lock_guard wait(gate); }, /*high_water=*/4);
+  b.sessions.put("s1", policy(), 0);
+  proxy::ConnectionFacts conn;
+  conn.guest = endpoint("198.19.0.2", 40000);
+  conn.original_dst = endpoint("198.18.0.20", 443);
+  conn.tls = true;
+  conn.sni = "api.github.com";
+
+  EXPECT_TRUE(b.proxy.decide_request(github_request()).allow);
+  EXPECT_EQ(b.proxy.decide(conn).mode, proxy::ConnectionMode::kIntercept);
+  EXPECT_TRUE(b.dns.decide("s1", "api.github.com").allow);
+
+  stuck.lock();  // the writer blocks in its next commit
+  const auto start = std::chrono::steady_clock::now();
+  int allowed = 0;
+  proxy::RequestDecision last;
+  for (int i = 0; i < 20; ++i) {
+    proxy::RequestFacts denied = github_request();
+    denied.path = "/admin";  // each audited: egress:deny
+    last = b.proxy.decide_request(denied);
+    if (b.proxy.decide_request(github_request()).allow) ++allowed;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));  // nothing waited
+  EXPECT_LT(allowed, 20);
+  const proxy::RequestDecision refused = b.proxy.decide_request(github_request());
+  EXPECT_FALSE(refused.allow);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.reason, "audit unavailable");
+  EXPECT_EQ(b.proxy.decide(conn).mode, proxy::ConnectionMode::kReset);
+  EXPECT_FALSE(b.dns.decide("s1", "api.github.com").allow);
+
+  stuck.unlock();  // the disk is back: the backlog drains, crossings resume
+  ASSERT_TRUE(b.audit.flush());
+  EXPECT_TRUE(b.proxy.decide_request(github_request()).allow);
+  EXPECT_TRUE(b.dns.decide("s1", "api.github.com").allow);
+  EXPECT_TRUE(b.audit.verify().ok);
 }
 
 }  // namespace

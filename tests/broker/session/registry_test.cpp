@@ -77,7 +77,7 @@ class SessionRegistryTest : public ::testing::Test {
 };
 
 TEST_F(SessionRegistryTest, CreateMakesATapUnderTheDatapathAndPersists) {
-  Session s = registry_->create({"user-1", kPolicy, std::nullopt, std::nullopt});
+  Session s = *registry_->create({"user-1", kPolicy, std::nullopt, std::nullopt});
   EXPECT_EQ(s.record.device, "zn-tap0");
   EXPECT_EQ(s.record.session_idx, 1u);
   EXPECT_EQ(if_nametoindex("zn-tap0"), static_cast<unsigned>(s.ifindex));
@@ -115,9 +115,9 @@ TEST_F(SessionRegistryTest, RefusedRequestsChangeNothing) {
 }
 
 TEST_F(SessionRegistryTest, UpdateMovesL4RulesAndBumpsTheVersion) {
-  Session s = registry_->create({"user-1", kPolicy, {}, {}});
+  Session s = *registry_->create({"user-1", kPolicy, {}, {}});
   EXPECT_EQ(maps_->l4_rule_count(s.record.session_idx), 0u);
-  Session u = registry_->update("user-1", kL4Policy);
+  Session u = *registry_->update("user-1", kL4Policy);
   EXPECT_EQ(u.record.policy_version, 2u);
   EXPECT_EQ(maps_->l4_rule_count(s.record.session_idx), 1u);
   EXPECT_EQ(load_session_records(state_path())[0].policy_version, 2u);
@@ -126,7 +126,7 @@ TEST_F(SessionRegistryTest, UpdateMovesL4RulesAndBumpsTheVersion) {
 }
 
 TEST_F(SessionRegistryTest, RemoveDeletesOurTapAndEveryMapEntry) {
-  Session s = registry_->create({"user-1", kL4Policy, {}, {}});
+  Session s = *registry_->create({"user-1", kL4Policy, {}, {}});
   registry_->remove("user-1");
   EXPECT_EQ(if_nametoindex("zn-tap0"), 0u);
   EXPECT_FALSE(maps_->get_session(s.ifindex));
@@ -136,7 +136,7 @@ TEST_F(SessionRegistryTest, RemoveDeletesOurTapAndEveryMapEntry) {
 
 TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
   int ifindex = vmm::create_tap("vm-nic0");
-  Session s = registry_->create({"user-1", kPolicy, std::string("vm-nic0"), 3u});
+  Session s = *registry_->create({"user-1", kPolicy, std::string("vm-nic0"), 3u});
   EXPECT_TRUE(s.record.adopted);
   EXPECT_EQ(s.ifindex, ifindex);
   EXPECT_EQ(s.record.slot, 3u);
@@ -148,8 +148,8 @@ TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
 }
 
 TEST_F(SessionRegistryTest, RestoreReadoptsTapsAndRecreatesLostOnes) {
-  Session a = registry_->create({"user-1", kL4Policy, {}, {}});
-  Session b = registry_->create({"user-2", kPolicy, {}, {}});
+  Session a = *registry_->create({"user-1", kL4Policy, {}, {}});
+  Session b = *registry_->create({"user-2", kPolicy, {}, {}});
   // A restart: a new registry over the same (pinned, in real life) maps.
   registry_ = make_registry();
   vmm::delete_tap(b.record.device);  // lost while zerod was down

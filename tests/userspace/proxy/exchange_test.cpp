@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/identity/deployment_ca.h"
@@ -110,6 +111,18 @@ class FakePolicy : public ProxyPolicy {
     std::lock_guard lock(mu_);
     polled.push_back(ticket);
     return hold;
+  }
+  void set_hold(HoldState h) {
+    std::lock_guard lock(mu_);
+    hold = std::move(h);
+  }
+  // Unset: wakes at once (the ticket is decided already).
+  std::function<void(uint64_t, std::function<void()>)> on_watch;
+  void watch_hold(uint64_t ticket, std::function<void()> wake) override {
+    if (on_watch)
+      on_watch(ticket, std::move(wake));
+    else
+      wake();
   }
   UpstreamAddresses resolve_upstream(const std::string&, const std::string& host) override {
     std::lock_guard lock(mu_);
@@ -392,6 +405,39 @@ TEST_F(ExchangeTest, AnAllowedRequestIsRelayedWithTheIdentityInjected) {
   EXPECT_EQ(s.path, "/v1/charges");
 }
 
+// The broker answers with the verdict, the identity and (on the connection's
+// first request) the secrets to scrub together: no second trip for them.
+TEST_F(ExchangeTest, TheIdentityAndTheSecretsComeWithTheVerdict) {
+  policy_->verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.rule = RuleRef{2, "stripe"};
+    d.injection = stripe_injection();
+    if (f.want_session_secrets) {
+      d.session_secrets_given = true;
+      d.session_secrets = {{"stripe", kSecret}};
+    }
+    return d;
+  };
+  policy_->injection = std::nullopt;  // a second trip would find no identity: 403
+  policy_->secrets = {};
+  upstream_->respond = [](const Received&) {
+    return std::string("HTTP/1.1 200 OK\r\nContent-Length: ") + std::to_string(kSecret.size()) + "\r\n\r\n" +
+           kSecret;
+  };
+  const std::string got = fetch({kGet + kGet}, /*tls=*/true);
+  EXPECT_EQ(count(got, "HTTP/1.1 200 OK"), 2u) << got;
+  EXPECT_TRUE(policy_->injected.empty());
+  ASSERT_EQ(policy_->requests.size(), 2u);
+  EXPECT_TRUE(policy_->requests[0].want_session_secrets);
+  EXPECT_FALSE(policy_->requests[1].want_session_secrets);  // loaded once per connection
+  ASSERT_EQ(upstream_->received.size(), 2u);
+  for (const Received& r : upstream_->received)
+    EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kSecret);
+  EXPECT_EQ(got.find(kSecret), std::string::npos) << got;  // scrubbed with the secrets given
+}
+
 TEST_F(ExchangeTest, CleartextTellsTheBrokerThereIsNoSni) {
   const std::string got = fetch({kGet}, /*tls=*/false);
   EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
@@ -602,6 +648,38 @@ TEST_F(ExchangeTest, AHeldRequestGoesUpstreamOnlyOnceApproved) {
       EXPECT_EQ(upstream_->connections, 0);
     }
   }
+}
+
+// An operator decides while the request waits: the proxy sleeps until the
+// broker's wake, reading the state once before and once after, and does not
+// wait for the ticket's expiry (a minute away) or poll in between.
+TEST_F(ExchangeTest, AHeldRequestWakesOnTheDecisionWithoutPolling) {
+  policy_->verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.hold_ticket = 78;
+    d.hold_expires = std::chrono::steady_clock::now() + 60s;
+    return d;
+  };
+  policy_->hold = {HoldOutcome::kPending, ""};
+  std::thread operator_thread;
+  policy_->on_watch = [&](uint64_t ticket, std::function<void()> wake) {
+    EXPECT_EQ(ticket, 78u);
+    operator_thread = std::thread([this, wake = std::move(wake)] {
+      std::this_thread::sleep_for(300ms);  // the proxy is asleep by now
+      policy_->set_hold({HoldOutcome::kApproved, ""});
+      wake();
+    });
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const std::string got = fetch({kGet});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  if (operator_thread.joinable()) operator_thread.join();
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+  EXPECT_EQ(upstream_->received.size(), 1u);
+  EXPECT_EQ(policy_->polled, (std::vector<uint64_t>{78, 78}));
+  EXPECT_LT(waited, 20s);  // woken, not expired (run() gives up at 20 s)
 }
 
 std::string base64(const std::string& s) {

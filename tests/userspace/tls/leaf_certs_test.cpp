@@ -216,6 +216,23 @@ TEST_F(LeafCertsTest, NotAfterClampedToCaAndExpiredCaRefused) {
   EXPECT_THROW(LeafCertAuthority(ca.cert, ca.key, 16, [&] { return now.load(); }), std::runtime_error);
 }
 
+// The loop's lookup never mints: a miss, a stale leaf and an invalid name are
+// null (minted on a worker with leaf_for); a fresh cached leaf is a hit.
+TEST_F(LeafCertsTest, CachedNeverMints) {
+  std::atomic<std::time_t> now{std::time(nullptr)};
+  LeafCertAuthority authority(ca.cert, ca.key, 16, [&] { return now.load(); });
+  EXPECT_EQ(authority.cached("api.github.com"), nullptr);
+  EXPECT_EQ(authority.cached("*.bad"), nullptr);
+  EXPECT_EQ(authority.stats().misses, 0u);
+  auto leaf = authority.leaf_for("api.github.com");
+  EXPECT_EQ(authority.cached("API.github.com."), leaf);
+  now = leaf->not_after();  // stale: past 80% of its lifetime
+  EXPECT_EQ(authority.cached("api.github.com"), nullptr);
+  auto s = authority.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 1u);
+}
+
 TEST_F(LeafCertsTest, ReMintedPastEightyPercentOfLifetime) {
   std::atomic<std::time_t> now{std::time(nullptr)};
   LeafCertAuthority authority(ca.cert, ca.key, 16, [&] { return now.load(); });

@@ -1,0 +1,38 @@
+#include "userspace/proxy/mint_budget.h"
+
+#include <algorithm>
+
+namespace zn::proxy {
+
+bool MintBudget::take(const std::string& session, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  auto it = buckets_.find(session);
+  if (it == buckets_.end()) {
+    if (buckets_.size() >= config_.max_tracked) prune_locked(now);
+    it = buckets_.emplace(session, Bucket{config_.burst, now}).first;
+  }
+  Bucket& b = it->second;
+  const double elapsed = std::chrono::duration<double>(now - b.last).count();
+  if (elapsed > 0) {
+    b.tokens = std::min(config_.burst, b.tokens + elapsed * config_.per_second);
+    b.last = now;
+  }
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
+// A bucket that has refilled is the same as no bucket: forget those. If
+// every session is mid-burst, the map may exceed max_tracked (bounded by the
+// number of sessions, which zerod bounds).
+void MintBudget::prune_locked(Clock::time_point now) {
+  const auto refill = std::chrono::duration<double>(config_.burst / config_.per_second);
+  for (auto it = buckets_.begin(); it != buckets_.end();) {
+    if (now - it->second.last >= refill)
+      it = buckets_.erase(it);
+    else
+      ++it;
+  }
+}
+
+}  // namespace zn::proxy
