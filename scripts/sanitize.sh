@@ -83,12 +83,17 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   ExchangeTest                 an intercepted exchange: the proxy's loop handing
 #                                each decision to its worker pool and back
 #   AcceptBackoff                the proxy's listener loop
+#   MintBudgetProxy              the proxy's loops handing leaf minting to its pool
+#   SessionIndexTest, SessionProxyPolicyAudit
+#                                session snapshots swapped under readers; verdicts
+#                                while the audit's writer is stuck
 #   ProxyTest, InterceptTest, ZerodTest
-#                                zerod itself: proxy loop, worker pool, audit,
+#                                zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop and control server, with real traffic
-tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests zerod_tests)
+tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests zerod_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
-             AcceptBackoff. ProxyTest. InterceptTest. ZerodTest.)
+             AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. ProxyTest.
+             InterceptTest. ZerodTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

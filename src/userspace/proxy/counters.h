@@ -34,7 +34,8 @@
   X(allowed, "allowed", "requests forwarded and answered by the upstream")                  \
   X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")        \
   X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400") \
-  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")
+  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")      \
+  X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle")
 
 namespace zn::proxy {
 

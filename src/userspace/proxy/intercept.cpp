@@ -45,9 +45,11 @@ void cleanse(Injection& i) {
 }
 
 // The upstream side of one guest connection, reused across its keep-alive
-// requests while they go to the same host.
+// requests while they go to the same host, and taken from / given back to
+// the UpstreamPool across guest connections.
 struct Upstream {
   std::string host;
+  std::string identity;  // of the last request it carried ("" none)
   std::unique_ptr<tcp::socket> socket;
   std::unique_ptr<ByteStream> stream;
   std::string buffered;   // read past the end of the last response
@@ -63,6 +65,7 @@ struct Upstream {
     socket.reset();
     buffered.clear();
     host.clear();
+    identity.clear();
     connected.clear();
   }
 };
@@ -91,7 +94,25 @@ class Exchange {
     while (more) more = co_await next_request();
   }
 
+  // At a request boundary (the exchange ended normally): an open upstream
+  // has read its last response whole and carries nothing else; kept for
+  // the next guest connection of the same session, host and identity.
+  void release_upstream() {
+    if (!upstream_.open()) return;
+    if (!ctx_.upstreams || !upstream_.buffered.empty()) {
+      upstream_.reset();
+      return;
+    }
+    IdleUpstream idle{std::move(upstream_.socket), std::move(upstream_.stream), upstream_.connected};
+    ctx_.upstreams->give(key_for(upstream_.host, upstream_.identity), std::move(idle));
+    upstream_.reset();
+  }
+
  private:
+  UpstreamKey key_for(const std::string& host, const std::string& identity) const {
+    return UpstreamKey{conn_.session, host, identity, conn_.port, conn_.tls};
+  }
+
   // One request and its response; false when the connection must end.
   awaitable<bool> next_request() {
     http::RequestHead req;
@@ -330,14 +351,30 @@ class Exchange {
     // once on a fresh connection. The body is read from the guest only once,
     // so it goes with whichever attempt first delivered the head.
     bool body_sent = false;
+    const std::string identity = injection ? decision.rule->identity : "";
     for (int attempt = 0;; ++attempt) {
-      if (upstream_.open() && upstream_.host != decision.host) upstream_.reset();
+      // Another host, or another identity than the connection last carried:
+      // that connection goes back to the pool, this request gets its own.
+      if (upstream_.open() && (upstream_.host != decision.host || upstream_.identity != identity))
+        release_upstream();
+      if (!upstream_.open() && attempt == 0 && ctx_.upstreams) {
+        auto executor = co_await asio::this_coro::executor;
+        std::optional<IdleUpstream> idle = ctx_.upstreams->take(key_for(decision.host, identity), executor);
+        if (idle) {
+          upstream_.socket = std::move(idle->socket);
+          upstream_.stream = std::move(idle->stream);
+          upstream_.connected = std::move(idle->connected);
+          upstream_.host = decision.host;
+          ctx_.counters.upstream_reused++;
+        }
+      }
       const bool reused = upstream_.open();
       if (!reused) {
         std::optional<Refusal> refused = co_await connect_upstream(decision.host, summary);
         if (refused) co_return refused;
       }
       summary.upstream = upstream_.connected;
+      upstream_.identity = identity;
       std::string out = http::forwarded_request_head(req, target, decision.host,
                                                      injection ? &*injection : nullptr, scrubber_.armed());
       bool sent = true;
@@ -603,6 +640,7 @@ awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& con
   auto exchange = std::make_unique<Exchange>(guest, connection, context);
   try {
     co_await exchange->run();
+    exchange->release_upstream();  // not after a throw: the upstream's state is unknown
   } catch (const std::exception&) {
   }
 }

@@ -15,6 +15,7 @@
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
+#include "userspace/proxy/upstream_pool.h"
 
 namespace zn::proxy {
 
@@ -30,6 +31,9 @@ struct InterceptContext {
   // Judges each upstream address immediately before it is connected; null
   // refuses every connect (fail closed).
   const DestinationGuard* guard = nullptr;
+  // Idle upstream connections shared across guest connections; null: each
+  // guest connection opens its own.
+  UpstreamPool* upstreams = nullptr;
 };
 
 // Runs until the guest closes, a request is refused (refusals close the

@@ -15,8 +15,8 @@
 namespace zn::proxy {
 
 struct MintBudgetConfig {
-  double per_second = 20;  // sustained mints per session
-  double burst = 64;       // a fresh session's first names
+  double per_second = 20;      // sustained mints per session
+  double burst = 64;           // a fresh session's first names
   size_t max_tracked = 16384;  // sessions remembered; idle full buckets are dropped first
 };
 

@@ -139,7 +139,8 @@ void reset(tcp::socket& s) {
 }  // namespace
 
 struct TransparentProxy::Impl {
-  Impl(ProxyConfig c, ProxyPolicy& p) : config(std::move(c)), policy(p), mint_budget(config.mint_budget) {}
+  Impl(ProxyConfig c, ProxyPolicy& p)
+      : config(std::move(c)), policy(p), mint_budget(config.mint_budget), upstreams(config.upstream_pool) {}
 
   // Accepts on the first loop (which alone touches per_guest) and hands
   // each connection to the loops in turn: the socket is accepted straight
@@ -358,6 +359,7 @@ struct TransparentProxy::Impl {
   std::shared_ptr<const DestinationGuard> guard;
   std::unique_ptr<LeafCertAuthority> leaves;
   MintBudget mint_budget;
+  UpstreamPool upstreams;  // cleared once the loops stop (its sockets are theirs)
   SslCtxPtr guest_tls;
   std::optional<UpstreamTls> upstream_tls;
   InterceptCounters intercept_counters;
@@ -394,6 +396,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
                                                    http::HttpLimits{}, c.header_timeout, c.idle_timeout,
                                                    c.connect_timeout, impl_->intercept_counters});
     impl_->interception->guard = impl_->guard.get();
+    impl_->interception->upstreams = &impl_->upstreams;
   }
   const unsigned n_loops = std::max(1u, c.io_threads ? c.io_threads : std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n_loops; ++i) {
@@ -429,6 +432,7 @@ TransparentProxy::~TransparentProxy() {
   for (auto& loop : impl_->loops) loop->stop();
   for (auto& t : impl_->threads) t.join();
   impl_->pool.join();
+  impl_->upstreams.clear();
 }
 
 uint16_t TransparentProxy::port() const { return impl_->port; }

@@ -15,6 +15,7 @@
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/mint_budget.h"
+#include "userspace/proxy/upstream_pool.h"
 #include "userspace/proxy/policy.h"
 #include "zn_abi.h"
 
@@ -47,6 +48,9 @@ struct ProxyConfig {
   // I/O threads, one io_context each; connections are spread over them as
   // they are accepted. 0: one per core.
   unsigned io_threads = 0;
+  // Idle intercepted upstream connections kept for the next guest
+  // connection of the same session, host and identity.
+  UpstreamPoolConfig upstream_pool;
   // Judges every upstream address immediately before it is connected, on
   // every path (the broker checked it already; this is the backstop against
   // a resolution or a table that changed in between). Null: the strictest

@@ -84,10 +84,13 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.denied += 3;
   c.bad_requests += 4;
   c.upstream_failures += 5;
-  EXPECT_EQ(
-      visit(c.snapshot()),
-      (Visited{
-          {"requests", 1}, {"allowed", 2}, {"denied", 3}, {"bad_requests", 4}, {"upstream_failures", 5}}));
+  c.upstream_reused += 6;
+  EXPECT_EQ(visit(c.snapshot()), (Visited{{"requests", 1},
+                                          {"allowed", 2},
+                                          {"denied", 3},
+                                          {"bad_requests", 4},
+                                          {"upstream_failures", 5},
+                                          {"upstream_reused", 6}}));
 }
 
 }  // namespace

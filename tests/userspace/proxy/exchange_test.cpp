@@ -185,11 +185,13 @@ class Upstream {
     tls_ = tls;
     asio::co_spawn(acceptor_.get_executor(), serve(), asio::detached);
   }
-  // Ends the accept loop (the port stays bound for the next start) and the
+  // Ends the accept loop (the port stays bound for the next start) and,
+  // unless kept (a server holding keep-alive connections open), the
   // connections.
-  void stop() {
+  void stop(bool close_connections = true) {
     asio::error_code ignored;
     acceptor_.cancel(ignored);
+    if (!close_connections) return;
     for (auto& s : sockets_) s->close(ignored);
     sockets_.clear();
   }
@@ -298,9 +300,10 @@ class ExchangeTest : public ::testing::Test {
   void run(ScriptedGuest& guest, bool tls) {
     InterceptContext ctx{*policy_, pool_, client_tls_->get(), http::HttpLimits{}, 2s,
                          2s,       2s,    counters_,          guard_.get()};
+    ctx.upstreams = upstreams_;
     UpstreamDecision conn;
     conn.mode = ConnectionMode::kIntercept;
-    conn.session = "s1";
+    conn.session = session_;
     conn.host = kHost;
     conn.tls = tls;
     conn.port = upstream_->port();
@@ -309,8 +312,10 @@ class ExchangeTest : public ::testing::Test {
     auto work = asio::make_work_guard(*io_);
     asio::co_spawn(*io_, serve_intercepted(guest, conn, ctx), [&](std::exception_ptr) {
       done = true;
-      upstream_->stop();
+      upstream_->stop(!keep_upstream_connections_);
       work.reset();
+      // Kept upstream connections keep the loop busy: done is done.
+      if (keep_upstream_connections_) io_->stop();
     });
     io_->run_for(20s);  // a hang fails here rather than blocking the suite
     io_->restart();
@@ -357,6 +362,10 @@ class ExchangeTest : public ::testing::Test {
   std::unique_ptr<FakePolicy> policy_;
   InterceptCounters counters_;
   std::unique_ptr<Upstream> upstream_;  // after io_: its sockets go first
+  // Set by a test (its own pool, destroyed before io_): pooled upstreams.
+  UpstreamPool* upstreams_ = nullptr;
+  std::string session_ = "s1";
+  bool keep_upstream_connections_ = false;  // the upstream server keeps idle connections open
 };
 
 const std::string kGet = std::string("GET /v1/a HTTP/1.1\r\nHost: ") + kHost + "\r\n\r\n";
@@ -403,6 +412,54 @@ TEST_F(ExchangeTest, AnAllowedRequestIsRelayedWithTheIdentityInjected) {
   EXPECT_EQ(s.identity, "stripe");
   EXPECT_EQ(s.upstream, "127.0.0.1:" + std::to_string(upstream_->port()));
   EXPECT_EQ(s.path, "/v1/charges");
+}
+
+// A guest that opens a new connection per request gets the upstream
+// connection the previous one left idle, but only for the same session,
+// host and identity: another session's or identity's request never rides it.
+TEST_F(ExchangeTest, AnIdleUpstreamServesTheNextGuestConnectionOfTheSameSessionAndIdentity) {
+  UpstreamPool pool;
+  upstreams_ = &pool;
+  keep_upstream_connections_ = true;
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(upstream_->connections, 1);
+  EXPECT_EQ(counters_.upstream_reused.load(), 1u);
+  session_ = "s2";
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(upstream_->connections, 2);
+  session_ = "s1";
+  policy_->verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.rule = RuleRef{2, "stripe"};
+    return d;
+  };
+  policy_->injection = stripe_injection();
+  const std::string with_identity = fetch({kGet}, /*tls=*/true);
+  EXPECT_EQ(with_identity.substr(0, 15), "HTTP/1.1 200 OK") << with_identity;
+  EXPECT_EQ(upstream_->connections, 3);  // s1's idle connection carried no identity
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(upstream_->connections, 3);  // the identity's own, reused
+  EXPECT_EQ(counters_.upstream_reused.load(), 2u);
+  ASSERT_EQ(upstream_->received.size(), 5u);
+  EXPECT_EQ(upstream_->received[2].head.find("Authorization"), nullptr);
+  pool.clear();
+  upstreams_ = nullptr;
+}
+
+// The upstream closed its idle connections (here: all of them, after each
+// exchange): the pool hands out none of them, and each request connects anew.
+TEST_F(ExchangeTest, AnUpstreamConnectionClosedWhileIdleIsNotReused) {
+  UpstreamPool pool;
+  upstreams_ = &pool;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK") << i;
+  EXPECT_EQ(upstream_->connections, 3);
+  EXPECT_EQ(counters_.upstream_reused.load(), 0u);
+  pool.clear();
+  upstreams_ = nullptr;
 }
 
 // The broker answers with the verdict, the identity and (on the connection's
