@@ -8,6 +8,12 @@
 #     start and control-socket round trip doing nothing), alternated per round
 #   - N concurrent sessions (zerod makes and attaches a TAP for each;
 #     N = 1000, 50 with --quick) and zerod's VmRSS per session
+#   - optional (ZN_BENCH_DENSE_SESSIONS=N, e.g. 10000): N sessions in a
+#     /30 + /120 address plan created then deleted over the control socket
+#     (one connection per request, no znctl process start): create/s,
+#     delete/s, RSS per session, and the first and last tenth's median
+#     latency. Off by default: the state file is rewritten whole on every
+#     change, so the run is quadratic (about 20 minutes for 10000).
 # zerod runs in a network namespace of its own, created and removed here.
 
 cp_policy() {
@@ -114,7 +120,86 @@ cp_sessions() {
   cleanup_to "$mark"
 }
 
+# cp_churn SOCKET POLICY N PID: creates N sessions then deletes them over
+# zerod's control socket, one connection per request like znctl; prints one
+# RESULT line.
+cp_churn() {
+  python3 - "$@" <<- 'PY'
+	import json, socket, sys, time
+	sock_path, policy_path, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+	policy = open(policy_path).read()
+	def call(verb, args):
+	    s = socket.socket(socket.AF_UNIX)
+	    s.connect(sock_path)
+	    s.sendall((json.dumps({"verb": verb, "args": args}) + "\n").encode())
+	    buf = b""
+	    while not buf.endswith(b"\n"):
+	        d = s.recv(1 << 16)
+	        if not d:
+	            break
+	        buf += d
+	    s.close()
+	    r = json.loads(buf)
+	    if not r.get("ok"):
+	        sys.exit(f"{verb} {args['id']}: {r.get('error')}")
+	def rss():
+	    return next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))
+	def timed(verb, args_of):
+	    lat, t0 = [], time.monotonic()
+	    for i in range(n):
+	        a = time.monotonic()
+	        call(verb, args_of(i))
+	        lat.append(time.monotonic() - a)
+	    return time.monotonic() - t0, lat
+	def median_ms(xs):
+	    return sorted(xs)[len(xs) // 2] * 1e3
+	time.sleep(0.5)
+	rss0 = rss()
+	c_s, c_lat = timed("session.create", lambda i: {"id": f"d{i}", "policy": policy})
+	time.sleep(0.5)
+	rss1 = rss()
+	d_s, d_lat = timed("session.delete", lambda i: {"id": f"d{i}"})
+	k = max(1, n // 10)
+	print(f"RESULT create_per_s={n / c_s:.1f} delete_per_s={n / d_s:.1f} rss0={rss0} rss1={rss1} "
+	      f"create_first_ms={median_ms(c_lat[:k]):.2f} create_last_ms={median_ms(c_lat[-k:]):.2f} "
+	      f"delete_first_ms={median_ms(d_lat[:k]):.2f} delete_last_ms={median_ms(d_lat[-k:]):.2f}")
+	PY
+}
+
+# N sessions in a dense address plan (issue 11): a /30 and a /120 per guest
+# from the default pools, so the registry goes past the lab's 254 slots.
+cp_sessions_dense() {
+  local n=$1 mark ns prefix dir out line
+  mark=$(cleanup_mark)
+  prefix=$(lab_prefix d)
+  ns="$prefix-cd"
+  echo "$ns" >> "$WORK/netns"
+  dir="$WORK/control-dense"
+  mkdir -p "$dir"
+  netns_up "$ns"
+  on_exit "rm -rf /sys/fs/bpf/zeroness-$prefix"
+  zerod_start "$ns" "$dir/zerod" "/sys/fs/bpf/zeroness-$prefix" \
+    '{"metrics_port": 0, "guest_prefix_ipv4": 30, "guest_prefix_ipv6": 120}'
+  cp_policy > "$dir/policy.json"
+  if ! out=$(cp_churn "$dir/zerod/zerod.sock" "$dir/policy.json" "$n" "$ZEROD_PID" 2>&1); then
+    record_status control "$n sessions, /30 plan" error "$out"
+    cleanup_to "$mark"
+    return
+  fi
+  line=$(grep '^RESULT ' <<< "$out")
+  field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$line"; }
+  record_figure control "session create at $n sessions (/30 plan, socket)" sessions/s "$(field create_per_s)" \
+    "" "" "" "" "" "median first/last tenth $(field create_first_ms)/$(field create_last_ms) ms"
+  record_figure control "session delete at $n sessions (/30 plan, socket)" sessions/s "$(field delete_per_s)" \
+    "" "" "" "" "" "median first/last tenth $(field delete_first_ms)/$(field delete_last_ms) ms"
+  record_figure control "zerod RSS per session at $n sessions (/30 plan)" KiB/session \
+    "$(awk -v a="$(field rss0)" -v b="$(field rss1)" -v m="$n" 'BEGIN { printf "%.2f", (b - a) / m }')" \
+    "idle zerod RSS (KiB)" "$(field rss0)" "$(ratio "$(field rss1)" "$(field rss0)")" "" "" "ratio = RSS after / idle"
+  cleanup_to "$mark"
+}
+
 section_control() {
   cp_compile
   cp_sessions
+  if [ "${ZN_BENCH_DENSE_SESSIONS:-0}" -gt 0 ]; then cp_sessions_dense "$ZN_BENCH_DENSE_SESSIONS"; fi
 }

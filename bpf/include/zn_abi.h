@@ -12,8 +12,12 @@
 #include <linux/types.h>
 
 /* Session index 0 means "no session": packets on an interface the datapath is
- * attached to but that has no session entry are counted there and dropped. */
-#define ZN_MAX_SESSIONS 2048
+ * attached to but that has no session entry are counted there and dropped.
+ * 16384 holds a /16 of /30 guests (issue 11). The maps sized by it cost
+ * 19.4 MB of kernel memory on a 2-CPU host (2.7 MB at 2048), 15.7 MB of it
+ * zn_counters (40 u64 per session per possible CPU, plus a pointer each)
+ * and 3 MB the preallocated zn_sessions hash. */
+#define ZN_MAX_SESSIONS 16384
 #define ZN_MAX_STEERED_PORTS 8
 #define ZN_MAX_L4_RULES 65536
 #define ZN_EVENTS_RINGBUF_BYTES (256 * 1024)
@@ -163,8 +167,9 @@ struct zn_drop_event {
  * value, or the meaning of a verdict number changes. zerod records it in the
  * pinned zn_abi map and refuses to re-adopt pins of another version (their
  * maps cannot be reused) with a clear message instead of libbpf's.
- * 1: before the marker existed; 2: zn_session.gateway_ip6_ll. */
-#define ZN_ABI_VERSION 2
+ * 1: before the marker existed; 2: zn_session.gateway_ip6_ll; 3: the
+ * per-session maps sized for 16384 sessions (was 2048). */
+#define ZN_ABI_VERSION 3
 
 /* Layouts are fixed: a size change is an ABI change (bump ZN_ABI_VERSION). */
 #ifdef __cplusplus

@@ -35,22 +35,21 @@ json status_json(size_t sessions, const std::string& pin_root, const std::string
 }
 
 json session_json(const Session& s, const std::string& ca_certificate, bool with_policy) {
-  json out = {
-      {"id", s.record.id},
-      {"session_idx", s.record.session_idx},
-      {"device", s.record.device},
-      {"ifindex", s.ifindex},
-      {"adopted", s.record.adopted},
-      {"policy_version", s.record.policy_version},
-      {"network",
-       {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4)},
-        {"gateway", net::to_string(s.net.gateway_ip4)},
-        {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6)},
-        {"gateway6", net::to_string(s.net.gateway_ip6)},
-        {"dns", net::to_string(s.net.gateway_ip4)},
-        {"mac", net::to_string(s.net.guest_mac)},
-        {"mtu", vmm::GuestNetwork::kMtu},
-        {"ca_certificate", ca_certificate}}}};
+  json out = {{"id", s.record.id},
+              {"session_idx", s.record.session_idx},
+              {"device", s.record.device},
+              {"ifindex", s.ifindex},
+              {"adopted", s.record.adopted},
+              {"policy_version", s.record.policy_version},
+              {"network",
+               {{"address", net::to_string(s.net.guest_ip4) + "/" + std::to_string(s.net.prefix4)},
+                {"gateway", net::to_string(s.net.gateway_ip4)},
+                {"address6", net::to_string(s.net.guest_ip6) + "/" + std::to_string(s.net.prefix6)},
+                {"gateway6", net::to_string(s.net.gateway_ip6)},
+                {"dns", net::to_string(s.net.gateway_ip4)},
+                {"mac", net::to_string(s.net.guest_mac)},
+                {"mtu", vmm::GuestNetwork::kMtu},
+                {"ca_certificate", ca_certificate}}}};
   if (with_policy) {
     // The policy as compiled, never its resources' values.
     json allow = json::array();

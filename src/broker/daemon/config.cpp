@@ -57,6 +57,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "control_socket",
                                  "address_pool_ipv4",
                                  "address_pool_ipv6",
+                                 "guest_prefix_ipv4",
+                                 "guest_prefix_ipv6",
                                  "proxy_port",
                                  "dns_port",
                                  "dns_static",
@@ -83,6 +85,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.control_socket = get_string(doc, "control_socket", c.control_socket);
   c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
   c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
+  c.guest_prefix_ipv4 = get_uint(doc, "guest_prefix_ipv4", c.guest_prefix_ipv4, 1, 30);
+  c.guest_prefix_ipv6 = get_uint(doc, "guest_prefix_ipv6", c.guest_prefix_ipv6, 1, 126);
   c.proxy_port = static_cast<uint16_t>(get_uint(doc, "proxy_port", c.proxy_port, 1, 65535));
   c.dns_port = static_cast<uint16_t>(get_uint(doc, "dns_port", c.dns_port, 1, 65535));
   c.proxy_idle_timeout_ms = get_uint(doc, "proxy_idle_timeout_ms", c.proxy_idle_timeout_ms, 100, 86400000);
@@ -121,6 +125,14 @@ DaemonConfig parse_daemon_config(const std::string& text) {
       fail(std::string("$.") + key, "must be an " + std::string(family == AF_INET ? "IPv4" : "IPv6") +
                                         " prefix with no host bits, e.g. " +
                                         (family == AF_INET ? "198.19.0.0/16" : "2001:db8:19::/48"));
+  }
+  // Each per-guest prefix must fit its pool (the plan says which does not).
+  try {
+    (void)c.address_plan();
+  } catch (const std::invalid_argument& e) {
+    fail(std::string("$.") + (std::string(e.what()).find("IPv6") != std::string::npos ? "guest_prefix_ipv6"
+                                                                                      : "guest_prefix_ipv4"),
+         e.what());
   }
   if (doc.contains("upstream_allow")) {
     const json& u = doc["upstream_allow"];

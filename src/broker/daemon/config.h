@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "userspace/proxy/transparent_proxy.h"
+#include "vmm/host/guest_network.h"
 #include "zn_abi.h"
 
 namespace zn::broker {
@@ -18,6 +19,9 @@ struct DaemonConfig {
   std::string control_socket = "/run/zeroness/zerod.sock";
   std::string address_pool_ipv4 = "198.19.0.0/16";
   std::string address_pool_ipv6 = "2001:db8:19::/48";
+  // Each session's share of the pools: a /24 and a /64 (the lab's plan, 256
+  // sessions), down to a /30 and a /126 (16k sessions from a /16).
+  uint32_t guest_prefix_ipv4 = 24, guest_prefix_ipv6 = 64;
   uint16_t proxy_port = ZN_DEFAULT_PROXY_PORT;
   uint16_t dns_port = ZN_DEFAULT_DNS_PORT;
   // Static name -> addresses answers (the lab's stand-in internet) ...
@@ -45,6 +49,12 @@ struct DaemonConfig {
   // as the IPv4 address they carry. "" = NAT64 addresses are refused.
   std::string nat64_prefix;
 
+  // The pools and per-guest prefixes as the registry's address plan (the
+  // destination guard refuses the same pools); valid once parsed.
+  vmm::AddressPlan address_plan() const {
+    return vmm::AddressPlan::parse(address_pool_ipv4, address_pool_ipv6, guest_prefix_ipv4,
+                                   guest_prefix_ipv6);
+  }
   std::string state_file() const { return state_dir + "/sessions.json"; }
   std::string audit_db() const { return state_dir + "/audit.db"; }
 };

@@ -37,8 +37,9 @@ std::vector<ResolvedAddress> to_resolved(const std::vector<net::IpAddress>& addr
 // allowances and NAT64 prefix (validated by parse_daemon_config).
 std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c) {
   proxy::GuardConfig g;
-  for (const std::string* pool : {&c.address_pool_ipv4, &c.address_pool_ipv6})
-    if (auto p = net::AddressPrefix::parse(*pool)) g.guest_pools.push_back(*p);
+  const vmm::AddressPlan plan = c.address_plan();  // the registry's pools
+  for (const std::string& pool : {plan.pool4(), plan.pool6()})
+    if (auto p = net::AddressPrefix::parse(pool)) g.guest_pools.push_back(*p);
   for (const std::string& text : c.upstream_allow)
     if (auto p = net::AddressPrefix::parse(text)) g.allow.push_back(*p);
   if (!c.nat64_prefix.empty()) g.nat64 = net::AddressPrefix::parse(c.nat64_prefix);
@@ -75,7 +76,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.maps = maps_.get();
   o.ingress_prog_fd = datapath_->ingress_prog_fd();
   o.egress_prog_fd = datapath_->egress_prog_fd();
-  o.addresses = vmm::AddressPlan::parse(config_.address_pool_ipv4, config_.address_pool_ipv6);
+  o.addresses = config_.address_plan();
   resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
   // Where the proxy may connect: made here, in zerod's namespace (entered
   // above), so the local-table watcher's netlink sockets see this host's

@@ -17,18 +17,19 @@
 namespace zn::broker {
 namespace {
 
-std::string cidr(const in_addr& a) {
-  return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix4);
+// An address with its slot's prefix length (the plan's per-guest prefix).
+std::string cidr(const in_addr& a, const vmm::GuestNetwork& net) {
+  return net::to_string(a) + "/" + std::to_string(net.prefix4);
 }
-std::string cidr(const in6_addr& a) {
-  return net::to_string(a) + "/" + std::to_string(vmm::GuestNetwork::kPrefix6);
+std::string cidr(const in6_addr& a, const vmm::GuestNetwork& net) {
+  return net::to_string(a) + "/" + std::to_string(net.prefix6);
 }
 
 // Adds the gateway addresses an adopted device may already carry.
 void ensure_gateway_addresses(int ifindex, const vmm::GuestNetwork& net) {
   vmm::RouteNetlink nl;
   const auto present = nl.addresses(ifindex);
-  for (const std::string& want : {cidr(net.gateway_ip4), cidr(net.gateway_ip6)})
+  for (const std::string& want : {cidr(net.gateway_ip4, net), cidr(net.gateway_ip6, net)})
     if (std::find(present.begin(), present.end(), want) == present.end()) nl.add_address(ifindex, want);
 }
 
@@ -73,7 +74,7 @@ uint32_t SessionRegistry::free_session_idx_locked() const {
 
 unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) const {
   if (wanted) {
-    if (*wanted >= vmm::AddressPlan::kMaxSlots) throw SessionError("slot out of range");
+    if (*wanted >= options_.addresses.max_slots()) throw SessionError("slot out of range");
     if (used_slots_.count(*wanted)) throw SessionError("slot " + std::to_string(*wanted) + " is taken");
     return *wanted;
   }
@@ -82,7 +83,7 @@ unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) const
     if (used != slot) break;
     ++slot;
   }
-  if (slot >= vmm::AddressPlan::kMaxSlots) throw SessionError("no free address slot");
+  if (slot >= options_.addresses.max_slots()) throw SessionError("no free address slot");
   return slot;
 }
 
@@ -155,7 +156,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
     vmm::TapSettings tap;
     tap.mac = s->net.host_mac;
     tap.mtu = vmm::GuestNetwork::kMtu;
-    tap.addresses = {cidr(s->net.gateway_ip4), cidr(s->net.gateway_ip6)};
+    tap.addresses = {cidr(s->net.gateway_ip4, s->net), cidr(s->net.gateway_ip6, s->net)};
     s->ifindex = vmm::create_tap(s->record.device, tap);
     created_device = true;
   }
@@ -233,7 +234,7 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
         if (r.adopted) throw std::runtime_error("adopted device " + r.device + " is gone");
         vmm::TapSettings tap;
         tap.mac = s.net.host_mac;
-        tap.addresses = {cidr(s.net.gateway_ip4), cidr(s.net.gateway_ip6)};
+        tap.addresses = {cidr(s.net.gateway_ip4, s.net), cidr(s.net.gateway_ip6, s.net)};
         s.ifindex = vmm::create_tap(r.device, tap);
         created_device = true;
       }

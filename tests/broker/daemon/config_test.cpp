@@ -1,0 +1,59 @@
+// zerod's address plan keys: the pools and per-guest prefixes become the
+// registry's plan; plans that cannot work are refused with their path.
+#include "broker/daemon/config.h"
+
+#include <gtest/gtest.h>
+
+#include "broker/policy/parser.h"
+
+namespace zn::broker {
+namespace {
+
+std::string config_error(const std::string& text) {
+  try {
+    parse_daemon_config(text);
+  } catch (const PolicyError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(ZerodConfigPlan, DefaultIsTheLabPlan) {
+  const vmm::AddressPlan plan = parse_daemon_config("{}").address_plan();
+  EXPECT_EQ(plan.pool4(), "198.19.0.0/16");
+  EXPECT_EQ(plan.pool6(), "2001:db8:19::/48");
+  EXPECT_EQ(plan.guest4_len, 24u);
+  EXPECT_EQ(plan.guest6_len, 64u);
+  EXPECT_EQ(net::to_string(vmm::guest_network(plan, 3).guest_ip4), "198.19.3.2");
+}
+
+TEST(ZerodConfigPlan, DensePlanFromTheKeys) {
+  const DaemonConfig c = parse_daemon_config(
+      R"({"address_pool_ipv4":"10.64.0.0/16","address_pool_ipv6":"fd00:64::/48",
+          "guest_prefix_ipv4":30,"guest_prefix_ipv6":120})");
+  const vmm::AddressPlan plan = c.address_plan();
+  EXPECT_EQ(plan.max_slots(), 16383u);
+  const vmm::GuestNetwork g = vmm::guest_network(plan, 16000);  // 64000 = 250.0
+  EXPECT_EQ(net::to_string(g.gateway_ip4), "10.64.250.1");
+  EXPECT_EQ(net::to_string(g.guest_ip4), "10.64.250.2");
+  EXPECT_EQ(net::to_string(g.guest_ip6), "fd00:64::3e:8002");
+  EXPECT_EQ(g.prefix4, 30u);
+}
+
+TEST(ZerodConfigPlan, RefusesPlansWithTheirPath) {
+  EXPECT_NE(config_error(R"({"guest_prefix_ipv4":31})").find("$.guest_prefix_ipv4"), std::string::npos);
+  EXPECT_NE(config_error(R"({"guest_prefix_ipv6":127})").find("$.guest_prefix_ipv6"), std::string::npos);
+  EXPECT_NE(config_error(R"({"guest_prefix_ipv4":"30"})").find("$.guest_prefix_ipv4"), std::string::npos);
+  const std::string small = config_error(R"({"address_pool_ipv4":"10.0.0.0/28"})");  // /24 guests
+  EXPECT_NE(small.find("$.guest_prefix_ipv4"), std::string::npos) << small;
+  EXPECT_NE(small.find("larger than the pool"), std::string::npos) << small;
+  const std::string small6 = config_error(R"({"address_pool_ipv6":"fd00::/96"})");  // /64 guests
+  EXPECT_NE(small6.find("$.guest_prefix_ipv6"), std::string::npos) << small6;
+  // Positive control: the same pools with prefixes that fit.
+  EXPECT_EQ(config_error(R"({"address_pool_ipv4":"10.0.0.0/28","address_pool_ipv6":"fd00::/96",
+                             "guest_prefix_ipv4":30,"guest_prefix_ipv6":126})"),
+            "accepted");
+}
+
+}  // namespace
+}  // namespace zn::broker
