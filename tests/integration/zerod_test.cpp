@@ -175,6 +175,9 @@ TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("zn_dns_queries_total{result=\"denied\"} 1"), std::string::npos) << r.output;
+  // The audit's own health: committing (session:create at least), not failing.
+  EXPECT_NE(r.output.find("zn_audit_failing 0\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("zn_audit_records_total{result=\"committed\"} 0\n"), std::string::npos) << r.output;
   auto other =
       run_in_netns(lab_->host_netns(), "curl -s -o /dev/null -w '%{http_code}' -m 3 http://127.0.0.1:19464/");
   EXPECT_EQ(other.output, "404");

@@ -6,13 +6,15 @@
 namespace zn::broker {
 
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
-                             const dns::Responder& dns, const proxy::TransparentProxy& proxy) {
+                             const dns::Responder& dns, const proxy::TransparentProxy& proxy,
+                             const AuditLog& audit) {
   MetricsSnapshot m;
   for (const SessionPtr& s : registry.list())
     m.sessions.push_back({s->record.id, maps.counters(s->record.session_idx)});
   m.dns = dns.counters();
   m.connections = proxy.counters();
   m.requests = proxy.request_counters();
+  m.audit = audit.stats();
   return m;
 }
 
@@ -55,6 +57,28 @@ std::string render_metrics(const MetricsSnapshot& m) {
     if (c.name == "upstream_failures") n += m.connections.upstream_failures;
     out += prometheus_line("zn_proxy_requests_total", {{"result", std::string(c.outcome)}}, n);
   });
+  out +=
+      "# HELP zn_audit_queued Audit records accepted and not yet committed.\n"
+      "# TYPE zn_audit_queued gauge\n";
+  out += prometheus_line("zn_audit_queued", {}, m.audit.queued);
+  out +=
+      "# HELP zn_audit_records_total Audit records committed, and refused for a full queue (lost).\n"
+      "# TYPE zn_audit_records_total counter\n";
+  out += prometheus_line("zn_audit_records_total", {{"result", "committed"}}, m.audit.committed);
+  out += prometheus_line("zn_audit_records_total", {{"result", "rejected"}}, m.audit.rejected);
+  out +=
+      "# HELP zn_audit_commit_failures_total Failed audit commits (each retry counts).\n"
+      "# TYPE zn_audit_commit_failures_total counter\n";
+  out += prometheus_line("zn_audit_commit_failures_total", {}, m.audit.failed_commits);
+  out +=
+      "# HELP zn_audit_failing 1 while the audit's last commit failed: new crossings are refused.\n"
+      "# TYPE zn_audit_failing gauge\n";
+  out += prometheus_line("zn_audit_failing", {}, m.audit.failing ? 1 : 0);
+  out +=
+      "# HELP zn_audit_commit_max_microseconds The longest audit commit (one fsync) so far.\n"
+      "# TYPE zn_audit_commit_max_microseconds gauge\n";
+  out += prometheus_line("zn_audit_commit_max_microseconds", {},
+                         static_cast<uint64_t>(m.audit.max_commit_latency.count()));
   return out;
 }
 

@@ -1,5 +1,7 @@
 // zerod's metrics in the Prometheus text format: the sessions, each
-// session's datapath verdicts, the DNS responder's and the proxy's outcomes.
+// session's datapath verdicts, the DNS responder's and the proxy's outcomes,
+// the audit's backlog and failures (an alert's signal: while the audit
+// cannot record, crossings are refused).
 // Read into plain values first (read_metrics), then rendered by a pure
 // function, so the text depends only on what was counted.
 #pragma once
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/audit/log.h"
 #include "broker/session/registry.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/dns/counters.h"
@@ -26,13 +29,15 @@ struct MetricsSnapshot {
   dns::DnsCountersSnapshot dns;
   proxy::ProxyCountersSnapshot connections;
   proxy::InterceptCountersSnapshot requests;
+  AuditLogStats audit;
 };
 
 // Reads the session list, each session's counters in the maps and the
 // loops' counters. Blocks briefly (registry lock, map syscalls): the metrics
 // server's thread or a control client's, never an I/O loop.
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
-                             const dns::Responder& dns, const proxy::TransparentProxy& proxy);
+                             const dns::Responder& dns, const proxy::TransparentProxy& proxy,
+                             const AuditLog& audit);
 
 // The text GET /metrics answers. Pure; any thread.
 std::string render_metrics(const MetricsSnapshot& m);

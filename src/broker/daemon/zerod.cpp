@@ -134,7 +134,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   drop_events_ = std::thread([this] { drop_event_loop(); });
   if (config_.metrics_port)
     metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] {
-      return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_));
+      return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_, *audit_));
     });
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();

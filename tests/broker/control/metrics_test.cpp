@@ -22,6 +22,12 @@ MetricsSnapshot snapshot() {
   m.dns = dns_values();
   m.connections = connection_values();
   m.requests = request_values();
+  m.audit.queued = 401;
+  m.audit.committed = 402;
+  m.audit.rejected = 403;
+  m.audit.failed_commits = 404;
+  m.audit.failing = true;
+  m.audit.max_commit_latency = std::chrono::microseconds(405);
   return m;
 }
 
@@ -63,7 +69,23 @@ TEST(Metrics, TextIsUnchanged) {
             "zn_proxy_requests_total{result=\"denied\"} 303\n"
             "zn_proxy_requests_total{result=\"malformed\"} 305\n"
             // Spliced connections' failed connects (205) are counted here too.
-            "zn_proxy_requests_total{result=\"upstream_failure\"} 509\n");
+            "zn_proxy_requests_total{result=\"upstream_failure\"} 509\n"
+            "# HELP zn_audit_queued Audit records accepted and not yet committed.\n"
+            "# TYPE zn_audit_queued gauge\n"
+            "zn_audit_queued 401\n"
+            "# HELP zn_audit_records_total Audit records committed, and refused for a full queue (lost).\n"
+            "# TYPE zn_audit_records_total counter\n"
+            "zn_audit_records_total{result=\"committed\"} 402\n"
+            "zn_audit_records_total{result=\"rejected\"} 403\n"
+            "# HELP zn_audit_commit_failures_total Failed audit commits (each retry counts).\n"
+            "# TYPE zn_audit_commit_failures_total counter\n"
+            "zn_audit_commit_failures_total 404\n"
+            "# HELP zn_audit_failing 1 while the audit's last commit failed: new crossings are refused.\n"
+            "# TYPE zn_audit_failing gauge\n"
+            "zn_audit_failing 1\n"
+            "# HELP zn_audit_commit_max_microseconds The longest audit commit (one fsync) so far.\n"
+            "# TYPE zn_audit_commit_max_microseconds gauge\n"
+            "zn_audit_commit_max_microseconds 405\n");
 }
 
 TEST(Metrics, NoSessionsStillShowsEveryFamily) {
@@ -73,6 +95,7 @@ TEST(Metrics, NoSessionsStillShowsEveryFamily) {
   EXPECT_EQ(text.find("zn_datapath_events_suppressed_total"), std::string::npos) << text;
   EXPECT_NE(text.find("zn_dns_queries_total{result=\"allowed\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("zn_proxy_requests_total{result=\"upstream_failure\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("zn_audit_failing 0\n"), std::string::npos) << text;
 }
 
 }  // namespace
