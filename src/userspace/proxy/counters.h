@@ -29,13 +29,14 @@
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_proxy_requests_total ("" when it is not one).
-#define ZN_INTERCEPT_COUNTERS(X)                                                            \
-  X(requests, "", "well-formed requests put to the broker")                                 \
-  X(allowed, "allowed", "requests forwarded and answered by the upstream")                  \
-  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")        \
-  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400") \
-  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")      \
-  X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle")
+#define ZN_INTERCEPT_COUNTERS(X)                                                                          \
+  X(requests, "", "well-formed requests put to the broker")                                               \
+  X(allowed, "allowed", "requests forwarded and answered by the upstream")                                \
+  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")                      \
+  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400")               \
+  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")                    \
+  X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle") \
+  X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")
 
 namespace zn::proxy {
 

@@ -16,6 +16,7 @@
 #include "userspace/http/target.h"
 #include "userspace/proxy/secret_scrubber.h"
 #include "userspace/tls/contexts.h"
+#include "userspace/tls/session_cache.h"
 #include "userspace/net/asio_endpoint.h"
 
 namespace zn::proxy {
@@ -489,8 +490,12 @@ class Exchange {
         SslPtr ssl(SSL_new(ctx_.upstream_tls));
         if (!ssl) throw std::runtime_error("SSL_new failed");
         prepare_upstream(ssl.get(), host);
+        // Resumes the session this name and port last gave, if any.
+        offer_kept_session(ssl.get(), host + ":" + std::to_string(conn_.port));
+        SSL* raw = ssl.get();
         auto tls = std::make_unique<TlsStream>(socket, std::move(ssl), false);
         co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
+        if (SSL_session_reused(raw) == 1) ctx_.counters.upstream_resumed++;
         stream = std::move(tls);
         co_return std::nullopt;
       } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 #include "userspace/tls/contexts.h"
 
+#include "userspace/tls/session_cache.h"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -99,6 +101,7 @@ UpstreamTls make_upstream_ctx(const std::string& extra_bundle_path) {
   if (!extra_bundle_path.empty()) add_bundle(ctx.get(), extra_bundle_path);
   // SSL_CTX_set_alpn_protos returns 0 on success.
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof(kAlpnHttp11)) != 0) fail("upstream ALPN");
+  enable_session_resumption(ctx.get());
   return UpstreamTls(std::move(ctx));
 }
 

@@ -43,7 +43,7 @@ class UpstreamTls {
 // TLS >= 1.2, SSL_VERIFY_PEER against the system default trust paths plus
 // the PEM bundle at extra_bundle_path when not empty (throws
 // std::runtime_error if it cannot be read or holds no certificate); ALPN
-// offers "http/1.1" only.
+// offers "http/1.1" only; keeps sessions for resumption (session_cache.h).
 UpstreamTls make_upstream_ctx(const std::string& extra_bundle_path);
 
 // Per-connection setup of an upstream SSL (before SSL_connect): SNI and

@@ -85,12 +85,14 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.bad_requests += 4;
   c.upstream_failures += 5;
   c.upstream_reused += 6;
+  c.upstream_resumed += 8;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"requests", 1},
                                           {"allowed", 2},
                                           {"denied", 3},
                                           {"bad_requests", 4},
                                           {"upstream_failures", 5},
-                                          {"upstream_reused", 6}}));
+                                          {"upstream_reused", 6},
+                                          {"upstream_resumed", 8}}));
 }
 
 }  // namespace

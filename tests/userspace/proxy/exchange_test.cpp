@@ -462,6 +462,24 @@ TEST_F(ExchangeTest, AnUpstreamConnectionClosedWhileIdleIsNotReused) {
   upstreams_ = nullptr;
 }
 
+// A new upstream connection to a name and port resumes the TLS session the
+// last one was given (here: the upstream issues TLS 1.3 tickets), although
+// that connection ended without a TLS shutdown; an upstream that issues
+// none gets full handshakes (the positive control: 0, then 1 once tickets
+// are on).
+TEST_F(ExchangeTest, ANewUpstreamConnectionResumesTheLastTlsSession) {
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(counters_.upstream_resumed.load(), 0u);  // no tickets from this upstream
+  SSL_CTX_clear_options(server_ctx_.get(), SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(server_ctx_.get(), 2);
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");  // given tickets
+  EXPECT_EQ(counters_.upstream_resumed.load(), 0u);
+  EXPECT_EQ(fetch({kGet}, /*tls=*/true).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(counters_.upstream_resumed.load(), 1u);
+  EXPECT_EQ(upstream_->connections, 4);  // not pooled: a handshake each, the last one resumed
+}
+
 // The broker answers with the verdict, the identity and (on the connection's
 // first request) the secrets to scrub together: no second trip for them.
 TEST_F(ExchangeTest, TheIdentityAndTheSecretsComeWithTheVerdict) {
