@@ -248,10 +248,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   d.status = 0;
   d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
   // From the snapshot the verdict was made on: the request takes one trip.
-  if (facts.want_session_secrets) {
-    d.session_secrets = secrets_of(*s);
-    d.session_secrets_given = true;
-  }
+  if (facts.want_session_secrets) d.session_secrets = secrets_of(*s);
   if (v.action != RequestAction::kAsk && !d.rule->identity.empty()) {
     d.injection = injection_in(*s, *d.rule);
     if (!d.injection) return refuse(d, 403, "identity unavailable", facts);
@@ -290,12 +287,6 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::str
   SessionPtr s = sessions_.get(session);
   if (!s) return std::nullopt;
   return injection_in(*s, ref);
-}
-
-std::vector<proxy::ScrubSecret> SessionProxyPolicy::session_secrets(const std::string& session) {
-  SessionPtr s = sessions_.get(session);
-  if (!s) return {};
-  return secrets_of(*s);
 }
 
 void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {

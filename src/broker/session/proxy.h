@@ -44,7 +44,6 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   proxy::UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) override;
   std::optional<proxy::Injection> injection_for(const std::string& session,
                                                 const proxy::RuleRef& rule) override;
-  std::vector<proxy::ScrubSecret> session_secrets(const std::string& session) override;
   void on_request_done(const proxy::RequestSummary& summary) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;
   // A deleted session's state (its rate bucket) goes with it, so a session

@@ -204,7 +204,7 @@ class Exchange {
         for (ScrubSecret& s : d.session_secrets) OPENSSL_cleanse(s.secret.data(), s.secret.size());
       }
     } cleanse_decision{decision};
-    if (facts.want_session_secrets && decision.session_secrets_given) {
+    if (facts.want_session_secrets && decision.allow) {
       // Before the connection's first response: an upstream may replay on
       // this connection what it was given on another one.
       session_secrets_loaded_ = true;
@@ -305,18 +305,6 @@ class Exchange {
   awaitable<std::optional<Refusal>> forward(const http::RequestHead& req,
                                             const http::NormalisedTarget& target, RequestDecision& decision,
                                             RequestSummary& summary, bool& response_started) {
-    if (!session_secrets_loaded_) {
-      // Once per connection, before its first response: an upstream may
-      // replay on this connection what it was given on another one.
-      session_secrets_loaded_ = true;
-      const std::string session = conn_.session;
-      std::vector<ScrubSecret> secrets =
-          co_await off_loop(ctx_.pool, [&] { return ctx_.policy.session_secrets(session); });
-      for (ScrubSecret& s : secrets) {
-        scrubber_.add_secret(s.secret, s.identity);  // one too big is refused again if ever injected
-        OPENSSL_cleanse(s.secret.data(), s.secret.size());
-      }
-    }
     // Given with the verdict; a held request's is fetched once approved (the
     // policy may have changed while it waited).
     std::optional<Injection> injection = std::move(decision.injection);

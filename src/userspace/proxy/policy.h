@@ -51,8 +51,8 @@ struct RequestFacts {
   std::string host_header;         // as sent
   std::string method;              // uppercase token
   std::string path;                // normalised, without the query
-  // The connection's first request: the decision carries every secret the
-  // session could inject (session_secrets), to scrub responses of.
+  // The connection's first request: an allowed decision carries every
+  // secret the session could inject (session_secrets), to scrub responses of.
   bool want_session_secrets = false;
 };
 
@@ -82,8 +82,11 @@ struct RequestDecision {
   // proxy cleanses it after use. A held request's comes from injection_for
   // once approved.
   std::optional<Injection> injection;
-  // Answering want_session_secrets (cleansed after use).
-  bool session_secrets_given = false;
+  // Allowed, and asked for with want_session_secrets: every secret the
+  // session's policy could inject. Each intercepted connection is scrubbed
+  // of them from its first request, injected there or not (an upstream may
+  // hand back on one connection what it was given on another). Cleansed
+  // after use.
   std::vector<ScrubSecret> session_secrets;
   // Allowed only once a human approves ("ask"): the proxy waits (watch_hold)
   // until the ticket is decided or this time passes, then reads hold_state.
@@ -136,7 +139,7 @@ struct ConnectionSummary {
 };
 
 // Executor: the proxy calls decide, decide_request, resolve_upstream,
-// injection_for, session_secrets and the reports on its worker pool
+// injection_for and the reports on its worker pool
 // (off_loop / co_spawn on TransparentProxy's pool), from several pool
 // threads at once: implementations are thread-safe, and those may block
 // briefly (name resolution, a lock). hold_state and watch_hold are called on
@@ -160,14 +163,6 @@ class ProxyPolicy {
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.
   virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;
-  // Every secret the session's policy could inject: each intercepted
-  // connection of the session is scrubbed of them from its first request,
-  // injected there or not (an upstream may hand back on one connection what
-  // it was given on another). Default: none.
-  virtual std::vector<ScrubSecret> session_secrets(const std::string& session) {
-    (void)session;
-    return {};
-  }
   virtual void on_request_done(const RequestSummary& summary) = 0;
   virtual void on_closed(const ConnectionSummary& summary) = 0;
 };

@@ -1086,11 +1086,17 @@ TEST(SessionProxyPolicyIdentity, InjectedOnlyForTheRuleThatAllowedTheRequest) {
   EXPECT_EQ(inj->strip, (std::vector<std::string>{"Authorization", "Proxy-Authorization"}));
   ASSERT_EQ(inj->scrub.size(), 1u);
   EXPECT_TRUE(inj->scrub[0] == kToken);
-  // Every secret the session could inject, for scrubbing.
-  const auto secrets = b.proxy.session_secrets("s1");
+  // Every secret the session could inject, for scrubbing: with the verdict
+  // on a connection's first request only.
+  EXPECT_TRUE(d.session_secrets.empty());
+  f.want_session_secrets = true;
+  const proxy::RequestDecision first = b.proxy.decide_request(f);
+  const auto& secrets = first.session_secrets;
   ASSERT_EQ(secrets.size(), 1u);
   EXPECT_EQ(secrets[0].identity, "stripe");
-  EXPECT_TRUE(b.proxy.session_secrets("ghost").empty());
+  proxy::RequestFacts ghost = f;
+  ghost.session = "ghost";
+  EXPECT_TRUE(b.proxy.decide_request(ghost).session_secrets.empty());
   // Refused: another session, a rule without identity, a rule changed since.
   EXPECT_FALSE(b.proxy.injection_for("ghost", *d.rule));
   EXPECT_FALSE(b.proxy.injection_for("s1", proxy::RuleRef{0, ""}));
@@ -1099,7 +1105,7 @@ TEST(SessionProxyPolicyIdentity, InjectedOnlyForTheRuleThatAllowedTheRequest) {
       {"host":"api.stripe.com"}]},"resources":{"stripe":{"accessToken":"x"}}})",
                  0);
   EXPECT_FALSE(b.proxy.injection_for("s1", *d.rule));
-  EXPECT_TRUE(b.proxy.session_secrets("s1").empty());
+  EXPECT_TRUE(b.proxy.decide_request(f).session_secrets.empty());
 }
 
 // ---- What the proxy reports, as audit events --------------------------------

@@ -102,10 +102,14 @@ class FakePolicy : public ProxyPolicy {
   std::vector<net::IpAddress> upstream{*net::IpAddress::parse("127.0.0.1")};
 
   UpstreamDecision decide(const ConnectionFacts&) override { return {}; }
+  // An allowed first request of a connection gets `secrets`, as the
+  // broker's contract says, unless the verdict sets its own.
   RequestDecision decide_request(const RequestFacts& facts) override {
     std::lock_guard lock(mu_);
     requests.push_back(facts);
-    return verdict(facts);
+    RequestDecision d = verdict(facts);
+    if (facts.want_session_secrets && d.allow && d.session_secrets.empty()) d.session_secrets = secrets;
+    return d;
   }
   HoldState hold_state(const std::string&, uint64_t ticket) override {
     std::lock_guard lock(mu_);
@@ -134,7 +138,6 @@ class FakePolicy : public ProxyPolicy {
     injected.push_back(rule.identity);
     return injection;
   }
-  std::vector<ScrubSecret> session_secrets(const std::string&) override { return secrets; }
   void on_request_done(const RequestSummary& summary) override {
     std::lock_guard lock(mu_);
     summaries.push_back(summary);
@@ -489,14 +492,11 @@ TEST_F(ExchangeTest, TheIdentityAndTheSecretsComeWithTheVerdict) {
     d.host = f.host_header;
     d.rule = RuleRef{2, "stripe"};
     d.injection = stripe_injection();
-    if (f.want_session_secrets) {
-      d.session_secrets_given = true;
-      d.session_secrets = {{"stripe", kSecret}};
-    }
+    if (f.want_session_secrets) d.session_secrets = {{"stripe", kSecret}};
     return d;
   };
   policy_->injection = std::nullopt;  // a second trip would find no identity: 403
-  policy_->secrets = {};
+  policy_->secrets = {};              // only what the verdict itself carries
   upstream_->respond = [](const Received&) {
     return std::string("HTTP/1.1 200 OK\r\nContent-Length: ") + std::to_string(kSecret.size()) + "\r\n\r\n" +
            kSecret;
