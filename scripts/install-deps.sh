@@ -2,7 +2,7 @@
 # Installs everything the build, the tests and the demo need (Debian 12);
 # with --bench also what scripts/bench.sh compares against and plots with.
 # Idempotent: does nothing when all packages are present. Services packages
-# ship (nginx, haproxy, iperf3) are never started: the benchmark runs its
+# ship (nginx, haproxy, iperf3, squid) are never started: the benchmark runs its
 # own copies inside lab namespaces.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ PACKAGES=(
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
 )
 if [ "${1:-}" = "--bench" ]; then
-  PACKAGES+=(iperf3 haproxy nginx wrk gnuplot-nox jq)
+  PACKAGES+=(iperf3 haproxy nginx wrk gnuplot-nox jq nftables squid-openssl mitmproxy)
 fi
 
 missing=()

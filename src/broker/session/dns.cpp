@@ -89,14 +89,29 @@ void ConfiguredResolver::resolve(const std::string& name, dns::QType qtype, Call
 namespace zn::broker {
 
 std::vector<net::IpAddress> ConfiguredResolver::resolve_now(const std::string& name) {
-  std::vector<net::IpAddress> out;
+  return resolve_timed(name).addresses;
+}
+
+TimedAddresses ConfiguredResolver::resolve_timed(const std::string& name) {
+  TimedAddresses out;
+  bool complete = true;
+  uint32_t ttl = UINT32_MAX;
   for (dns::QType qtype : {dns::QType::A, dns::QType::AAAA}) {
     auto promise = std::make_shared<std::promise<dns::ResolveResult>>();
     auto answer = promise->get_future();
     resolve(name, qtype, [promise](dns::ResolveResult r) { promise->set_value(std::move(r)); });
-    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) continue;
-    for (const net::IpAddress& a : answer.get().addresses) out.push_back(a);
+    if (answer.wait_for(std::chrono::seconds(3)) != std::future_status::ready) {
+      complete = false;
+      continue;
+    }
+    dns::ResolveResult r = answer.get();
+    // A family that failed makes the whole answer unfit to remember: the
+    // next connection asks again rather than living without that family.
+    if (r.rcode != dns::Rcode::NoError && r.rcode != dns::Rcode::NxDomain) complete = false;
+    if (!r.addresses.empty()) ttl = std::min(ttl, r.ttl);
+    for (const net::IpAddress& a : r.addresses) out.addresses.push_back(a);
   }
+  out.ttl = complete && !out.addresses.empty() ? ttl : 0;
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "broker/audit/log.h"
 #include "broker/session/directory.h"
+#include "broker/session/upstream_cache.h"
 #include "userspace/dns/policy.h"
 #include "userspace/dns/resolver.h"
 
@@ -52,6 +53,8 @@ class ConfiguredResolver : public dns::Resolver {
   // A and AAAA, waiting (bounded) for the answers: for the control path and
   // the proxy's pool, never for an event loop.
   std::vector<net::IpAddress> resolve_now(const std::string& name);
+  // The same, with the smallest TTL of the answers (0 if either failed).
+  TimedAddresses resolve_timed(const std::string& name);
 
  private:
   std::map<std::string, std::vector<net::IpAddress>> static_;

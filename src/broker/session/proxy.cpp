@@ -195,7 +195,11 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
     return out;
   }
   std::string refused;
-  for (const net::IpAddress& a : resolver_.resolve_now(host)) {
+  // The broker's current resolution (remembered per session for its TTL,
+  // capped): only addresses both told and current are used.
+  const std::vector<net::IpAddress> current = upstream_cache_.get(
+      session, host, [this](const std::string& name) { return resolver_.resolve_timed(name); });
+  for (const net::IpAddress& a : current) {
     if (std::find(told.begin(), told.end(), a) == told.end()) continue;
     // Never the host itself, a guest, or a special-purpose range unless
     // zerod's own config allows it, whatever name pointed there.

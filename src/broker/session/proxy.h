@@ -12,6 +12,7 @@
 #include "broker/policy/rate_limiter.h"
 #include "broker/session/dns.h"
 #include "broker/session/directory.h"
+#include "broker/session/upstream_cache.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/policy.h"
 
@@ -46,9 +47,15 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
                                                 const proxy::RuleRef& rule) override;
   void on_request_done(const proxy::RequestSummary& summary) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;
-  // A deleted session's state (its rate bucket) goes with it, so a session
-  // re-created under the same id starts afresh.
-  void forget_session(const std::string& session) { rate_.forget(session); }
+  // A deleted session's state (its rate bucket, its remembered upstream
+  // resolutions) goes with it, so a session re-created under the same id
+  // starts afresh.
+  void forget_session(const std::string& session) {
+    rate_.forget(session);
+    upstream_cache_.forget(session);
+  }
+  // Upstream resolutions performed (cache misses). Any thread.
+  uint64_t upstream_resolutions() const { return upstream_cache_.resolutions(); }
 
  private:
   proxy::UpstreamDecision reset(proxy::UpstreamDecision d, const std::string& reason,
@@ -64,6 +71,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   std::shared_ptr<const proxy::DestinationGuard> guard_;
   Clock clock_;
   RateLimiter rate_;
+  UpstreamResolutionCache upstream_cache_;
 };
 
 }  // namespace zn::broker

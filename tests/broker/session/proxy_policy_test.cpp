@@ -924,6 +924,26 @@ TEST(SessionProxyPolicyTable, UpstreamAddresses) {
   expect_controls(outcomes);
 }
 
+// A new upstream connection does not resolve again while the last answer's
+// TTL (capped) runs; a deleted session's answers go with it.
+TEST(SessionProxyPolicyUpstream, ResolutionsAreRememberedPerSessionUntilForgotten) {
+  Broker b;
+  b.sessions.put("s1", policy(), 0);
+  b.sessions.put("s2", policy(), 1);
+  tell(b, {"s1", "registry.npmjs.org", {}});
+  tell(b, {"s2", "registry.npmjs.org", {}});
+  const uint64_t before = b.proxy.upstream_resolutions();
+  for (int i = 0; i < 3; i++)
+    EXPECT_EQ(texts(b.proxy.resolve_upstream("s1", "registry.npmjs.org").addresses),
+              (std::vector<std::string>{"198.18.0.12", "2001:db8:18::12"}));
+  EXPECT_EQ(b.proxy.upstream_resolutions(), before + 1);
+  b.proxy.resolve_upstream("s2", "registry.npmjs.org");  // another session: its own resolution
+  EXPECT_EQ(b.proxy.upstream_resolutions(), before + 2);
+  b.proxy.forget_session("s1");
+  b.proxy.resolve_upstream("s1", "registry.npmjs.org");
+  EXPECT_EQ(b.proxy.upstream_resolutions(), before + 3);
+}
+
 // ---- Rate -------------------------------------------------------------------
 
 proxy::RequestFacts github_request(const std::string& session = "s1") {

@@ -1,0 +1,85 @@
+#include "broker/session/upstream_cache.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace zn::broker {
+
+UpstreamResolutionCache::UpstreamResolutionCache(UpstreamCacheConfig config, Clock clock)
+    : config_(config), clock_(std::move(clock)) {
+  if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
+}
+
+void UpstreamResolutionCache::make_room(Names& names, std::chrono::steady_clock::time_point now) {
+  if (names.size() < config_.max_names_per_session) return;
+  std::erase_if(names, [now](const auto& kv) { return kv.second.expires <= now; });
+  // Still full: every entry is fresh or in flight. Dropping the session's
+  // finished entries costs only this session re-resolutions; entries in
+  // flight stay, their resolvers will fill them.
+  if (names.size() >= config_.max_names_per_session)
+    std::erase_if(names, [](const auto& kv) {
+      return kv.second.expires != std::chrono::steady_clock::time_point::max();
+    });
+}
+
+std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& session, const std::string& host,
+                                                         const Resolve& resolve) {
+  std::promise<TimedAddresses> mine;
+  std::shared_future<TimedAddresses> answer;
+  uint64_t resolution = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = clock_();
+    Names& names = sessions_[session];
+    auto it = names.find(host);
+    if (it != names.end() && it->second.expires > now) {
+      answer = it->second.answer;
+    } else {
+      if (it == names.end()) {
+        make_room(names, now);
+        it = names.emplace(host, Entry{}).first;
+      }
+      it->second.answer = mine.get_future().share();
+      it->second.expires = std::chrono::steady_clock::time_point::max();
+      resolution = ++resolutions_;
+      it->second.resolution = resolution;
+    }
+  }
+  if (answer.valid()) return answer.get().addresses;  // remembered, or another caller's resolution
+
+  TimedAddresses got;
+  try {
+    got = resolve(host);
+  } catch (...) {
+    got = {};  // a failed resolution is an empty answer, never remembered
+  }
+  mine.set_value(got);
+  {
+    std::lock_guard lock(mu_);
+    auto s = sessions_.find(session);
+    if (s != sessions_.end()) {
+      auto it = s->second.find(host);
+      // Not if the session was forgotten (and maybe re-created) meanwhile.
+      if (it != s->second.end() && it->second.resolution == resolution) {
+        const auto ttl = std::min<std::chrono::seconds>(std::chrono::seconds(got.ttl), config_.max_ttl);
+        if (got.addresses.empty() || ttl.count() <= 0)
+          s->second.erase(it);
+        else
+          it->second.expires = clock_() + ttl;
+      }
+    }
+  }
+  return got.addresses;
+}
+
+void UpstreamResolutionCache::forget(const std::string& session) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(session);
+}
+
+uint64_t UpstreamResolutionCache::resolutions() const {
+  std::lock_guard lock(mu_);
+  return resolutions_;
+}
+
+}  // namespace zn::broker

@@ -1,0 +1,77 @@
+// The broker's own resolution of a name for one session's upstream
+// connections, remembered for the answer's TTL (capped), so that each new
+// upstream connection does not cost two DNS queries on the proxy's pool.
+//
+// Keyed by session: a session never learns by timing what another resolved.
+// What the cache answers is still intersected with what the session was told
+// (SessionProxyPolicy::resolve_upstream), so a stale told address stays
+// refused. Failures and empty answers are not remembered. Concurrent misses
+// of one session and name share one resolution.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "userspace/net/address.h"
+
+namespace zn::broker {
+
+struct TimedAddresses {
+  std::vector<net::IpAddress> addresses;
+  uint32_t ttl = 0;  // seconds; 0 = not to be remembered
+};
+
+struct UpstreamCacheConfig {
+  // Upper bound on how long an answer is reused, whatever its TTL: how
+  // late the proxy may notice that a name moved.
+  std::chrono::seconds max_ttl{30};
+  // Names remembered per session; past it the session's expired entries go,
+  // and if none expired, the whole session's entries (a guest cycling names
+  // only empties its own cache).
+  size_t max_names_per_session = 256;
+};
+
+class UpstreamResolutionCache {
+ public:
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  using Resolve = std::function<TimedAddresses(const std::string& host)>;
+
+  explicit UpstreamResolutionCache(UpstreamCacheConfig config = {}, Clock clock = {});
+
+  // The addresses of `host` for `session`: remembered, or resolved by
+  // `resolve` (which may block: the caller is off any I/O loop). Any thread;
+  // blocks only while this or a concurrent call resolves the same key.
+  std::vector<net::IpAddress> get(const std::string& session, const std::string& host,
+                                  const Resolve& resolve);
+
+  // A deleted session's entries go with it. Any thread.
+  void forget(const std::string& session);
+
+  // Resolutions performed (misses), for tests and metrics.
+  uint64_t resolutions() const;
+
+ private:
+  struct Entry {
+    std::shared_future<TimedAddresses> answer;
+    std::chrono::steady_clock::time_point expires;  // max() while in flight
+    uint64_t resolution = 0;                        // which resolution fills it
+  };
+  using Names = std::map<std::string, Entry>;
+  void make_room(Names& names, std::chrono::steady_clock::time_point now);
+
+  UpstreamCacheConfig config_;
+  Clock clock_;
+  mutable std::mutex mu_;  // held to find or swap an entry, never across a resolution
+  std::map<std::string, Names> sessions_;
+  uint64_t resolutions_ = 0;
+};
+
+}  // namespace zn::broker
