@@ -71,7 +71,8 @@ AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
     it.sid = std::move(ev.sid);
     it.detail = std::move(ev.detail);
   } else {
-    it.detail = red->redact(ev.detail);
+    it.detail = std::move(ev.detail);
+    red->redact_in_place(it.detail);
     it.sid = red->redact(ev.sid);
     // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
     if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;

@@ -41,22 +41,43 @@ std::string AuditRedactor::redact(const std::string& s) const {
 }
 
 nlohmann::json AuditRedactor::redact(const nlohmann::json& j) const {
-  if (secrets_.empty()) return j;
+  nlohmann::json out = j;
+  redact_in_place(out);
+  return out;
+}
+
+void AuditRedactor::redact_in_place(nlohmann::json& j) const {
+  if (secrets_.empty()) return;
+  const auto has_secret = [this](const std::string& s) {
+    return s.size() >= kMinSecretLen &&
+           std::any_of(secrets_.begin(), secrets_.end(),
+                       [&](const std::string& secret) { return s.find(secret) != std::string::npos; });
+  };
   switch (j.type()) {
-    case nlohmann::json::value_t::string:
-      return redact(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::string: {
+      auto& s = j.get_ref<std::string&>();
+      if (has_secret(s)) s = redact(s);
+      return;
+    }
     case nlohmann::json::value_t::object: {
+      bool key_has_secret = false;
+      for (auto& [k, v] : j.items()) {
+        key_has_secret = key_has_secret || has_secret(k);
+        redact_in_place(v);
+      }
+      if (!key_has_secret) return;
+      // Keys are immutable in place: rebuild, in iteration order, so keys
+      // that collide after redaction keep the last value.
       nlohmann::json out = nlohmann::json::object();
-      for (const auto& [k, v] : j.items()) out[redact(k)] = redact(v);
-      return out;
+      for (auto& [k, v] : j.items()) out[redact(k)] = std::move(v);
+      j = std::move(out);
+      return;
     }
-    case nlohmann::json::value_t::array: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& v : j) out.push_back(redact(v));
-      return out;
-    }
+    case nlohmann::json::value_t::array:
+      for (auto& v : j) redact_in_place(v);
+      return;
     default:
-      return j;
+      return;
   }
 }
 

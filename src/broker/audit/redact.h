@@ -26,6 +26,9 @@ class AuditRedactor {
   // survives. Keys that collide after redaction keep the last value.
   nlohmann::json redact(const nlohmann::json& j) const;
   std::string redact(const std::string& s) const;
+  // The same, in place: what has no secret is neither copied nor rebuilt
+  // (an audit detail usually has none, and is posted per request).
+  void redact_in_place(nlohmann::json& j) const;
 
   bool empty() const { return secrets_.empty(); }
 

@@ -193,10 +193,11 @@ class Exchange {
     facts.path = target->path;
     facts.want_session_secrets = !session_secrets_loaded_;
     ctx_.counters.requests++;
-    // One trip to the broker: the verdict, the identity to inject and (on a
-    // connection's first request) the secrets to scrub, together.
-    RequestDecision decision =
-        co_await off_loop(ctx_.pool, [&] { return ctx_.policy.decide_request(facts); });
+    // One call to the broker: the verdict, the identity to inject and (on a
+    // connection's first request) the secrets to scrub, together. It never
+    // blocks, so it runs right here: a hop to the pool and back would cost
+    // two thread handoffs per request.
+    RequestDecision decision = ctx_.policy.decide_request(facts);
     struct CleanseDecision {
       RequestDecision& d;
       ~CleanseDecision() {
@@ -310,8 +311,7 @@ class Exchange {
     std::optional<Injection> injection = std::move(decision.injection);
     decision.injection.reset();
     if (decision.rule && !decision.rule->identity.empty() && !injection) {
-      injection = co_await off_loop(ctx_.pool,
-                                    [&] { return ctx_.policy.injection_for(conn_.session, *decision.rule); });
+      injection = ctx_.policy.injection_for(conn_.session, *decision.rule);
       if (!injection) co_return Refusal{403, "zeroness: blocked by policy (identity unavailable)\n"};
     }
     struct Cleanse {
@@ -602,16 +602,15 @@ class Exchange {
     }
   }
 
-  // The audit write may wait on the disk: off the loop too.
+  // The broker posts the audit record to the audit's writer (never waits
+  // on the disk), so it runs on this loop.
   awaitable<void> report(RequestSummary& summary, Clock::time_point start) {
     summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     try {
-      co_await off_loop(ctx_.pool, [&] {
-        ctx_.policy.on_request_done(summary);
-        return 0;
-      });
+      ctx_.policy.on_request_done(summary);
     } catch (const std::exception&) {
     }
+    co_return;
   }
 
   ByteStream& guest_;

@@ -138,12 +138,15 @@ struct ConnectionSummary {
   std::string refused;
 };
 
-// Executor: the proxy calls decide, decide_request, resolve_upstream,
-// injection_for and the reports on its worker pool
-// (off_loop / co_spawn on TransparentProxy's pool), from several pool
-// threads at once: implementations are thread-safe, and those may block
-// briefly (name resolution, a lock). hold_state and watch_hold are called on
-// the I/O loop and never block. Denials are audited by the broker itself.
+// Executor: implementations are thread-safe; every method is called from
+// several threads at once.
+// - decide, resolve_upstream and on_closed may block (name resolution): the
+//   proxy calls them on its worker pool (co_spawn on TransparentProxy's pool).
+// - decide_request, injection_for, on_request_done, hold_state and
+//   watch_hold are per request: they never block (short locks only; audit
+//   records are posted, never committed in the call), and the proxy calls
+//   them on its I/O loops.
+// Denials are audited by the broker itself.
 class ProxyPolicy {
  public:
   virtual ~ProxyPolicy() = default;
