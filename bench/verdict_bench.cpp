@@ -8,7 +8,8 @@
 //               entries in the session's zn_l4_allow trie (e.g. 10,1000,10000)
 // Besides the table, every figure is printed as one machine-readable line:
 //   RESULT name=<path> rules=<fixture|N> ns=<ns> base_ns=<ns> ratio=<x> target=<x|0>
-// rules: "fixture" = the fixture's two L4 rules, N = N more entries in the trie.
+// rules: "fixture" = the fixture's two L4 rules, N = N more entries in the trie,
+// "port-only" = 7501 entries without any-port rules, 0 = none.
 // (scripts/bench.sh parses these).
 #include <arpa/inet.h>
 
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   // The same paths again with n entries in the trie (the fixture's two plus n).
   const std::vector<Path> trie_paths = {
       {"dns_udp53", "dns udp/53 -> DNS socket", "udp53_to_8888", 1.5},
-      {"drop_tcp22", "drop tcp/22 (2 trie misses)", "tcp22", 1.5},
+      {"drop_tcp22", "drop tcp/22 (trie miss)", "tcp22", 1.5},
       {"steer_tcp443", "steer tcp/443 -> proxy", "tcp443_steered", 0},
       {"l4_allow_tcp5432", "l4 allow tcp/5432 (trie hit)", "tcp5432_l4_allowed", 0},
       {"l4_miss_tcp5433", "drop tcp/5433 (trie miss)", "tcp5433_not_l4_allowed", 1.5},
@@ -156,13 +157,34 @@ int main(int argc, char** argv) {
     if (!measure(path, "fixture")) return 1;
 
   for (unsigned n : rule_counts) {
+    const auto fixture_rules = datapath.maps().l4_rules(sidx);
+    auto with_extra = fixture_rules;
     const auto extra = extra_rules(n);
-    for (const auto& r : extra) datapath.maps().put_l4_rule(sidx, r);
+    with_extra.insert(with_extra.end(), extra.begin(), extra.end());
+    datapath.maps().replace_l4_rules(sidx, fixture_rules, with_extra);
     const unsigned total = datapath.maps().l4_rule_count(sidx);
     std::printf("-- with %u entries in zn_l4_allow for the session\n", total);
     for (const Path& path : trie_paths)
       if (!measure(path, std::to_string(n))) return 1;
-    for (const auto& r : extra) datapath.maps().delete_l4_rule(sidx, r);
+    datapath.maps().replace_l4_rules(sidx, with_extra, fixture_rules);
+  }
+
+  // Port-only rules (no any-port rule, the common policy): a denied port no
+  // rule names skips the trie whatever its size (zn_l4_summary).
+  {
+    const auto fixture_rules = datapath.maps().l4_rules(sidx);
+    std::vector<zn::dp::L4Rule> port_only;
+    for (const auto& r : fixture_rules)
+      if (r.port != 0) port_only.push_back(r);
+    for (auto r : extra_rules(10000))
+      if (r.port != 0) port_only.push_back(r);
+    datapath.maps().replace_l4_rules(sidx, fixture_rules, port_only);
+    std::printf("-- with %u port-only entries in zn_l4_allow for the session\n",
+                datapath.maps().l4_rule_count(sidx));
+    if (!measure({"drop_tcp22", "drop tcp/22 (port-only rules)", "tcp22", 1.5}, "port-only")) return 1;
+    if (!measure({"l4_allow_tcp5432", "l4 allow tcp/5432 (port-only rules)", "tcp5432_l4_allowed", 0},
+                 "port-only"))
+      return 1;
   }
 
   // Last: the session's L4 rules gone (the datapath skips the trie).

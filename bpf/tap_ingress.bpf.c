@@ -137,33 +137,53 @@ static __always_inline __u32 zn_assign_udp(struct __sk_buff *skb, struct bpf_soc
 
 static __always_inline int zn_port_steered(const struct zn_session *s, __u16 dport)
 {
+	/* 0 marks an unused slot: a packet to port 0 must match none of them. */
+	if (!dport)
+		return 0;
 #pragma unroll
 	for (int i = 0; i < ZN_MAX_STEERED_PORTS; i++) {
-		if (s->steered_ports[i] && s->steered_ports[i] == dport)
+		if (s->steered_ports[i] == dport)
 			return 1;
 	}
 	return 0;
 }
 
+/* One trie lookup: the longest prefix holding the destination carries every
+ * port the session allows there, covering prefixes' included (zn_abi.h). */
 static __always_inline int zn_l4_allowed(const struct zn_pkt *p)
 {
 	struct zn_l4_key key = {};
+	const struct zn_l4_value *v;
 	__u32 sidx = p->sidx;
-	__u32 *rules = bpf_map_lookup_elem(&zn_l4_count, &sidx);
+	const struct zn_l4_summary *sum = bpf_map_lookup_elem(&zn_l4_count, &sidx);
+	__u32 n;
 
-	if (!rules || *rules == 0)
+	if (!sum || sum->entries == 0)
+		return 0;
+	/* No rule names this port (nor allows any): no entry can allow it. */
+	if (!sum->any_port && !(sum->port_bits & (1ULL << (bpf_ntohs(p->dport) & 63))))
 		return 0;
 
 	key.prefixlen = ZN_L4_KEY_FIXED_BITS + (p->family == 4 ? 32 : 128);
 	key.session_idx = p->sidx;
 	key.family = p->family;
 	key.proto = IPPROTO_TCP;
-	key.port = p->dport;
 	__builtin_memcpy(key.addr, &p->daddr, sizeof(key.addr));
-	if (bpf_map_lookup_elem(&zn_l4_allow, &key))
+	v = bpf_map_lookup_elem(&zn_l4_allow, &key);
+	if (!v)
+		return 0;
+	if (v->any_port)
 		return 1;
-	key.port = 0;
-	return bpf_map_lookup_elem(&zn_l4_allow, &key) != NULL;
+	/* A bounded loop the verifier walks (an early exit cannot be unrolled);
+	 * the common entry holds one or two ports. */
+	n = v->nports;
+	for (int i = 0; i < ZN_L4_MAX_PORTS; i++) {
+		if (i >= n)
+			break;
+		if (v->ports[i] == p->dport)
+			return 1;
+	}
+	return 0;
 }
 
 static __always_inline const struct zn_listeners *zn_get_listeners(void)
@@ -188,15 +208,32 @@ static __always_inline int zn_to_gateway(const struct zn_session *s, const struc
  * function passes is_ipv6 as a constant, so the compiler still gives each
  * family its own straight-line copy and the verifier sees no mixed paths. */
 
-static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
-					  bool is_ipv6)
+/* A TCP packet the verdict lets through: onto its host socket. */
+static __always_inline int zn_ingress_tcp_assign(struct __sk_buff *skb, struct zn_pkt *p, bool is_ipv6,
+						 __u32 verdict)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple flow = {}, listener = {};
-	__u32 verdict, reason, tuple_len;
+	__u32 reason, tuple_len;
 
 	if (!ln)
 		return zn_ingress_drop(skb, p, ZN_DROP_NO_LISTENER);
+	tuple_len = zn_sock_tuple(&flow, is_ipv6, p->saddr.words, p->sport, p->daddr.words, p->dport);
+	zn_listener_tuple(&listener, ln, is_ipv6, verdict == ZN_PASS_DNS);
+	reason = zn_assign_tcp(skb, &flow, &listener, tuple_len);
+	if (reason)
+		return zn_ingress_drop(skb, p, reason);
+	zn_mark_steered(skb);
+	return zn_pass(p, verdict);
+}
+
+/* The verdict first, the socket work only for what passes: a denied packet
+ * (the flood case) costs no listener lookup or tuple setup. */
+static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					  bool is_ipv6)
+{
+	__u32 verdict;
+
 	if (p->dport == bpf_htons(ZN_DNS_PORT))
 		verdict = ZN_PASS_DNS;
 	else if (zn_to_gateway(s, p, is_ipv6))
@@ -207,14 +244,7 @@ static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn
 		verdict = ZN_PASS_L4;
 	else
 		return zn_ingress_drop(skb, p, ZN_DROP_TCP_PORT);
-
-	tuple_len = zn_sock_tuple(&flow, is_ipv6, p->saddr.words, p->sport, p->daddr.words, p->dport);
-	zn_listener_tuple(&listener, ln, is_ipv6, verdict == ZN_PASS_DNS);
-	reason = zn_assign_tcp(skb, &flow, &listener, tuple_len);
-	if (reason)
-		return zn_ingress_drop(skb, p, reason);
-	zn_mark_steered(skb);
-	return zn_pass(p, verdict);
+	return zn_ingress_tcp_assign(skb, p, is_ipv6, verdict);
 }
 
 static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, struct zn_pkt *p, bool is_ipv6)

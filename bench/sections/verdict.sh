@@ -5,7 +5,8 @@
 # entries and with 10 / 1k / 10k entries in the session's zn_l4_allow trie.
 # Target: drop and DNS paths <= 1.5x pass-through. Figures without a rule
 # count run with the fixture's two L4 rules; "(N L4 rules)" adds N entries to
-# the trie next to those two.
+# the trie next to those two; "(7501 port-only L4 rules)" has no any-port
+# rule, so a denied port no rule names skips the trie (zn_l4_summary).
 
 section_verdict() {
   local repeat=1000000 out line name rules ns base r target op label
@@ -27,6 +28,7 @@ section_verdict() {
     case $rules in
       fixture) label="$name" ;;
       0) label="$name (no L4 rules)" ;;
+      port-only) label="$name (7501 port-only L4 rules)" ;;
       *) label="$name ($rules L4 rules)" ;;
     esac
     record_figure verdict "$label" ns/pkt "$ns" "pass-through" "$base" "$r" "$op" "$target"

@@ -16,7 +16,8 @@
  * 16384 holds a /16 of /30 guests (issue 11). The maps sized by it cost
  * 19.4 MB of kernel memory on a 2-CPU host (2.7 MB at 2048), 15.7 MB of it
  * zn_counters (40 u64 per session per possible CPU, plus a pointer each)
- * and 3 MB the preallocated zn_sessions hash. */
+ * and 3 MB the preallocated zn_sessions hash (measured at ABI 3; ABI 4's
+ * 16-byte zn_l4_count summaries add 0.2 MB). */
 #define ZN_MAX_SESSIONS 16384
 #define ZN_MAX_STEERED_PORTS 8
 #define ZN_MAX_L4_RULES 65536
@@ -120,30 +121,51 @@ struct zn_listeners {
 	__u16 dns_port; /* UDP and TCP */
 };
 
-/* zn_l4_allow (LPM trie): destinations a session may reach with raw TCP.
- * Matching: session, family, proto and port always match exactly (they are the
- * first ZN_L4_KEY_FIXED_BITS bits); the address matches by longest prefix.
- * Precedence: a rule for the exact port is looked up first, then a rule with
- * port 0 (any port). */
+/* zn_l4_allow (LPM trie): destinations a session may reach with raw TCP, one
+ * entry per (session, family, address prefix) carrying the ports allowed there.
+ * Matching: session, family and proto always match exactly (they are the first
+ * ZN_L4_KEY_FIXED_BITS bits); the address matches by longest prefix, and the
+ * port is then checked in the value: one trie lookup per packet. Longest-prefix
+ * match alone would let a /32 entry hide the ports of a covering /16, so
+ * userspace folds every covering prefix's ports into each entry
+ * (dp::fold_l4_rules): an entry's value is everything the session allows for
+ * the addresses it covers and no covering entry needs to be looked at. */
 struct zn_l4_key {
 	__u32 prefixlen; /* ZN_L4_KEY_FIXED_BITS + address prefix length */
 	__u32 session_idx;
 	__u8 family;   /* 4 or 6 */
 	__u8 proto;    /* IPPROTO_TCP */
-	__u16 port;    /* network order, 0 = any */
+	__u16 pad0;    /* 0 */
 	__u8 addr[16]; /* IPv4 in the first four bytes */
 };
 #define ZN_L4_KEY_FIXED_BITS 64
+/* Distinct ports one prefix may allow after folding (any-port aside). */
+#define ZN_L4_MAX_PORTS 28
 
 struct zn_l4_value {
-	__u32 rule_id;
-	__u32 flags; /* reserved, 0 */
+	__u32 rule_id;		      /* the first rule for exactly this prefix (for znctl) */
+	__u8 any_port;		      /* 1: every port (this prefix's rule or a covering one's) */
+	__u8 nports;		      /* ports[0..nports) are allowed (when !any_port) */
+	__u8 own_any;		      /* this very prefix has an any-port rule */
+	__u8 own_nports;	      /* ports[0..own_nports) are this very prefix's rules' */
+	__u16 ports[ZN_L4_MAX_PORTS]; /* network order: own first, then inherited */
 };
 
-/* zn_ev_bucket: per-session token bucket limiting drop events. */
+/* zn_l4_count: per session, what its zn_l4_allow entries can allow at all, so
+ * most denied TCP skips the trie: a session without entries, or one without
+ * an any-port rule whose rules name no port in the packet's port_bits slot.
+ * A bit set is only a maybe (ports share slots); the trie decides. */
+struct zn_l4_summary {
+	__u32 entries;	 /* the session's zn_l4_allow entries */
+	__u32 any_port;	 /* 1: some rule allows every port */
+	__u64 port_bits; /* bit (port % 64), host-order port, for every port a rule names */
+};
+
+/* zn_ev_bucket: per-session token bucket limiting drop events, in the
+ * programs' bucket clock (jiffies, or coarse ns where HZ is unknown). */
 struct zn_event_bucket {
-	__u64 last_ns;
-	__u64 credit_ns; /* one event costs 1e9 */
+	__u64 last;
+	__u64 credit; /* one event costs a second's worth of the clock */
 };
 
 /* zn_events (ring buffer): one record per (rate-limited) dropped packet. */
@@ -168,8 +190,10 @@ struct zn_drop_event {
  * pinned zn_abi map and refuses to re-adopt pins of another version (their
  * maps cannot be reused) with a clear message instead of libbpf's.
  * 1: before the marker existed; 2: zn_session.gateway_ip6_ll; 3: the
- * per-session maps sized for 16384 sessions (was 2048). */
-#define ZN_ABI_VERSION 3
+ * per-session maps sized for 16384 sessions (was 2048); 4: zn_l4_allow keyed
+ * by prefix alone, the (folded) ports in its value, zn_l4_count's value a
+ * struct zn_l4_summary (was the entry count), zn_ev_bucket in jiffies. */
+#define ZN_ABI_VERSION 4
 
 /* Layouts are fixed: a size change is an ABI change (bump ZN_ABI_VERSION). */
 #ifdef __cplusplus
@@ -180,7 +204,8 @@ struct zn_drop_event {
 ZN_ABI_ASSERT(sizeof(struct zn_session) == 112, "struct zn_session layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_listeners) == 44, "struct zn_listeners layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_l4_key) == 28, "struct zn_l4_key layout changed");
-ZN_ABI_ASSERT(sizeof(struct zn_l4_value) == 8, "struct zn_l4_value layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_l4_value) == 64, "struct zn_l4_value layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_l4_summary) == 16, "struct zn_l4_summary layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_event_bucket) == 16, "struct zn_event_bucket layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_drop_event) == 64, "struct zn_drop_event layout changed");
 ZN_ABI_ASSERT(ZN_VERDICT_COUNT < ZN_STATS_PER_SESSION, "per-session counters have no room for the verdicts");

@@ -25,7 +25,7 @@ struct {
 	__uint(max_entries, 1);
 } zn_listeners SEC(".maps");
 
-/* (session, family, proto, port, address prefix) -> L4 rule allowing raw TCP. */
+/* (session, family, proto, address prefix) -> the TCP ports allowed there. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__type(key, struct zn_l4_key);
@@ -34,12 +34,12 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } zn_l4_allow SEC(".maps");
 
-/* [session] -> how many zn_l4_allow entries it has; lets sessions without L4
- * rules skip the trie lookups on every denied TCP packet. */
+/* [session] -> its zn_l4_allow entries in summary (count, any-port, ports
+ * seen): lets most denied TCP skip the trie lookup. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct zn_l4_summary);
 	__uint(max_entries, ZN_MAX_SESSIONS);
 } zn_l4_count SEC(".maps");
 

@@ -10,9 +10,13 @@
 #include "zn_maps.h"
 #include "zn_parse.h"
 
-#define ZN_NSEC_PER_EVENT 1000000000ULL
-/* Longest idle time credited to a bucket; caps elapsed * rate well below 2^64. */
-#define ZN_MAX_REFILL_NS 100000000000ULL
+/* Longest idle time credited to a bucket, in seconds; caps elapsed * rate
+ * well below 2^64. */
+#define ZN_MAX_REFILL_S 100ULL
+
+/* The kernel's tick rate, from its config (libbpf fills it in at load; 0 if
+ * no config can be found). */
+extern const unsigned int CONFIG_HZ __kconfig __weak;
 
 enum zn_direction { ZN_DIR_INGRESS = 0, ZN_DIR_EGRESS = 1 };
 
@@ -46,33 +50,51 @@ static __always_inline void zn_count(__u32 sidx, __u32 stat)
 		*value += 1;
 }
 
+/* The buckets' clock: jiffies where HZ is known (the verifier inlines
+ * bpf_jiffies64 to one load, where a coarse-ns read is a helper call and a
+ * timespec conversion: on a flood of drops this is per packet), else coarse
+ * ns. Both tick at the same resolution, plenty for a per-second budget.
+ * CONFIG_HZ is constant at load, so the verifier drops the other branch. */
+static __always_inline __u64 zn_bucket_now(void)
+{
+	return CONFIG_HZ ? bpf_jiffies64() : bpf_ktime_get_coarse_ns();
+}
+
+/* Clock units per second: what one event costs at a rate of 1/s. */
+static __always_inline __u64 zn_bucket_unit(void)
+{
+	return CONFIG_HZ ? CONFIG_HZ : 1000000000ULL;
+}
+
 /* Token bucket per session: a flood of drops still counts every packet but
  * sends userspace at most event_rate events per second (plus a burst). Races
  * between CPUs can at worst let a few extra events through. */
-static __always_inline int zn_event_allowed(const struct zn_pkt *p, __u64 now)
+static __always_inline int zn_event_allowed(const struct zn_pkt *p)
 {
 	__u32 sidx = p->sidx;
 	__u64 rate = p->event_rate ? p->event_rate : ZN_DEFAULT_EVENT_RATE;
 	__u64 burst = p->event_burst ? p->event_burst : ZN_DEFAULT_EVENT_BURST;
+	__u64 unit = zn_bucket_unit();
 	struct zn_event_bucket *b;
-	__u64 elapsed, credit, cap;
+	__u64 now, elapsed, credit, cap;
 
 	b = bpf_map_lookup_elem(&zn_ev_bucket, &sidx);
 	if (!b)
 		return 0;
-	elapsed = now - b->last_ns;
-	if (elapsed > ZN_MAX_REFILL_NS)
-		elapsed = ZN_MAX_REFILL_NS;
-	credit = b->credit_ns + elapsed * rate;
-	cap = burst * ZN_NSEC_PER_EVENT;
+	now = zn_bucket_now();
+	elapsed = now - b->last;
+	if (elapsed > ZN_MAX_REFILL_S * unit)
+		elapsed = ZN_MAX_REFILL_S * unit;
+	credit = b->credit + elapsed * rate;
+	cap = burst * unit;
 	if (credit > cap)
 		credit = cap;
-	b->last_ns = now;
-	if (credit < ZN_NSEC_PER_EVENT) {
-		b->credit_ns = credit;
+	b->last = now;
+	if (credit < unit) {
+		b->credit = credit;
 		return 0;
 	}
-	b->credit_ns = credit - ZN_NSEC_PER_EVENT;
+	b->credit = credit - unit;
 	return 1;
 }
 
@@ -86,12 +108,9 @@ static __always_inline int zn_drop(struct __sk_buff *skb, const struct zn_pkt *p
 				   __u8 direction)
 {
 	struct zn_drop_event *e;
-	/* Coarse time (tick resolution) is plenty for a per-second budget and
-	 * much cheaper than reading the clocksource on every dropped packet. */
-	__u64 now_ns = bpf_ktime_get_coarse_ns();
 
 	zn_count(p->sidx, reason);
-	if (!zn_event_allowed(p, now_ns)) {
+	if (!zn_event_allowed(p)) {
 		zn_count(p->sidx, ZN_STAT_EVENTS_SUPPRESSED);
 		return TC_ACT_SHOT;
 	}
@@ -100,7 +119,8 @@ static __always_inline int zn_drop(struct __sk_buff *skb, const struct zn_pkt *p
 		zn_count(p->sidx, ZN_STAT_EVENTS_SUPPRESSED);
 		return TC_ACT_SHOT;
 	}
-	e->ts_ns = now_ns;
+	/* Coarse time: tick resolution, without reading the clocksource. */
+	e->ts_ns = bpf_ktime_get_coarse_ns();
 	e->session_idx = p->sidx;
 	e->ifindex = p->ifindex;
 	e->reason = reason;

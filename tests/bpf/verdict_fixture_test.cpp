@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 #include <linux/pkt_cls.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/verdict_fixtures.h"
@@ -184,6 +189,156 @@ TEST(DatapathMaps, L4RuleCountFollowsTheTrie) {
   EXPECT_EQ(maps.delete_l4_rules(idx), 1u);
   EXPECT_EQ(maps.l4_rule_count(idx), 0u);
   EXPECT_EQ(d.verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_TCP_PORT});
+}
+
+dp::L4Rule rule(const char* addr, uint8_t prefix_len, uint16_t port, uint32_t rule_id = 0) {
+  dp::L4Rule r;
+  r.family = std::strchr(addr, ':') ? 6 : 4;
+  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, addr, r.addr.data());
+  r.prefix_len = prefix_len;
+  r.port = port;
+  r.rule_id = rule_id;
+  return r;
+}
+
+// TCP from the fixture guest to dst:port.
+VerdictFixture tcp_to(const char* dst, uint16_t port) {
+  const FixtureGuest g;
+  VerdictFixture f;
+  f.name = std::string(dst) + ":" + std::to_string(port);
+  f.direction = Direction::kIngress;
+  if (std::strchr(dst, ':'))
+    f.frame =
+        eth(g.guest_mac, g.host_mac, 0x86dd, ipv6(g.guest_ip6, ip6(dst), IPPROTO_TCP, tcp(40000, port)));
+  else
+    f.frame =
+        eth(g.guest_mac, g.host_mac, 0x0800, ipv4(g.guest_ip4, ip4(dst), IPPROTO_TCP, tcp(40000, port)));
+  return f;
+}
+
+// Allowed = steered to the proxy, which BPF_PROG_TEST_RUN cannot finish
+// (drop:assign_failed); denied = drop:tcp_port.
+constexpr unsigned kAllowed = ZN_DROP_ASSIGN_FAILED;
+constexpr unsigned kDenied = ZN_DROP_TCP_PORT;
+
+// One trie lookup decides: the longest prefix's entry must carry the ports of
+// every prefix covering it, or a /32 would hide a /16's any-port rule.
+TEST(DatapathL4, OverlappingPrefixesAllowTheUnionOfTheirPorts) {
+  FixtureDatapath d;
+  auto& maps = d.maps();
+  const uint32_t idx = FixtureGuest::kSessionIdx;
+  const std::vector<dp::L4Rule> rules = {
+      // An any-port /16 over a /24 on 5432 and a /32 on 22.
+      rule("10.20.0.0", 16, 0, 1), rule("10.20.30.0", 24, 5432, 2), rule("10.20.30.40", 32, 22, 3),
+      // Ports only: each level adds one.
+      rule("10.30.0.0", 16, 5432, 4), rule("10.30.1.0", 24, 22, 5), rule("10.30.1.7", 32, 8080, 6),
+      // IPv6: a port /48, an any-port /64 in it, a port /128 in that.
+      rule("2001:db8:30::", 48, 5432, 7), rule("2001:db8:30:1::", 64, 0, 8),
+      rule("2001:db8:30:1::7", 128, 22, 9), rule("2001:db8:40::9", 128, 22, 10),
+      rule("2001:db8:40::9", 128, 5432, 11)};
+  maps.replace_l4_rules(idx, maps.l4_rules(idx), rules);
+  EXPECT_EQ(maps.l4_rule_count(idx), 10u);  // distinct prefixes
+
+  const std::vector<std::tuple<const char*, uint16_t, unsigned>> cases = {
+      {"10.20.30.40", 22, kAllowed},        {"10.20.30.40", 9999, kAllowed},  // the /16's any port
+      {"10.20.30.41", 5432, kAllowed},      {"10.20.30.41", 1, kAllowed},
+      {"10.20.99.1", 9999, kAllowed},       {"10.21.30.40", 22, kDenied},  // outside every prefix
+      {"10.30.1.7", 8080, kAllowed},        {"10.30.1.7", 22, kAllowed},
+      {"10.30.1.7", 5432, kAllowed},        {"10.30.1.7", 9999, kDenied},
+      {"10.30.1.8", 22, kAllowed},          {"10.30.1.8", 5432, kAllowed},
+      {"10.30.1.8", 8080, kDenied},         {"10.30.2.1", 5432, kAllowed},
+      {"10.30.2.1", 22, kDenied},           {"10.31.0.1", 5432, kDenied},
+      {"2001:db8:30:1::7", 22, kAllowed},   {"2001:db8:30:1::7", 9999, kAllowed},  // the /64's any port
+      {"2001:db8:30:1::8", 9999, kAllowed}, {"2001:db8:30:2::1", 5432, kAllowed},
+      {"2001:db8:30:2::1", 22, kDenied},    {"2001:db8:40::9", 22, kAllowed},
+      {"2001:db8:40::9", 5432, kAllowed},   {"2001:db8:40::9", 5433, kDenied},
+      {"2001:db8:40::8", 22, kDenied},      {"2001:db8:31::1", 5432, kDenied},
+  };
+  for (const auto& [dst, port, expected] : cases)
+    EXPECT_EQ(d.verdict_of(tcp_to(dst, port)), expected) << dst << " port " << port;
+
+  // Taking the /16 any-port rule away takes its ports out of the longer
+  // prefixes too; the /32's own port stays.
+  maps.delete_l4_rule(idx, rule("10.20.0.0", 16, 0));
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 9999)), kDenied);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.99.1", 9999)), kDenied);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kAllowed);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 5432)), kAllowed);  // the /24's
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.41", 22)), kDenied);
+  // Removing one of two ports of a prefix keeps the entry and the other port.
+  maps.delete_l4_rule(idx, rule("2001:db8:40::9", 128, 22));
+  EXPECT_EQ(d.verdict_of(tcp_to("2001:db8:40::9", 22)), kDenied);
+  EXPECT_EQ(d.verdict_of(tcp_to("2001:db8:40::9", 5432)), kAllowed);
+  EXPECT_EQ(maps.l4_rule_count(idx), 9u);
+  maps.replace_l4_rules(idx, maps.l4_rules(idx), {});
+  EXPECT_EQ(maps.l4_rule_count(idx), 0u);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kDenied);
+  EXPECT_EQ(d.verdict_of(tcp_to("2001:db8:30:1::7", 22)), kDenied);
+}
+
+// The trie holds what the rules were: a session's rules read back equal the
+// ones written (what put_l4_rule and delete_l4_rule build on).
+TEST(DatapathL4, RulesReadBackFromTheTrie) {
+  FixtureDatapath d;
+  auto& maps = d.maps();
+  const uint32_t idx = FixtureGuest::kSessionIdx;
+  const std::vector<dp::L4Rule> rules = {rule("10.20.0.0", 16, 0, 1), rule("10.20.30.0", 24, 5432, 2),
+                                         rule("10.20.30.0", 24, 22, 2), rule("2001:db8::1", 128, 22, 3)};
+  maps.replace_l4_rules(idx, maps.l4_rules(idx), rules);
+  auto back = maps.l4_rules(idx);
+  auto key = [](const dp::L4Rule& r) { return std::tuple(r.family, r.addr, r.prefix_len, r.port); };
+  std::vector<std::tuple<uint8_t, std::array<uint8_t, 16>, uint8_t, uint16_t>> want, got;
+  for (const auto& r : rules) want.push_back(key(r));
+  for (const auto& r : back) got.push_back(key(r));
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+}
+
+// The per-session summary lets a denied port skip the trie, but only a port
+// no rule names and only without any-port rules; a port sharing a named
+// port's slot still goes to the trie, which denies it.
+TEST(DatapathL4, TheSessionSummarySkipsOnlyWhatNoRuleCanAllow) {
+  FixtureDatapath d;
+  auto& maps = d.maps();
+  const uint32_t idx = FixtureGuest::kSessionIdx;
+  maps.replace_l4_rules(idx, maps.l4_rules(idx), {rule("10.20.30.40", 32, 5432)});
+  zn_l4_summary sum = maps.l4_summary(idx);
+  EXPECT_EQ(sum.entries, 1u);
+  EXPECT_EQ(sum.any_port, 0u);
+  EXPECT_EQ(sum.port_bits, uint64_t{1} << (5432 % 64));
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 5432)), kAllowed);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kDenied);         // skipped
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 5432 + 64)), kDenied);  // same slot: the trie says no
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.41", 5432)), kDenied);       // slot set, address not
+  // An any-port rule anywhere sends every port to the trie.
+  maps.put_l4_rule(idx, rule("10.50.0.0", 16, 0));
+  sum = maps.l4_summary(idx);
+  EXPECT_EQ(sum.entries, 2u);
+  EXPECT_EQ(sum.any_port, 1u);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.50.1.1", 22)), kAllowed);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kDenied);
+  maps.delete_l4_rule(idx, rule("10.50.0.0", 16, 0));
+  EXPECT_EQ(maps.l4_summary(idx).any_port, 0u);
+  EXPECT_EQ(d.verdict_of(tcp_to("10.50.1.1", 22)), kDenied);
+  EXPECT_EQ(maps.delete_l4_rules(idx), 1u);
+  sum = maps.l4_summary(idx);
+  EXPECT_EQ(sum.entries, 0u);
+  EXPECT_EQ(sum.port_bits, 0u);
+}
+
+// A set that does not fit is refused before anything is written.
+TEST(DatapathL4, TooManyPortsForOnePrefixAreRefusedAndNothingChanges) {
+  FixtureDatapath d;
+  auto& maps = d.maps();
+  const uint32_t idx = FixtureGuest::kSessionIdx;
+  const auto before = maps.l4_rules(idx);
+  std::vector<dp::L4Rule> rules = before;
+  for (uint16_t p = 1; p <= ZN_L4_MAX_PORTS + 1; ++p) rules.push_back(rule("10.40.0.0", 16 + (p % 2) * 8, p));
+  EXPECT_THROW(maps.replace_l4_rules(idx, before, rules), std::invalid_argument);
+  EXPECT_EQ(maps.l4_rule_count(idx), 2u);
+  EXPECT_EQ(maps.l4_rules(idx).size(), before.size());
+  EXPECT_EQ(d.verdict_of(fixture("tcp5432_l4_allowed")), kAllowed);
 }
 
 TEST(DatapathMaps, RejectsWhatWouldCorruptTheMaps) {

@@ -64,10 +64,16 @@ json dump_map(int fd, const std::string& name) {
       zn_l4_value v;
       std::memcpy(&k, key.data(), sizeof(k));
       std::memcpy(&v, value.data(), sizeof(v));
+      // ports: every port allowed there, covering prefixes' folded in;
+      // port: this prefix's own rule (0 = any port).
+      json ports = json::array();
+      for (unsigned i = 0; i < v.nports && i < ZN_L4_MAX_PORTS; ++i) ports.push_back(ntohs(v.ports[i]));
       out.push_back({{"session_idx", k.session_idx},
                      {"prefix", ip_text(k.family == 6 ? AF_INET6 : AF_INET, k.addr) + "/" +
                                     std::to_string(k.prefixlen - ZN_L4_KEY_FIXED_BITS)},
-                     {"port", ntohs(k.port)},
+                     {"port", v.own_any || v.own_nports == 0 ? 0 : ntohs(v.ports[0])},
+                     {"ports", ports},
+                     {"any_port", v.any_port != 0},
                      {"rule", v.rule_id}});
     } else if (name == "zn_listeners") {
       zn_listeners l;

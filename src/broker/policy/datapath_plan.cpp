@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "userspace/datapath/l4_entries.h"
+
 namespace zn::broker {
 namespace {
 
@@ -30,12 +32,6 @@ dp::L4Rule rule_for_address(const std::string& text) {
 // One datapath entry per (family, prefix, port); which rule asked is not part of it.
 using EntryKey = std::tuple<uint8_t, std::array<uint8_t, 16>, uint8_t, uint16_t>;
 EntryKey key_of(const dp::L4Rule& r) { return {r.family, r.addr, r.prefix_len, r.port}; }
-
-std::set<EntryKey> keys_of(const std::vector<dp::L4Rule>& rules) {
-  std::set<EntryKey> keys;
-  for (const auto& r : rules) keys.insert(key_of(r));
-  return keys;
-}
 
 }  // namespace
 
@@ -63,15 +59,15 @@ DatapathPlan plan_datapath(const CompiledPolicy& policy, const NameResolver& res
       if (seen.insert(key_of(r)).second) plan.l4_rules.push_back(r);
     }
   }
+  // What the maps cannot hold (too many ports for one prefix) is refused
+  // here, before the session has a device or map entries.
+  dp::fold_l4_rules(plan.l4_rules);
   return plan;
 }
 
 void apply_l4_change(dp::DatapathMaps& maps, uint32_t session_idx, const DatapathPlan& from,
                      const DatapathPlan& to) {
-  const std::set<EntryKey> keep = keys_of(to.l4_rules);
-  for (const dp::L4Rule& r : to.l4_rules) maps.put_l4_rule(session_idx, r);
-  for (const dp::L4Rule& r : from.l4_rules)
-    if (!keep.count(key_of(r))) maps.delete_l4_rule(session_idx, r);
+  maps.replace_l4_rules(session_idx, from.l4_rules, to.l4_rules);
 }
 
 }  // namespace zn::broker

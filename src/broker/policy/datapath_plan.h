@@ -27,10 +27,15 @@ struct DatapathPlan {
   std::vector<dp::L4Rule> l4_rules;  // rule_id = index of the allow rule
 };
 
+// Throws std::invalid_argument when a prefix would need more than
+// ZN_L4_MAX_PORTS distinct ports (dp::fold_l4_rules).
 DatapathPlan plan_datapath(const CompiledPolicy& policy, const NameResolver& resolve);
 
-// Moves the session's L4 entries from `from` to `to`: new entries first, then
-// the stale ones, so a destination allowed by both never stops matching.
+// Moves the session's L4 entries from `from` to `to`
+// (DatapathMaps::replace_l4_rules: folded by prefix, changed entries longest
+// prefix first, then the stale ones), so a destination allowed by both never
+// stops matching. Throws std::invalid_argument, writing nothing, when a
+// prefix would need more than ZN_L4_MAX_PORTS distinct ports.
 void apply_l4_change(dp::DatapathMaps& maps, uint32_t session_idx, const DatapathPlan& from,
                      const DatapathPlan& to);
 

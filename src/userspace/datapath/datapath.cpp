@@ -76,6 +76,9 @@ std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
   if (!dp->pin_root_.empty()) {
     struct bpf_map* map;
     bpf_object__for_each_map(map, dp->ingress_->obj) {
+      // Internal maps (.kconfig) are the object's own, filled at each load;
+      // a frozen one cannot be reused.
+      if (bpf_map__is_internal(map)) continue;
       std::string path = dp->pin_root_ + "/" + bpf_map__name(map);
       int err = bpf_map__set_pin_path(map, path.c_str());
       if (err) throw std::runtime_error("pin path " + path + ": " + libbpf_error(err));

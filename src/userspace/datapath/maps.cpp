@@ -5,11 +5,16 @@
 #include <linux/bpf.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <tuple>
+
+#include "userspace/datapath/l4_entries.h"
 
 namespace zn::dp {
 namespace {
@@ -64,7 +69,6 @@ zn_l4_key to_abi_key(uint32_t session_idx, const L4Rule& rule) {
   key.session_idx = session_idx;
   key.family = rule.family;
   key.proto = IPPROTO_TCP;
-  key.port = htons(rule.port);
   // Host bits are cleared so one prefix has exactly one key.
   for (unsigned i = 0; i < max_prefix / 8; ++i) {
     unsigned bits = rule.prefix_len > i * 8 ? rule.prefix_len - i * 8 : 0;
@@ -116,24 +120,105 @@ void DatapathMaps::delete_session(int ifindex) {
   check(bpf_map_update_elem(fds_.event_buckets, &idx, &empty, BPF_ANY), "reset zn_ev_bucket");
 }
 
+namespace {
+
+using EntryId = std::tuple<uint8_t, uint8_t, std::array<uint8_t, 16>>;  // family, length, address
+EntryId id_of(const L4Entry& e) { return {e.family, e.prefix_len, e.addr}; }
+
+bool same_rule(const L4Rule& a, const L4Rule& b) {
+  const zn_l4_key ka = to_abi_key(1, a), kb = to_abi_key(1, b);
+  return ka.family == kb.family && ka.prefixlen == kb.prefixlen &&
+         std::memcmp(ka.addr, kb.addr, sizeof(ka.addr)) == 0 && a.port == b.port;
+}
+
+}  // namespace
+
+void DatapathMaps::replace_l4_rules(uint32_t session_idx, const std::vector<L4Rule>& from,
+                                    const std::vector<L4Rule>& to) {
+  check_session_idx(session_idx);
+  const std::vector<L4Entry> old_entries = fold_l4_rules(from);
+  const std::vector<L4Entry> new_entries = fold_l4_rules(to);  // longest prefix first
+
+  // What the trie holds now decides what to write and how the count moves
+  // (`from` may be less than the trie holds, e.g. re-adopted pins).
+  std::vector<std::pair<zn_l4_key, zn_l4_value>> writes;
+  uint32_t added = 0;
+  for (const L4Entry& e : new_entries) {
+    const zn_l4_key key = to_abi_key(session_idx, e);
+    const zn_l4_value value = to_abi_value(e);
+    zn_l4_value current{};
+    if (bpf_map_lookup_elem(fds_.l4_allow, &key, &current) != 0) {
+      if (errno != ENOENT) throw std::system_error(errno, std::generic_category(), "lookup zn_l4_allow");
+      ++added;
+    } else if (std::memcmp(&current, &value, sizeof(value)) == 0) {
+      continue;
+    }
+    writes.emplace_back(key, value);
+  }
+  // The summary first, and for the while a superset of what the trie holds
+  // and of both sets (the program skips the trie on what it excludes): an
+  // entry must never be hidden by it. A torn read of it mixes fields of two
+  // supersets, still one.
+  const zn_l4_summary before = l4_summary(session_idx);
+  zn_l4_summary during = summarize_l4_rules(from);
+  const zn_l4_summary after = summarize_l4_rules(to);
+  during.entries = before.entries + added;
+  during.any_port |= before.any_port | after.any_port;
+  during.port_bits |= before.port_bits | after.port_bits;
+  if (std::memcmp(&during, &before, sizeof(during)) != 0) set_l4_summary(session_idx, during);
+  for (const auto& [key, value] : writes)
+    check(bpf_map_update_elem(fds_.l4_allow, &key, &value, BPF_ANY), "update zn_l4_allow");
+
+  std::set<EntryId> keep;
+  for (const L4Entry& e : new_entries) keep.insert(id_of(e));
+  uint32_t removed = 0;
+  // Shortest prefix first: a longer stale entry still answers for its
+  // addresses until every shorter stale one that could take over is gone.
+  for (auto it = old_entries.rbegin(); it != old_entries.rend(); ++it) {
+    if (keep.count(id_of(*it))) continue;
+    const zn_l4_key key = to_abi_key(session_idx, *it);
+    if (bpf_map_delete_elem(fds_.l4_allow, &key) != 0) {
+      if (errno == ENOENT) continue;
+      throw std::system_error(errno, std::generic_category(), "delete zn_l4_allow");
+    }
+    ++removed;
+  }
+  // Then exactly `to`'s (entries left over from before `from`, e.g. on
+  // re-adopted pins, stay counted but lose their ports).
+  zn_l4_summary final_summary = after;
+  final_summary.entries = during.entries > removed ? during.entries - removed : 0;
+  if (std::memcmp(&final_summary, &during, sizeof(during)) != 0) set_l4_summary(session_idx, final_summary);
+}
+
+std::vector<L4Rule> DatapathMaps::l4_rules(uint32_t session_idx) const {
+  std::vector<L4Rule> out;
+  zn_l4_key key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fds_.l4_allow, prev, &next) == 0) {
+    zn_l4_value value{};
+    if (next.session_idx == session_idx && bpf_map_lookup_elem(fds_.l4_allow, &next, &value) == 0) {
+      auto own = own_rules(next, value);
+      out.insert(out.end(), own.begin(), own.end());
+    }
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
 void DatapathMaps::put_l4_rule(uint32_t session_idx, const L4Rule& rule) {
-  zn_l4_key key = to_abi_key(session_idx, rule);
-  zn_l4_value value{rule.rule_id, 0};
-  zn_l4_value old{};
-  const bool existed = bpf_map_lookup_elem(fds_.l4_allow, &key, &old) == 0;
-  // Count first: a rule in the trie must never be hidden by a zero count.
-  if (!existed) set_l4_rule_count(session_idx, l4_rule_count(session_idx) + 1);
-  check(bpf_map_update_elem(fds_.l4_allow, &key, &value, BPF_ANY), "update zn_l4_allow");
+  const std::vector<L4Rule> current = l4_rules(session_idx);
+  std::vector<L4Rule> next = current;
+  next.push_back(rule);
+  replace_l4_rules(session_idx, current, next);
 }
 
 void DatapathMaps::delete_l4_rule(uint32_t session_idx, const L4Rule& rule) {
-  zn_l4_key key = to_abi_key(session_idx, rule);
-  if (bpf_map_delete_elem(fds_.l4_allow, &key) != 0) {
-    if (errno == ENOENT) return;
-    throw std::system_error(errno, std::generic_category(), "delete zn_l4_allow");
-  }
-  const uint32_t count = l4_rule_count(session_idx);
-  set_l4_rule_count(session_idx, count ? count - 1 : 0);
+  const std::vector<L4Rule> current = l4_rules(session_idx);
+  std::vector<L4Rule> next;
+  for (const L4Rule& r : current)
+    if (!same_rule(r, rule)) next.push_back(r);
+  if (next.size() != current.size()) replace_l4_rules(session_idx, current, next);
 }
 
 size_t DatapathMaps::delete_l4_rules(uint32_t session_idx) {
@@ -149,19 +234,21 @@ size_t DatapathMaps::delete_l4_rules(uint32_t session_idx) {
     if (bpf_map_delete_elem(fds_.l4_allow, &k) != 0 && errno != ENOENT)
       throw std::system_error(errno, std::generic_category(), "delete zn_l4_allow");
   }
-  set_l4_rule_count(session_idx, 0);
+  set_l4_summary(session_idx, zn_l4_summary{});
   return doomed.size();
 }
 
-uint32_t DatapathMaps::l4_rule_count(uint32_t session_idx) const {
+uint32_t DatapathMaps::l4_rule_count(uint32_t session_idx) const { return l4_summary(session_idx).entries; }
+
+zn_l4_summary DatapathMaps::l4_summary(uint32_t session_idx) const {
   check_session_idx(session_idx);
-  uint32_t count = 0;
-  check(bpf_map_lookup_elem(fds_.l4_count, &session_idx, &count), "lookup zn_l4_count");
-  return count;
+  zn_l4_summary summary{};
+  check(bpf_map_lookup_elem(fds_.l4_count, &session_idx, &summary), "lookup zn_l4_count");
+  return summary;
 }
 
-void DatapathMaps::set_l4_rule_count(uint32_t session_idx, uint32_t count) {
-  check(bpf_map_update_elem(fds_.l4_count, &session_idx, &count, BPF_ANY), "update zn_l4_count");
+void DatapathMaps::set_l4_summary(uint32_t session_idx, const zn_l4_summary& summary) {
+  check(bpf_map_update_elem(fds_.l4_count, &session_idx, &summary, BPF_ANY), "update zn_l4_count");
 }
 
 SessionCounters DatapathMaps::counters(uint32_t session_idx) const {

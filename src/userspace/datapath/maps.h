@@ -43,6 +43,8 @@ struct SessionEntry {
   uint32_t event_burst = ZN_DEFAULT_EVENT_BURST;
 };
 
+// One allow rule: TCP to a prefix on one port (or any). The datapath holds
+// a session's rules folded by prefix (l4_entries.h).
 struct L4Rule {
   uint8_t family = 4;  // 4 or 6
   std::array<uint8_t, 16> addr{};
@@ -71,18 +73,32 @@ class DatapathMaps {
   // Removes the session entry, its L4 rules, counters and event bucket.
   void delete_session(int ifindex);
 
-  // Keep zn_l4_count in step with the trie: the datapath skips the trie for
-  // sessions whose count is zero. Single writer (the daemon) assumed.
+  // The session's L4 rules become `to` (they were `from`): the folded
+  // entries (fold_l4_rules) that change are written longest prefix first,
+  // then the stale ones deleted shortest prefix first, so a destination and
+  // port allowed by both sets never stops matching and nothing allowed by
+  // neither ever matches. Keeps zn_l4_count in step with the trie: the
+  // datapath skips the trie for sessions whose count is zero. Single writer
+  // (the daemon) assumed. Throws std::invalid_argument (nothing written) for
+  // a set the maps cannot hold.
+  void replace_l4_rules(uint32_t session_idx, const std::vector<L4Rule>& from, const std::vector<L4Rule>& to);
+  // One rule more or less, next to the session's others as the trie holds
+  // them (reads the session's entries back: for tests and tools; the daemon
+  // uses replace_l4_rules).
   void put_l4_rule(uint32_t session_idx, const L4Rule& rule);
   void delete_l4_rule(uint32_t session_idx, const L4Rule& rule);
+  std::vector<L4Rule> l4_rules(uint32_t session_idx) const;
   size_t delete_l4_rules(uint32_t session_idx);
+  // Entries (distinct prefixes) the session has in zn_l4_allow.
   uint32_t l4_rule_count(uint32_t session_idx) const;
+  // What lets the program skip the trie (zn_abi.h).
+  zn_l4_summary l4_summary(uint32_t session_idx) const;
 
   SessionCounters counters(uint32_t session_idx) const;
   void clear_counters(uint32_t session_idx);
 
  private:
-  void set_l4_rule_count(uint32_t session_idx, uint32_t count);
+  void set_l4_summary(uint32_t session_idx, const zn_l4_summary& summary);
   Fds fds_;
 };
 
