@@ -73,6 +73,15 @@ TEST_F(ProxyTest, AnIdleRelayedConnectionIsClosed) {
   EXPECT_GE(seconds, 2) << r.output;
   EXPECT_LE(seconds, 5) << r.output;
   EXPECT_NE(egress_events({"\"end\":\"idle timeout\""}).find("\"end\":\"idle timeout\""), std::string::npos);
+  // Relayed by the kernel's sockmap, not the splice(2) fallback: counted when
+  // the kernel took the pair, before the echo could come back. (The guest
+  // keeps its side open: one that half-closes before the proxy has its
+  // upstream cannot be put in a sockhash and is spliced instead.)
+  auto m = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
+  const std::string line = "zn_proxy_connections_total{result=\"kernel_spliced\"} ";
+  const size_t at = m.output.find(line);
+  ASSERT_NE(at, std::string::npos) << m.output;
+  EXPECT_GE(std::atoi(m.output.c_str() + at + line.size()), 1) << m.output;
 }
 
 TEST_F(ProxyTest, ASlowClientIsTimedOut) {

@@ -69,6 +69,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_idle_timeout_ms",
                                  "proxy_max_connections_per_guest",
                                  "proxy_header_timeout_ms",
+                                 "proxy_kernel_splice",
                                  "approval_timeout_ms",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -93,6 +94,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
   c.proxy_header_timeout_ms =
       get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  if (doc.contains("proxy_kernel_splice")) {
+    if (!doc["proxy_kernel_splice"].is_boolean()) fail("$.proxy_kernel_splice", "must be true or false");
+    c.proxy_kernel_splice = doc["proxy_kernel_splice"].get<bool>();
+  }
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);

@@ -25,7 +25,8 @@
   X(idle_closed, "idle_closed", "spliced connections closed at the idle timeout")                     \
   X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")          \
   X(mint_refused, "mint_budget", "intercepted connections reset: the session's leaf minting budget")  \
-  X(upstream_failures, "", "spliced connections whose upstream could not be connected")
+  X(upstream_failures, "", "spliced connections whose upstream could not be connected")               \
+  X(kernel_spliced, "kernel_spliced", "connections relayed by the kernel's sockmap")
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_proxy_requests_total ("" when it is not one).

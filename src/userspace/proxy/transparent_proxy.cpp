@@ -1,6 +1,7 @@
 #include "userspace/proxy/transparent_proxy.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/tls/client_hello.h"
 #include "userspace/proxy/intercept.h"
+#include "userspace/proxy/kernel_splice.h"
 #include "userspace/proxy/upstream_connector.h"
 #include "userspace/tls/leaf_certs.h"
 #include "userspace/tls/contexts.h"
@@ -31,6 +33,8 @@ using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
 constexpr uint16_t kHttpsPort = 443;
+// What a ClientHello read may take past its bound (records cut mid-way).
+constexpr size_t kHelloChunk = 4096;
 constexpr std::chrono::milliseconds kMinAcceptBackoff{10}, kMaxAcceptBackoff{1000};
 
 // The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
@@ -209,23 +213,45 @@ struct TransparentProxy::Impl {
 
     std::vector<uint8_t> first_bytes;
     if (dport == kHttpsPort) {
-      // The ClientHello, bounded in size and time.
+      // The ClientHello, bounded in size and time, and peeked, not read: it
+      // stays queued on the guest socket, so a passthrough relay carries it
+      // on with the rest of the stream (the kernel's relays whole skbs, and
+      // could not start inside one the proxy had read part of). An
+      // interception reads it then.
       asio::steady_timer deadline(guest.get_executor(), config.hello_timeout);
       ClientHelloInfo hello;
-      std::array<uint8_t, 4096> chunk;
+      std::vector<uint8_t> peeked(kMaxClientHelloBytes + kHelloChunk);
+      const int fd = guest.native_handle();
       while (hello.status == HelloStatus::kNeedMore) {
         auto r =
-            co_await (guest.async_read_some(asio::buffer(chunk), as_tuple) || deadline.async_wait(as_tuple));
+            co_await (guest.async_wait(tcp::socket::wait_read, as_tuple) || deadline.async_wait(as_tuple));
         if (r.index() == 1) {
           counters.timed_out++;
           reset(guest);
           co_return;
         }
-        auto [ec, n] = std::get<0>(r);
-        if (ec) co_return;
-        first_bytes.insert(first_bytes.end(), chunk.begin(), chunk.begin() + static_cast<long>(n));
+        if (std::get<0>(std::get<0>(r))) co_return;
+        const ssize_t n = ::recv(fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) co_return;
+        if (static_cast<size_t>(n) == first_bytes.size()) {
+          // Nothing new (a peek returns the same bytes again): the guest's
+          // FIN or an error before a whole ClientHello, else a wake-up for
+          // nothing.
+          pollfd p{fd, POLLRDHUP, 0};
+          if (::poll(&p, 1, 0) != 0) co_return;
+          continue;
+        }
+        first_bytes.assign(peeked.begin(), peeked.begin() + n);
         hello = peek_client_hello(first_bytes);
+        if (hello.status == HelloStatus::kNeedMore && static_cast<size_t>(n) == peeked.size()) co_return;
+        // The bytes peeked stay queued, so the socket would stay readable:
+        // until more arrive, it is not (FIN and errors still wake it).
+        const int more = static_cast<int>(n) + 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &more, sizeof(more));
       }
+      const int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
       facts.tls = hello.status == HelloStatus::kOk;
       facts.sni = hello.sni;
       facts.sni_is_ip_literal = hello.sni_is_ip_literal;
@@ -236,6 +262,13 @@ struct TransparentProxy::Impl {
         use_awaitable);
     ConnectionSummary summary{decision.session, decision.host};
     if (decision.mode == ConnectionMode::kIntercept) {
+      // The peeked ClientHello is the TLS stream's first bytes: read it now.
+      if (!first_bytes.empty() &&
+          ::recv(guest.native_handle(), first_bytes.data(), first_bytes.size(), MSG_DONTWAIT | MSG_WAITALL) !=
+              static_cast<ssize_t>(first_bytes.size())) {
+        reset(guest);
+        co_return;
+      }
       co_await intercept(guest, decision, first_bytes);
       co_return;
     }
@@ -262,20 +295,30 @@ struct TransparentProxy::Impl {
     summary.upstream = up.upstream;
     tcp::socket& upstream = *up.socket;
     counters.allowed++;
-    auto [wec, written] = co_await asio::async_write(upstream, asio::buffer(first_bytes), as_tuple);
-    (void)written;
-    if (!wec) {
+    // The guest's first bytes (a peeked ClientHello) are still queued on its
+    // socket: the relay carries them on first.
+    bool idle_closed = false;
+    KernelRelayResult relayed;
+    if (kernel)
+      relayed = co_await kernel->relay(guest, upstream, config.idle_timeout, &counters.kernel_spliced);
+    if (relayed.relayed) {
+      summary.bytes_from_guest = relayed.from_guest;
+      summary.bytes_to_guest = relayed.to_guest;
+      idle_closed = relayed.idle_closed;
+    } else {
+      // No kernel relay (not loaded, or this pair could not be inserted: a
+      // socket already closing): splice(2) through the loop.
       guest.native_non_blocking(true);
       upstream.native_non_blocking(true);
       Activity activity;
       auto [up, down] = co_await (splice_one_way(guest, upstream, activity, config.idle_timeout) &&
                                   splice_one_way(upstream, guest, activity, config.idle_timeout));
-      summary.bytes_from_guest = first_bytes.size() + up;
+      summary.bytes_from_guest = up;
       summary.bytes_to_guest = down;
-      if (activity.idle_closed) counters.idle_closed++;
-      summary.end = activity.idle_closed ? "idle timeout" : "closed";
+      idle_closed = activity.idle_closed;
     }
-    if (wec) summary.end = "upstream write failed";
+    if (idle_closed) counters.idle_closed++;
+    summary.end = idle_closed ? "idle timeout" : "closed";
     co_await report_closed(summary, start);
   }
 
@@ -365,6 +408,9 @@ struct TransparentProxy::Impl {
   InterceptCounters intercept_counters;
   std::unique_ptr<InterceptContext> interception;
   std::map<std::string, size_t> per_guest;  // the first loop's only
+  // The passthrough relay in the kernel; null when configured off or when it
+  // could not be loaded (the splice(2) path then).
+  std::unique_ptr<KernelSplice> kernel;
   // Broker calls (decisions, resolution) and leaf minting run here.
   asio::thread_pool pool{4};
   // One io_context per thread: a connection lives on one loop, so its
@@ -397,6 +443,10 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
                                                    c.connect_timeout, impl_->intercept_counters});
     impl_->interception->guard = impl_->guard.get();
     impl_->interception->upstreams = &impl_->upstreams;
+  }
+  if (c.kernel_splice) {
+    impl_->kernel = std::make_unique<KernelSplice>(c.max_connections);
+    if (!impl_->kernel->available()) impl_->kernel.reset();  // it logged why
   }
   const unsigned n_loops = std::max(1u, c.io_threads ? c.io_threads : std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n_loops; ++i) {

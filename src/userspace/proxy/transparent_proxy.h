@@ -1,9 +1,9 @@
 // The transparent listener every steered guest TCP connection lands on:
 // reads the ClientHello with a size bound and a deadline, asks the
 // ProxyPolicy, and then resets the connection, splices it to the
-// broker-chosen upstream (replaying what the guest sent; splice(2) both ways,
-// half-close included), or intercepts it: TLS terminated with a leaf minted
-// for the SNI, each HTTP request decided on its own (http_intercept.h).
+// broker-chosen upstream (replaying what the guest sent, then relayed by the
+// kernel's sockmap, else with splice(2), half-close included), or intercepts it: TLS terminated with a leaf
+// minted for the SNI, each HTTP request decided on its own (http_intercept.h).
 #pragma once
 
 #include <chrono>
@@ -56,6 +56,10 @@ struct ProxyConfig {
   // a resolution or a table that changed in between). Null: the strictest
   // guard (no allowance, this namespace's local table).
   std::shared_ptr<const DestinationGuard> guard;
+  // Passthrough connections are relayed by the kernel (a sockhash with an
+  // sk_skb stream verdict, kernel_splice.h) when it can be loaded; false, or
+  // a kernel without it, relays them with splice(2) through the loop.
+  bool kernel_splice = true;
 };
 
 class TransparentProxy {

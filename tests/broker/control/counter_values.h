@@ -36,6 +36,7 @@ inline proxy::ProxyCountersSnapshot connection_values() {
   p.rejected_guest_cap = 210;
   p.accept_errors = 211;
   p.mint_refused = 212;
+  p.kernel_spliced = 213;
   return p;
 }
 

@@ -63,6 +63,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.accept_errors += 10;
   c.mint_refused += 12;
   c.upstream_failures += 11;
+  c.kernel_spliced += 13;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"accepted", 1},
                                           {"allowed", 2},
                                           {"intercepted", 3},
@@ -74,7 +75,8 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
                                           {"idle_closed", 9},
                                           {"accept_errors", 10},
                                           {"mint_refused", 12},
-                                          {"upstream_failures", 11}}));
+                                          {"upstream_failures", 11},
+                                          {"kernel_spliced", 13}}));
 }
 
 TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {

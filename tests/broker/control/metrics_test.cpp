@@ -63,6 +63,7 @@ TEST(Metrics, TextIsUnchanged) {
             "zn_proxy_connections_total{result=\"idle_closed\"} 207\n"
             "zn_proxy_connections_total{result=\"accept_error\"} 211\n"
             "zn_proxy_connections_total{result=\"mint_budget\"} 212\n"
+            "zn_proxy_connections_total{result=\"kernel_spliced\"} 213\n"
             "# HELP zn_proxy_requests_total Intercepted HTTP requests by outcome.\n"
             "# TYPE zn_proxy_requests_total counter\n"
             "zn_proxy_requests_total{result=\"allowed\"} 302\n"
