@@ -11,9 +11,10 @@
 #   - optional (ZN_BENCH_DENSE_SESSIONS=N, e.g. 10000): N sessions in a
 #     /30 + /120 address plan created then deleted over the control socket
 #     (one connection per request, no znctl process start): create/s,
-#     delete/s, RSS per session, and the first and last tenth's median
-#     latency. Off by default: the state file is rewritten whole on every
-#     change, so the run is quadratic (about 20 minutes for 10000).
+#     delete/s (answered, and until the last TAP is gone: zerod reaps TAPs
+#     after answering), RSS per session, RSS left after the deletes, and the
+#     first and last tenth's median latency. Off by default (about five
+#     minutes for 10000 on two cores); ZN_BENCH_DENSE_ONLY=1 runs only it.
 # zerod runs in a network namespace of its own, created and removed here.
 
 cp_policy() {
@@ -120,13 +121,13 @@ cp_sessions() {
   cleanup_to "$mark"
 }
 
-# cp_churn SOCKET POLICY N PID: creates N sessions then deletes them over
-# zerod's control socket, one connection per request like znctl; prints one
-# RESULT line.
+# cp_churn SOCKET POLICY N PID NETNS: creates N sessions then deletes them
+# over zerod's control socket, one connection per request like znctl; prints
+# one RESULT line.
 cp_churn() {
   python3 - "$@" <<- 'PY'
-	import json, socket, sys, time
-	sock_path, policy_path, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+	import json, socket, subprocess, sys, time
+	sock_path, policy_path, n, pid, ns = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 	policy = open(policy_path).read()
 	def call(verb, args):
 	    s = socket.socket(socket.AF_UNIX)
@@ -153,14 +154,28 @@ cp_churn() {
 	    return time.monotonic() - t0, lat
 	def median_ms(xs):
 	    return sorted(xs)[len(xs) // 2] * 1e3
+	def taps():
+	    out = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "type", "tun"],
+	                         capture_output=True, text=True, check=True).stdout
+	    return len(out.splitlines())
 	time.sleep(0.5)
 	rss0 = rss()
 	c_s, c_lat = timed("session.create", lambda i: {"id": f"d{i}", "policy": policy})
 	time.sleep(0.5)
 	rss1 = rss()
+	taps1 = taps()
+	t0 = time.monotonic()
 	d_s, d_lat = timed("session.delete", lambda i: {"id": f"d{i}"})
+	# zerod answers once the session is unpublished and its traffic dropped;
+	# the TAPs are reaped after: count the delete as done when they are gone.
+	while taps() > 0 and time.monotonic() - t0 < 600:
+	    time.sleep(0.05)
+	reaped_s, taps2 = time.monotonic() - t0, taps()
+	time.sleep(0.5)
+	rss2 = rss()
 	k = max(1, n // 10)
-	print(f"RESULT create_per_s={n / c_s:.1f} delete_per_s={n / d_s:.1f} rss0={rss0} rss1={rss1} "
+	print(f"RESULT create_per_s={n / c_s:.1f} delete_per_s={n / d_s:.1f} reaped_per_s={n / reaped_s:.1f} "
+	      f"rss0={rss0} rss1={rss1} rss2={rss2} taps1={taps1} taps2={taps2} "
 	      f"create_first_ms={median_ms(c_lat[:k]):.2f} create_last_ms={median_ms(c_lat[-k:]):.2f} "
 	      f"delete_first_ms={median_ms(d_lat[:k]):.2f} delete_last_ms={median_ms(d_lat[-k:]):.2f}")
 	PY
@@ -181,7 +196,7 @@ cp_sessions_dense() {
   zerod_start "$ns" "$dir/zerod" "/sys/fs/bpf/zeroness-$prefix" \
     '{"metrics_port": 0, "guest_prefix_ipv4": 30, "guest_prefix_ipv6": 120}'
   cp_policy > "$dir/policy.json"
-  if ! out=$(cp_churn "$dir/zerod/zerod.sock" "$dir/policy.json" "$n" "$ZEROD_PID" 2>&1); then
+  if ! out=$(cp_churn "$dir/zerod/zerod.sock" "$dir/policy.json" "$n" "$ZEROD_PID" "$ns" 2>&1); then
     record_status control "$n sessions, /30 plan" error "$out"
     cleanup_to "$mark"
     return
@@ -191,15 +206,19 @@ cp_sessions_dense() {
   record_figure control "session create at $n sessions (/30 plan, socket)" sessions/s "$(field create_per_s)" \
     "" "" "" "" "" "median first/last tenth $(field create_first_ms)/$(field create_last_ms) ms"
   record_figure control "session delete at $n sessions (/30 plan, socket)" sessions/s "$(field delete_per_s)" \
-    "" "" "" "" "" "median first/last tenth $(field delete_first_ms)/$(field delete_last_ms) ms"
+    "" "" "" "" "" "median first/last tenth $(field delete_first_ms)/$(field delete_last_ms) ms; \
+$(field reaped_per_s)/s until the last TAP was gone ($(field taps2) left)"
   record_figure control "zerod RSS per session at $n sessions (/30 plan)" KiB/session \
     "$(awk -v a="$(field rss0)" -v b="$(field rss1)" -v m="$n" 'BEGIN { printf "%.2f", (b - a) / m }')" \
-    "idle zerod RSS (KiB)" "$(field rss0)" "$(ratio "$(field rss1)" "$(field rss0)")" "" "" "ratio = RSS after / idle"
+    "idle zerod RSS (KiB)" "$(field rss0)" "$(ratio "$(field rss1)" "$(field rss0)")" "" "" \
+    "ratio = RSS after / idle; $(field taps1) TAPs attached; $(field rss2) KiB after deleting them all"
   cleanup_to "$mark"
 }
 
 section_control() {
-  cp_compile
-  cp_sessions
+  if [ "${ZN_BENCH_DENSE_ONLY:-0}" != 1 ]; then
+    cp_compile
+    cp_sessions
+  fi
   if [ "${ZN_BENCH_DENSE_SESSIONS:-0}" -gt 0 ]; then cp_sessions_dense "$ZN_BENCH_DENSE_SESSIONS"; fi
 }

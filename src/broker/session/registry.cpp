@@ -1,5 +1,6 @@
 #include "broker/session/registry.h"
 
+#include <malloc.h>
 #include <net/if.h>
 
 #include <algorithm>
@@ -52,9 +53,46 @@ bool valid_session_id(const std::string& id) {
   });
 }
 
-SessionRegistry::SessionRegistry(Options options) : options_(std::move(options)) {
+SessionRegistry::SessionRegistry(Options options)
+    : options_(std::move(options)),
+      state_(options_.state_path.empty() ? nullptr : std::make_unique<StateFile>(options_.state_path)),
+      reaper_(
+          [this](const std::vector<std::string>& gone, const std::vector<std::string>&) {
+            {
+              // Not control_mu_: a create holding it may be waiting in drain().
+              // A TAP that could not be deleted keeps its slot.
+              std::lock_guard lock(reaped_mu_);
+              reaped_.insert(reaped_.end(), gone.begin(), gone.end());
+            }
+            // glibc keeps freed heap mapped; after many deletes hand it back.
+            // malloc_trim walks the arenas (milliseconds at 100 MB), so not
+            // per delete, and here, off the control lock.
+            reaped_since_trim_ += gone.size();
+            if (reaped_since_trim_ >= std::max<size_t>(kTrimAfterDeletes, index_.size() / 4)) {
+              reaped_since_trim_ = 0;
+              ::malloc_trim(0);
+            }
+          },
+          options_.before_reap) {
   if (!options_.maps) throw std::invalid_argument("SessionRegistry needs the datapath maps");
+  used_idx_.take(0);  // datapath index 0 is "no session"
   if (!options_.resolve) options_.resolve = [](const std::string&) { return std::vector<ResolvedAddress>{}; };
+}
+
+SessionRegistry::~SessionRegistry() = default;
+
+void SessionRegistry::collect_reaped_locked() {
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(reaped_mu_);
+    gone.swap(reaped_);
+  }
+  for (const std::string& name : gone) {
+    auto it = reaping_.find(name);
+    if (it == reaping_.end()) continue;
+    used_slots_.release(it->second);
+    reaping_.erase(it);
+  }
 }
 
 void SessionRegistry::emit(const std::string& event, const std::string& sid,
@@ -62,42 +100,41 @@ void SessionRegistry::emit(const std::string& event, const std::string& sid,
   if (options_.audit) options_.audit(event, sid, detail);
 }
 
-uint32_t SessionRegistry::free_session_idx_locked() const {
-  uint32_t idx = 1;
-  for (uint32_t used : used_idx_) {  // ascending: the first gap
-    if (used != idx) break;
-    ++idx;
-  }
+uint32_t SessionRegistry::free_session_idx_locked() {
+  const uint32_t idx = used_idx_.lowest_free();
   if (idx >= ZN_MAX_SESSIONS) throw SessionError("no free datapath session index");
   return idx;
 }
 
-unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) const {
+unsigned SessionRegistry::free_slot_locked(std::optional<unsigned> wanted) {
   if (wanted) {
     if (*wanted >= options_.addresses.max_slots()) throw SessionError("slot out of range");
-    if (used_slots_.count(*wanted)) throw SessionError("slot " + std::to_string(*wanted) + " is taken");
+    // A slot whose TAP is still being reaped is free in a moment: wait for
+    // it rather than refuse (the reaper never takes control_mu_).
+    if (used_slots_.taken(*wanted) &&
+        reaping_.count(vmm::guest_network(options_.addresses, *wanted).tap_name)) {
+      reaper_.drain();
+      collect_reaped_locked();
+    }
+    if (used_slots_.taken(*wanted)) throw SessionError("slot " + std::to_string(*wanted) + " is taken");
     return *wanted;
   }
-  unsigned slot = 0;
-  for (unsigned used : used_slots_) {
-    if (used != slot) break;
-    ++slot;
-  }
+  const unsigned slot = used_slots_.lowest_free();
   if (slot >= options_.addresses.max_slots()) throw SessionError("no free address slot");
   return slot;
 }
 
 void SessionRegistry::publish_locked(SessionPtr s) {
-  used_idx_.insert(s->record.session_idx);
-  used_slots_.insert(s->record.slot);
+  used_idx_.take(s->record.session_idx);
+  used_slots_.take(s->record.slot);
   index_.put(std::move(s));
 }
 
-SessionPtr SessionRegistry::withdraw_locked(const std::string& id) {
+SessionPtr SessionRegistry::withdraw_locked(const std::string& id, bool keep_slot) {
   SessionPtr s = index_.erase(id);
   if (s) {
-    used_idx_.erase(s->record.session_idx);
-    used_slots_.erase(s->record.slot);
+    used_idx_.release(s->record.session_idx);
+    if (!keep_slot) used_slots_.release(s->record.slot);
   }
   return s;
 }
@@ -130,6 +167,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   auto compiled = CompiledPolicy::compile(parse_policy(spec.policy_json));
   std::lock_guard lock(control_mu_);
   if (index_.by_id(spec.id)) throw SessionError("session '" + spec.id + "' exists");
+  collect_reaped_locked();
 
   auto s = std::make_shared<Session>();
   s->record.id = spec.id;
@@ -163,7 +201,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   install_locked(*s, created_device);
   publish_locked(s);
   try {
-    persist_locked();
+    persist_put_locked(s->record);
   } catch (...) {
     withdraw_locked(s->record.id);
     options_.maps->delete_session(s->ifindex);
@@ -190,7 +228,7 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
   apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
   publish_locked(next);
   try {
-    persist_locked();
+    persist_put_locked(next->record);
   } catch (...) {
     apply_l4_change(*options_.maps, next->record.session_idx, next->plan, previous->plan);
     publish_locked(previous);
@@ -204,22 +242,29 @@ void SessionRegistry::remove(const std::string& id) {
   std::lock_guard lock(control_mu_);
   const SessionPtr s = index_.by_id(id);
   if (!s) throw SessionError("no session '" + id + "'");
-  options_.maps->delete_session(s->ifindex);  // from here the TAP denies everything
-  withdraw_locked(id);
+  // Fail closed: from here the attached programs find no session for the
+  // TAP and drop everything it carries, so the device itself can go later.
+  options_.maps->delete_session(s->ifindex);
+  withdraw_locked(id, /*keep_slot=*/!s->record.adopted);
   if (s->record.adopted) {
     dp::TcAttachment::attach(s->ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();
   } else {
-    vmm::delete_tap(s->record.device);
+    // Unregistering a netdev waits for an rcu_barrier (~18 ms): the reaper
+    // does it off this lock, batched; the slot (the TAP's name and
+    // addresses) stays taken until the device is gone.
+    reaping_[s->record.device] = s->record.slot;
+    reaper_.reap(s->record.device);
   }
-  persist_locked();
+  persist_erase_locked(id);
   emit("session:delete", id, {{"device", s->record.device}});
 }
 
 std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed) {
   std::vector<std::string> restored;
-  if (options_.state_path.empty()) return restored;
+  if (!state_) return restored;
   std::lock_guard lock(control_mu_);
-  for (SessionRecord& r : load_session_records(options_.state_path)) {
+  bool dropped = false;
+  for (SessionRecord& r : state_->load()) {
     try {
       Session s;
       s.record = r;
@@ -227,7 +272,7 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
       s.policy = CompiledPolicy::compile(parse_policy(r.policy_json));
       s.plan = plan_datapath(*s.policy, options_.resolve);
       s.ifindex = static_cast<int>(if_nametoindex(r.device.c_str()));
-      if (used_idx_.count(r.session_idx) || used_slots_.count(r.slot))
+      if (used_idx_.taken(r.session_idx) || used_slots_.taken(r.slot))
         throw std::runtime_error("datapath index or address slot used twice in the state file");
       bool created_device = false;
       if (s.ifindex == 0) {
@@ -243,16 +288,42 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
       restored.push_back(r.id);
     } catch (const std::exception& e) {
       if (failed) failed->push_back(r.id + ": " + e.what());
+      dropped = true;
     }
+  }
+  // A session that could not be restored leaves the file now, as the whole
+  // rewrite of the first change did before: it must not keep a slot or an
+  // index a new session takes.
+  if (dropped) {
+    std::vector<SessionRecord> live;
+    for (const SessionPtr& s : index_.all()) live.push_back(s->record);
+    state_->compact(live);
   }
   return restored;
 }
 
-void SessionRegistry::persist_locked() const {
-  if (options_.state_path.empty()) return;
+void SessionRegistry::persist_put_locked(const SessionRecord& record) {
+  if (!state_) return;
+  state_->put(record);
+  compact_if_due_locked();
+}
+
+void SessionRegistry::persist_erase_locked(const std::string& id) {
+  if (!state_) return;
+  state_->erase(id);
+  compact_if_due_locked();
+}
+
+void SessionRegistry::compact_if_due_locked() {
+  if (!state_->compaction_due(index_.size())) return;
   std::vector<SessionRecord> records;
+  records.reserve(index_.size());
   for (const SessionPtr& s : index_.all()) records.push_back(s->record);
-  save_session_records(options_.state_path, records);
+  try {
+    state_->compact(records);
+  } catch (const std::exception&) {
+    // The change itself is in the journal; compaction is retried on the next.
+  }
 }
 
 }  // namespace zn::broker

@@ -8,13 +8,14 @@
 // touch the SessionIndex, whose lock is held to find or swap a pointer.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,8 +24,11 @@
 #include "broker/session/index.h"
 #include "broker/session/session.h"
 #include "userspace/datapath/maps.h"
+#include "vmm/host/tap_reaper.h"
 
 namespace zn::broker {
+
+class StateFile;
 
 // A request the registry refuses (unknown id, duplicate, no free slot...):
 // the caller's mistake, reported as such; nothing was changed.
@@ -43,6 +47,30 @@ struct SessionSpec {
 using AuditSink =
     std::function<void(const std::string& event, const std::string& sid, const nlohmann::json& detail)>;
 
+// Numbers in use (datapath indices, address slots) and the lowest free one,
+// found from a low-water mark rather than by walking every number in use: a
+// create at 10k sessions must not cost 10k steps.
+class NumberPool {
+ public:
+  bool taken(unsigned n) const { return n < bits_.size() && bits_[n]; }
+  void take(unsigned n) {
+    if (n >= bits_.size()) bits_.resize(n + 1);
+    bits_[n] = true;
+  }
+  void release(unsigned n) {
+    if (n < bits_.size()) bits_[n] = false;
+    low_ = std::min(low_, n);
+  }
+  unsigned lowest_free() {
+    while (taken(low_)) ++low_;  // everything below low_ is taken
+    return low_;
+  }
+
+ private:
+  std::vector<bool> bits_;
+  unsigned low_ = 0;
+};
+
 class SessionRegistry : public SessionDirectory {
  public:
   struct Options {
@@ -53,8 +81,10 @@ class SessionRegistry : public SessionDirectory {
     std::string state_path;  // "" = not persisted (tests)
     AuditSink audit;         // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
+    vmm::TapReaper::BeforeBatch before_reap;  // tests: holds the TAP reaper
   };
   explicit SessionRegistry(Options options);
+  ~SessionRegistry() override;
 
   // Throws PolicyError (bad policy), SessionError (bad request), or
   // std::runtime_error (host failure, after undoing what was done).
@@ -79,21 +109,39 @@ class SessionRegistry : public SessionDirectory {
   // through `failed` and leave that session out.
   std::vector<std::string> restore(std::vector<std::string>* failed = nullptr);
 
+  // Waits until the TAPs of removed sessions are gone (tests, benchmarks).
+  void wait_devices_reaped() { reaper_.drain(); }
+
  private:
-  void persist_locked() const;
+  // One journal record per change; compacts when the journal is long.
+  void persist_put_locked(const SessionRecord& record);
+  void persist_erase_locked(const std::string& id);
+  void compact_if_due_locked();
+  // Frees the slots of TAPs the reaper has deleted since the last call.
+  void collect_reaped_locked();
   void install_locked(Session& s, bool created_device);
-  uint32_t free_session_idx_locked() const;
-  unsigned free_slot_locked(std::optional<unsigned> wanted) const;
+  uint32_t free_session_idx_locked();
+  unsigned free_slot_locked(std::optional<unsigned> wanted);
   // Publishes (or withdraws) a session and the index and slot it holds.
   void publish_locked(SessionPtr s);
-  SessionPtr withdraw_locked(const std::string& id);
+  // keep_slot: the slot stays taken until its TAP is reaped (the name and
+  // addresses are the slot's).
+  SessionPtr withdraw_locked(const std::string& id, bool keep_slot = false);
   void emit(const std::string& event, const std::string& sid, const nlohmann::json& detail) const;
 
   Options options_;
   std::mutex control_mu_;  // serialises changes; the data path never takes it
   SessionIndex index_;
-  std::set<uint32_t> used_idx_;  // under control_mu_
-  std::set<unsigned> used_slots_;
+  NumberPool used_idx_;  // under control_mu_; 0 is never a session's
+  NumberPool used_slots_;
+  std::unique_ptr<StateFile> state_;                   // under control_mu_; null if not persisted
+  std::unordered_map<std::string, unsigned> reaping_;  // TAP -> slot, under control_mu_
+  std::mutex reaped_mu_;                               // the reaper's hand-over
+  std::vector<std::string> reaped_;                    // gone, slot not yet freed
+  size_t reaped_since_trim_ = 0;                       // the reaper's thread only
+  static constexpr size_t kTrimAfterDeletes = 256;
+  // Last: stopped (and its queue reaped) before the members it calls back into.
+  vmm::TapReaper reaper_;
 };
 
 }  // namespace zn::broker

@@ -1,9 +1,11 @@
 #include "userspace/net/local_addresses.h"
 
+#include <linux/if.h>
 #include <linux/rtnetlink.h>
 #include <netlink/cache.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
+#include <netlink/route/link.h>
 #include <netlink/route/route.h>
 #include <netlink/socket.h>
 #include <poll.h>
@@ -11,8 +13,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <system_error>
 
 namespace zn::net {
@@ -38,7 +44,9 @@ SockPtr connected_socket(const char* what) {
   return s;
 }
 
-std::optional<AddressPrefix> prefix_of(nl_addr* a) {
+// A route's destination prefix; with whole_address, an interface address
+// itself (its nl_addr carries the subnet's length, which is not what is local).
+std::optional<AddressPrefix> prefix_of(nl_addr* a, bool whole_address = false) {
   if (!a) return std::nullopt;
   const int family = nl_addr_get_family(a);
   const size_t size = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
@@ -46,10 +54,45 @@ std::optional<AddressPrefix> prefix_of(nl_addr* a) {
   AddressPrefix p;
   p.network.family = family;
   std::memcpy(p.network.bytes.data(), nl_addr_get_binary_addr(a), size);
-  p.length = std::min<unsigned>(nl_addr_get_prefixlen(a), static_cast<unsigned>(size * 8));
+  p.length = whole_address ? static_cast<unsigned>(size * 8)
+                           : std::min<unsigned>(nl_addr_get_prefixlen(a), static_cast<unsigned>(size * 8));
   // The kernel keys routes by network, but be exact: clear host bits.
   for (unsigned bit = p.length; bit < size * 8; ++bit)
     p.network.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+  return p;
+}
+
+// Where a local prefix comes from: an address on a link (kind 0), or a route
+// of the local table of a type (RTN_*) through a link. Sets of these are
+// idempotent, so a notification the dump already showed applies harmlessly.
+// Ordered by link first: a link's sources are one range.
+struct Source {
+  int ifindex = 0;
+  uint8_t kind = 0;
+  AddressPrefix prefix;
+  auto operator<=>(const Source&) const = default;
+};
+
+std::optional<Source> route_source(rtnl_route* r) {
+  const uint8_t type = rtnl_route_get_type(r);
+  if (rtnl_route_get_table(r) != RT_TABLE_LOCAL) return std::nullopt;
+  if (type != RTN_LOCAL && type != RTN_BROADCAST && type != RTN_ANYCAST) return std::nullopt;
+  auto p = prefix_of(rtnl_route_get_dst(r));
+  if (!p) return std::nullopt;
+  rtnl_nexthop* nh = rtnl_route_get_nnexthops(r) > 0 ? rtnl_route_nexthop_n(r, 0) : nullptr;
+  return Source{nh ? rtnl_route_nh_get_ifindex(nh) : 0, type, *p};
+}
+
+std::optional<Source> address_source(rtnl_addr* a) {
+  auto p = prefix_of(rtnl_addr_get_local(a), /*whole_address=*/true);
+  if (!p) return std::nullopt;
+  return Source{rtnl_addr_get_ifindex(a), 0, *p};
+}
+
+AddressPrefix masked(const IpAddress& a, unsigned length) {
+  AddressPrefix p{a, length};
+  for (unsigned byte = length / 8; byte < a.size(); ++byte)
+    p.network.bytes[byte] &= byte == length / 8 ? static_cast<uint8_t>(0xff00 >> (length % 8)) : 0;
   return p;
 }
 
@@ -59,13 +102,78 @@ struct LocalAddresses::Netlink {
   SockPtr events;  // subscribed to the address and route groups
   SockPtr dump;    // requests the tables
   std::mutex dump_mu;
-  bool stale = false;  // events' callback, watcher thread only
+  // The tables as last read plus the notifications since, under dump_mu.
+  std::set<Source> sources;
+  std::map<AddressPrefix, unsigned> refs;  // prefix -> sources giving it
+  int msg_type = 0;                        // of the message being parsed
+  bool applied = false;                    // something changed since the last publish
+
+  void add(const Source& s) {
+    if (sources.insert(s).second) {
+      ++refs[s.prefix];
+      applied = true;
+    }
+  }
+  void remove(const Source& s) {
+    if (sources.erase(s) == 0) return;
+    applied = true;
+    auto it = refs.find(s.prefix);
+    if (it != refs.end() && --it->second == 0) refs.erase(it);
+  }
+  // The kernel drops some routes without a notification: a link's IPv4
+  // broadcast routes when it goes down, and whatever is left through a link
+  // when it is deleted. Link notifications stand in for those.
+  void forget_link(int ifindex, bool broadcast_only) {
+    auto it = sources.lower_bound(Source{ifindex, 0, {}});
+    while (it != sources.end() && it->ifindex == ifindex) {
+      if (broadcast_only && !(it->kind == RTN_BROADCAST && it->prefix.network.family == AF_INET)) {
+        ++it;
+        continue;
+      }
+      auto ref = refs.find(it->prefix);
+      if (ref != refs.end() && --ref->second == 0) refs.erase(ref);
+      it = sources.erase(it);
+      applied = true;
+    }
+  }
+  void apply(nl_object* o) {
+    if (msg_type == RTM_NEWLINK || msg_type == RTM_DELLINK) {
+      auto* link = reinterpret_cast<rtnl_link*>(o);
+      if (msg_type == RTM_DELLINK)
+        forget_link(rtnl_link_get_ifindex(link), false);
+      else if (!(rtnl_link_get_flags(link) & IFF_UP))
+        forget_link(rtnl_link_get_ifindex(link), true);
+      return;
+    }
+    std::optional<Source> s;
+    const bool add_it = msg_type == RTM_NEWADDR || msg_type == RTM_NEWROUTE;
+    if (msg_type == RTM_NEWADDR || msg_type == RTM_DELADDR)
+      s = address_source(reinterpret_cast<rtnl_addr*>(o));
+    else if (msg_type == RTM_NEWROUTE || msg_type == RTM_DELROUTE)
+      s = route_source(reinterpret_cast<rtnl_route*>(o));
+    if (!s) return;
+    if (add_it)
+      add(*s);
+    else
+      remove(*s);
+  }
 };
+
+void LocalSnapshot::seal() {
+  std::sort(prefixes.begin(), prefixes.end());
+  prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+  std::set<unsigned, std::greater<>> l4, l6;
+  for (const AddressPrefix& p : prefixes) (p.network.family == AF_INET ? l4 : l6).insert(p.length);
+  lengths4_.assign(l4.begin(), l4.end());
+  lengths6_.assign(l6.begin(), l6.end());
+}
 
 std::optional<AddressPrefix> LocalSnapshot::find(const IpAddress& address) const {
   const IpAddress a = unmap_ipv4(address);
-  for (const AddressPrefix& p : prefixes)
-    if (p.contains(a)) return p;
+  for (unsigned length : a.family == AF_INET ? lengths4_ : lengths6_) {
+    const AddressPrefix key = masked(a, length);
+    if (std::binary_search(prefixes.begin(), prefixes.end(), key)) return key;
+  }
   return std::nullopt;
 }
 
@@ -77,15 +185,18 @@ LocalAddresses::LocalAddresses() : nl_(std::make_unique<Netlink>()) {
   nl_socket_disable_seq_check(nl_->events.get());
   nl_socket_modify_cb(
       nl_->events.get(), NL_CB_VALID, NL_CB_CUSTOM,
-      [](nl_msg*, void* arg) -> int {
-        static_cast<Netlink*>(arg)->stale = true;
+      [](nl_msg* msg, void* arg) -> int {
+        auto* nl = static_cast<Netlink*>(arg);
+        nl->msg_type = nlmsg_hdr(msg)->nlmsg_type;
+        nl_msg_parse(
+            msg, [](nl_object* o, void* arg2) { static_cast<Netlink*>(arg2)->apply(o); }, nl);
         return NL_OK;
       },
       nl_.get());
   if (int err = nl_connect(nl_->events.get(), NETLINK_ROUTE); err < 0) fail(err, "netlink (events)");
   // Subscribe before the first read, so no change falls between the two.
   if (int err = nl_socket_add_memberships(nl_->events.get(), RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
-                                          RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, 0);
+                                          RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_LINK, 0);
       err < 0)
     fail(err, "netlink (memberships)");
   nl_socket_set_nonblocking(nl_->events.get());
@@ -108,64 +219,85 @@ LocalAddresses::~LocalAddresses() {
   ::close(stop_fd_);
 }
 
-void LocalAddresses::refresh() {
+void LocalAddresses::publish() {
   auto next = std::make_shared<LocalSnapshot>();
-  {
-    std::lock_guard lock(nl_->dump_mu);
-    nl_cache* raw = nullptr;
-    if (int err = rtnl_route_alloc_cache(nl_->dump.get(), AF_UNSPEC, 0, &raw); err < 0)
-      fail(err, "route dump");
-    CachePtr routes(raw);
-    for (nl_object* o = nl_cache_get_first(routes.get()); o; o = nl_cache_get_next(o)) {
-      auto* r = reinterpret_cast<rtnl_route*>(o);
-      const uint8_t type = rtnl_route_get_type(r);
-      if (rtnl_route_get_table(r) != RT_TABLE_LOCAL) continue;
-      if (type != RTN_LOCAL && type != RTN_BROADCAST && type != RTN_ANYCAST) continue;
-      if (auto p = prefix_of(rtnl_route_get_dst(r))) next->prefixes.push_back(*p);
-    }
-    raw = nullptr;
-    if (int err = rtnl_addr_alloc_cache(nl_->dump.get(), &raw); err < 0) fail(err, "address dump");
-    CachePtr addrs(raw);
-    for (nl_object* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o)) {
-      if (auto p = prefix_of(rtnl_addr_get_local(reinterpret_cast<rtnl_addr*>(o)))) {
-        p->length = p->network.family == AF_INET ? 32 : 128;  // the address itself, not its subnet
-        next->prefixes.push_back(*p);
-      }
-    }
-    std::sort(next->prefixes.begin(), next->prefixes.end());
-    next->prefixes.erase(std::unique(next->prefixes.begin(), next->prefixes.end()), next->prefixes.end());
-    next->generation = ++generation_;
-  }
+  next->prefixes.reserve(nl_->refs.size());
+  for (const auto& [prefix, count] : nl_->refs) next->prefixes.push_back(prefix);
+  next->seal();
+  next->generation = ++generation_;
+  nl_->applied = false;
   current_.store(std::move(next));
 }
 
+void LocalAddresses::refresh() {
+  std::set<Source> sources;
+  std::lock_guard lock(nl_->dump_mu);
+  nl_cache* raw = nullptr;
+  if (int err = rtnl_route_alloc_cache(nl_->dump.get(), AF_UNSPEC, 0, &raw); err < 0) fail(err, "route dump");
+  CachePtr routes(raw);
+  for (nl_object* o = nl_cache_get_first(routes.get()); o; o = nl_cache_get_next(o))
+    if (auto s = route_source(reinterpret_cast<rtnl_route*>(o))) sources.insert(*s);
+  raw = nullptr;
+  if (int err = rtnl_addr_alloc_cache(nl_->dump.get(), &raw); err < 0) fail(err, "address dump");
+  CachePtr addrs(raw);
+  for (nl_object* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o))
+    if (auto s = address_source(reinterpret_cast<rtnl_addr*>(o))) sources.insert(*s);
+  nl_->sources.clear();
+  nl_->refs.clear();
+  for (const Source& s : sources) nl_->add(s);
+  ++full_reads_;
+  publish();
+}
+
 void LocalAddresses::watch() {
+  using Clock = std::chrono::steady_clock;
+  // A burst (a TAP created or deleted is a dozen address, route and link
+  // notifications) is published once, at most this long after its first
+  // change: a new local address is refused within ~10 ms, and a host making
+  // hundreds of TAPs a second publishes ~100 snapshots a second, not one per
+  // notification (a publish copies the table: ~1 ms at 10k TAPs).
+  constexpr auto kCoalesce = std::chrono::milliseconds(10);
+  std::optional<Clock::time_point> due;
+  bool lost = false;  // notifications were lost: re-read (retried each second until it works)
   pollfd fds[2] = {{nl_socket_get_fd(nl_->events.get()), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
   for (;;) {
-    // A periodic re-read as well: a lost notification (buffer overrun) must
-    // not leave a stale table for long.
-    const int n = ::poll(fds, 2, 30000);
+    int timeout = lost ? 1000 : -1;
+    if (due)
+      timeout = static_cast<int>(
+          std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now()).count()));
+    const int n = ::poll(fds, 2, timeout);
     if (n < 0 && errno != EINTR) return;
-    if (fds[1].revents) return;
-    bool changed = n == 0;
-    if (fds[0].revents) {
-      // Drain everything queued, then read the tables once.
+    if (n > 0 && fds[1].revents) return;
+    if (n > 0 && fds[0].revents) {
+      std::lock_guard lock(nl_->dump_mu);
       for (;;) {
         const int err = nl_recvmsgs_default(nl_->events.get());
         if (err == -NLE_AGAIN) break;
         if (err < 0) {
-          changed = true;  // overrun (-NLE_NOMEM) or similar: messages lost
+          lost = true;  // overrun (-NLE_NOMEM is ENOBUFS) or similar: messages lost
           if (err != -NLE_NOMEM && err != -NLE_INTR) break;
         }
       }
-      changed = changed || nl_->stale;
-      nl_->stale = false;
     }
-    if (!changed) continue;
     try {
-      refresh();
+      if (lost) {
+        refresh();  // publishes
+        lost = false;
+        due.reset();
+        continue;
+      }
+      std::lock_guard lock(nl_->dump_mu);
+      if (!nl_->applied) {
+        due.reset();
+        continue;
+      }
+      if (!due) due = Clock::now() + kCoalesce;
+      if (Clock::now() >= *due) {
+        publish();
+        due.reset();
+      }
     } catch (const std::exception&) {
-      // Keep the last snapshot; the next event or the timer retries.
+      // Keep the last snapshot; the next event retries the re-read.
     }
   }
 }

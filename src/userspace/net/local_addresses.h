@@ -5,9 +5,14 @@
 // on the internet, so the proxy must not make one on a guest's behalf.
 //
 // Kept current: a netlink socket subscribed to the address and route groups
-// marks the snapshot stale, and the watcher thread re-reads both tables and
-// publishes a new immutable snapshot (atomic shared_ptr swap). Lookups never
-// block and never touch netlink, so they may run on the proxy's I/O loop.
+// feeds the watcher thread, which applies each RTM_NEWADDR/DELADDR and
+// RTM_NEWROUTE/DELROUTE from the message itself, drains whatever is queued,
+// then publishes one new immutable snapshot for the burst (atomic shared_ptr
+// swap). The tables are re-read whole only when notifications were lost
+// (socket overrun, ENOBUFS): a host with thousands of TAPs changes addresses
+// on every session create and delete, and a dump per event was most of the
+// broker's CPU. Lookups never block and never touch netlink, so they may run
+// on the proxy's I/O loop.
 #pragma once
 
 #include <atomic>
@@ -22,11 +27,18 @@
 namespace zn::net {
 
 struct LocalSnapshot {
-  std::vector<AddressPrefix> prefixes;
-  uint64_t generation = 0;  // bumped on every re-read
+  std::vector<AddressPrefix> prefixes;  // sorted, unique
+  uint64_t generation = 0;              // bumped on every publish
 
-  // The local prefix covering `address` (IPv4-mapped looked up as IPv4).
+  // The local prefix covering `address` (IPv4-mapped looked up as IPv4): a
+  // binary search per prefix length present (a handful), not a scan.
   std::optional<AddressPrefix> find(const IpAddress& address) const;
+
+  // Sorts, dedups and indexes `prefixes`; call after filling them.
+  void seal();
+
+ private:
+  std::vector<unsigned> lengths4_, lengths6_;  // the lengths present, longest first
 };
 
 class LocalAddresses {
@@ -44,14 +56,18 @@ class LocalAddresses {
 
   // Re-reads the tables now (tests, and a fallback if notifications were lost).
   void refresh();
+  // Whole re-reads so far, the constructor's included (tests, metrics).
+  uint64_t full_reads() const { return full_reads_.load(); }
 
  private:
   void watch();
+  void publish();  // from the watcher's tables; dump_mu held
 
   struct Netlink;
   std::unique_ptr<Netlink> nl_;
   std::atomic<std::shared_ptr<const LocalSnapshot>> current_;
-  uint64_t generation_ = 0;  // watcher thread (and the constructor) only
+  std::atomic<uint64_t> full_reads_{0};
+  uint64_t generation_ = 0;  // dump_mu held
   int stop_fd_ = -1;         // eventfd: wakes the watcher to exit
   std::thread thread_;
 };

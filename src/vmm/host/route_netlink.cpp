@@ -3,7 +3,9 @@
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netlink/attr.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/inet6.h>
@@ -84,6 +86,39 @@ bool RouteNetlink::delete_link(const std::string& name) {
   if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) return false;
   check_nl(rc, "delete link " + name);
   return true;
+}
+
+namespace {
+
+// An RTM_*LINK request carrying only an ifinfomsg and IFLA_GROUP, sent and
+// acknowledged (libnl builds neither a group change on its own nor a
+// delete by group).
+int link_group_request(nl_sock* sock, int type, int ifindex, uint32_t group) {
+  nl_msg* msg = nlmsg_alloc_simple(type, 0);
+  if (!msg) return -NLE_NOMEM;
+  ifinfomsg ifi{};
+  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_index = ifindex;
+  if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 || nla_put_u32(msg, IFLA_GROUP, group) < 0) {
+    nlmsg_free(msg);
+    return -NLE_NOMEM;
+  }
+  return nl_send_sync(sock, msg);  // frees msg; waits for the ack
+}
+
+}  // namespace
+
+bool RouteNetlink::set_link_group(int ifindex, uint32_t group) {
+  int rc = link_group_request(sock_, RTM_SETLINK, ifindex, group);
+  if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) return false;
+  check_nl(rc, "set group of link #" + std::to_string(ifindex));
+  return true;
+}
+
+void RouteNetlink::delete_link_group(uint32_t group) {
+  const int rc = link_group_request(sock_, RTM_DELLINK, 0, group);
+  if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) return;  // an empty group
+  check_nl(rc, "delete link group " + std::to_string(group));
 }
 
 void RouteNetlink::create_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd) {

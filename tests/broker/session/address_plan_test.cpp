@@ -111,6 +111,7 @@ TEST_F(SessionRegistryPlanTest, SlotsPastTheLabsGetTheirSlashThirty) {
   EXPECT_EQ(if_nametoindex("zn-tap16383"), 0u);
 
   registry_->remove("user-16000");
+  registry_->wait_devices_reaped();
   EXPECT_EQ(if_nametoindex("zn-tap16000"), 0u);
   EXPECT_FALSE(registry_->find_by_guest_ip4(guest16000));
 }

@@ -7,12 +7,18 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "broker/policy/parser.h"
 #include "broker/session/state_file.h"
 #include "common/netns.h"
+#include "support/packet_builder.h"
 #include "userspace/datapath/datapath.h"
 #include "userspace/datapath/tc_attachment.h"
 #include "vmm/host/named_netns.h"
@@ -47,6 +53,7 @@ class SessionRegistryTest : public ::testing::Test {
     registry_ = make_registry();
   }
   void TearDown() override {
+    hold_reaper(false);  // a failed assertion may have left it held
     registry_.reset();
     maps_.reset();
     datapath_.reset();
@@ -63,7 +70,19 @@ class SessionRegistryTest : public ::testing::Test {
     o.audit = [this](const std::string& event, const std::string& sid, const nlohmann::json&) {
       audit_.push_back(event + " " + sid);
     };
+    // The reaper waits while a test holds it.
+    o.before_reap = [this](const std::vector<std::string>&) {
+      std::unique_lock lock(hold_mu_);
+      hold_cv_.wait(lock, [this] { return !hold_reaper_; });
+    };
     return std::make_unique<SessionRegistry>(o);
+  }
+  void hold_reaper(bool hold) {
+    {
+      std::lock_guard lock(hold_mu_);
+      hold_reaper_ = hold;
+    }
+    hold_cv_.notify_all();
   }
   std::string state_path() const { return (dir_ / "sessions.json").string(); }
 
@@ -74,6 +93,9 @@ class SessionRegistryTest : public ::testing::Test {
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<SessionRegistry> registry_;
   std::vector<std::string> audit_;
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_reaper_ = false;
 };
 
 TEST_F(SessionRegistryTest, CreateMakesATapUnderTheDatapathAndPersists) {
@@ -90,7 +112,8 @@ TEST_F(SessionRegistryTest, CreateMakesATapUnderTheDatapathAndPersists) {
   auto records = load_session_records(state_path());
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].id, "user-1");
-  EXPECT_EQ(fs::status(state_path()).permissions() & fs::perms::all,
+  // The change is a journal record (the snapshot comes with compaction).
+  EXPECT_EQ(fs::status(state_path() + ".journal").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(audit_, std::vector<std::string>{"session:create user-1"});
   auto by_ip = registry_->find_by_guest_ip4(s.net.guest_ip4);
@@ -128,6 +151,7 @@ TEST_F(SessionRegistryTest, UpdateMovesL4RulesAndBumpsTheVersion) {
 TEST_F(SessionRegistryTest, RemoveDeletesOurTapAndEveryMapEntry) {
   Session s = *registry_->create({"user-1", kL4Policy, {}, {}});
   registry_->remove("user-1");
+  registry_->wait_devices_reaped();
   EXPECT_EQ(if_nametoindex("zn-tap0"), 0u);
   EXPECT_FALSE(maps_->get_session(s.ifindex));
   EXPECT_EQ(maps_->l4_rule_count(s.record.session_idx), 0u);
@@ -166,6 +190,105 @@ TEST_F(SessionRegistryTest, RestoreReadoptsTapsAndRecreatesLostOnes) {
   EXPECT_NE(if_nametoindex("zn-tap1"), 0u);
   EXPECT_TRUE(dp::TcAttachment::is_attached(rb->ifindex));
   EXPECT_TRUE(maps_->get_session(rb->ifindex));
+}
+
+// Delete is fail closed: from the moment remove() starts, the guest's frames
+// are dropped as "no session", though the TAP itself is reaped later, off the
+// control lock.
+TEST_F(SessionRegistryTest, RemoveDropsTheGuestsTrafficBeforeTheTapGoes) {
+  Session s = *registry_->create({"user-1", kPolicy, {}, {}});
+  net::UniqueFd guest = vmm::open_tap(s.record.device);  // the VMM's end
+  // An ARP reply to the gateway: passed while the session lives, and the
+  // host sends nothing back (a request would be answered, counted again).
+  const test::Bytes frame =
+      test::eth(s.net.guest_mac, s.net.host_mac, 0x0806,
+                test::arp(2, s.net.guest_mac, s.net.guest_ip4, s.net.host_mac, s.net.gateway_ip4));
+  auto no_session = [&] { return maps_->counters(0)[ZN_DROP_NO_SESSION]; };
+  auto send_and_wait_for = [&](auto&& counted) {
+    const auto before = counted();
+    EXPECT_EQ(::write(guest.get(), frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+    for (int i = 0; i < 500 && counted() == before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return counted() - before;
+  };
+  // Positive control: while the session lives, the frame is the session's.
+  const auto ours = [&] { return maps_->counters(s.record.session_idx)[ZN_PASS_ARP]; };
+  const auto no_session_before = no_session();
+  EXPECT_EQ(send_and_wait_for(ours), 1u);
+  EXPECT_EQ(no_session(), no_session_before);
+
+  hold_reaper(true);
+  registry_->remove("user-1");
+  // Gone from the registry and the datapath, the device still there and
+  // still under the programs: what it carries is dropped.
+  EXPECT_FALSE(registry_->get("user-1"));
+  EXPECT_FALSE(maps_->get_session(s.ifindex));
+  EXPECT_EQ(if_nametoindex(s.record.device.c_str()), static_cast<unsigned>(s.ifindex));
+  EXPECT_TRUE(dp::TcAttachment::is_attached(s.ifindex));
+  EXPECT_EQ(send_and_wait_for(no_session), 1u);
+  guest.reset();
+  hold_reaper(false);
+  registry_->wait_devices_reaped();
+  EXPECT_EQ(if_nametoindex(s.record.device.c_str()), 0u);
+}
+
+// The slot of a TAP being reaped is taken until it is gone (its name and
+// addresses are the slot's), and a create asking for it waits rather than
+// fails.
+TEST_F(SessionRegistryTest, ASlotIsReusedOnlyOnceItsTapIsGone) {
+  registry_->create({"user-1", kPolicy, {}, {}});
+  hold_reaper(true);
+  registry_->remove("user-1");
+  Session other = *registry_->create({"user-2", kPolicy, {}, {}});
+  EXPECT_EQ(other.record.slot, 1u);  // slot 0's TAP is still there
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    hold_reaper(false);
+  });
+  Session again = *registry_->create({"user-3", kPolicy, {}, 0u});
+  release.join();
+  EXPECT_EQ(again.record.slot, 0u);
+  EXPECT_EQ(again.record.device, "zn-tap0");
+  EXPECT_TRUE(maps_->get_session(again.ifindex));
+}
+
+// Every change is one journal record; a restart replays snapshot + journal to
+// the same sessions, and a compaction along the way changes nothing.
+TEST_F(SessionRegistryTest, TheJournalRestoresTheSameSessionsAcrossCompactions) {
+  std::map<std::string, uint64_t> want;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    registry_->create({id, kPolicy, {}, {}});
+    want[id] = 1;
+  }
+  for (int round = 0; round < 4; ++round)
+    for (int i = 0; i < 40; i += 2) {
+      const std::string id = "s" + std::to_string(i);
+      registry_->update(id, round % 2 ? kPolicy : kL4Policy);
+      want[id] += 1;
+    }
+  for (int i = 1; i < 40; i += 4) {
+    registry_->remove("s" + std::to_string(i));
+    want.erase("s" + std::to_string(i));
+  }
+  // 40 + 80 + 10 changes: past the first compaction (2 x 64 records).
+  EXPECT_TRUE(fs::exists(state_path()));
+  EXPECT_LT(StateFile(state_path()).load().size(), 41u);
+  std::map<std::string, uint64_t> got;
+  for (const auto& r : load_session_records(state_path())) got[r.id] = r.policy_version;
+  EXPECT_EQ(got, want);
+
+  registry_->wait_devices_reaped();
+  registry_ = make_registry();
+  std::vector<std::string> failed;
+  EXPECT_EQ(registry_->restore(&failed).size(), want.size());
+  EXPECT_TRUE(failed.empty());
+  for (const auto& [id, version] : want) {
+    auto s = registry_->get(id);
+    ASSERT_TRUE(s) << id;
+    EXPECT_EQ(s->record.policy_version, version);
+    EXPECT_TRUE(maps_->get_session(s->ifindex)) << id;
+  }
 }
 
 }  // namespace
