@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark harness, one command (as root):
 #
-#   scripts/bench.sh [--quick] [--rounds N] [--sections a,b,...] [--build-dir DIR]
+#   scripts/bench.sh [--quick] [--rounds N] [--sections a,b,...] [--build-dir DIR] [--out DIR]
 #
 # Installs what it needs (scripts/install-deps.sh --bench),
 # builds the project (Release, in build-release/ unless --build-dir or
@@ -9,23 +9,25 @@
 #   bench/results/<date>.json   every figure: value, baseline, ratio, target, met
 #   bench/results/<date>.md     the same as markdown tables
 #   bench/results/<date>-<section>.png   ratio charts (gnuplot)
+# (in DIR instead, relative to the repository, with --out DIR: trial runs).
 # Every figure is a ratio to a baseline measured in the same run, alternated
 # with it (A B A B ...) over N rounds (default 5), median reported. --quick is
 # a short smoke run (2 rounds, short durations, 50 sessions instead of 1,000).
 # Sections (bench/sections/*.sh): verdict, passthrough, control, micro,
-# interception. Everything runs in lab namespaces with names unique to this
+# interception, fairness, flood. Everything runs in lab namespaces with names unique to this
 # run, removed on exit; no address outside the lab is touched.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 ROUNDS=5
 QUICK=0
 ROUNDS_SET=0
-SECTIONS="verdict,passthrough,control,micro,interception"
+SECTIONS="verdict,passthrough,control,micro,interception,fairness,flood"
 BUILD_DIR=${BUILD_DIR:-build-release}
+OUT_DIR=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
@@ -44,6 +46,10 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "bench.sh: --build-dir wants a directory" >&2; exit 2; }
       BUILD_DIR=$2
       shift ;;
+    --out)
+      [ $# -ge 2 ] || { echo "bench.sh: --out wants a directory" >&2; exit 2; }
+      OUT_DIR=$2
+      shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -59,7 +65,7 @@ fi
 
 scripts/install-deps.sh --bench > /dev/null
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release > /dev/null
-targets=(zn-lab zerod znctl verdict_bench policy_compile_bench)
+targets=(zn-lab zerod znctl verdict_bench policy_compile_bench flood_sender)
 # policy_match_bench exists only when CMake found Google Benchmark.
 # (grep reads all of it: -q would close the pipe early and fail it under pipefail)
 if cmake --build "$BUILD_DIR" --target help | grep policy_match_bench > /dev/null; then
@@ -67,7 +73,8 @@ if cmake --build "$BUILD_DIR" --target help | grep policy_match_bench > /dev/nul
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" > /dev/null
 
-RESULTS_DIR="$REPO/bench/results"
+RESULTS_DIR=${OUT_DIR:-$REPO/bench/results}
+case $RESULTS_DIR in /*) ;; *) RESULTS_DIR="$REPO/$RESULTS_DIR" ;; esac
 STAMP=$(date +%Y-%m-%d-%H%M%S)
 WORK=$(mktemp -d /tmp/zeroness-bench.XXXXXX)
 mkdir -p "$RESULTS_DIR"

@@ -80,8 +80,13 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   AuditLogTest                 concurrent appenders against the batching commit
 #   ClientHello.ConcurrentCallers, LeafCertsTest.ConcurrentLeafForIsSafe
 #                                the proxy's TLS pieces, called from its pool
-#   ExchangeTest                 an intercepted exchange: the proxy's loop handing
-#                                each decision to its worker pool and back
+#   ExchangeTest                 an intercepted exchange: verdicts on the proxy's
+#                                loop, resolution on its worker pool
+#   UpstreamResolutionCache      concurrent misses sharing one resolution
+#   KernelSpliceTest             the kernel relay's loop against the BPF maps
+#   TapReaper, LocalAddressesWatch
+#                                the registry's TAP reaper thread; the netlink
+#                                watcher publishing snapshots to readers
 #   AcceptBackoff                the proxy's listener loop
 #   MintBudgetProxy              the proxy's loops handing leaf minting to its pool
 #   SessionIndexTest, SessionProxyPolicyAudit
@@ -90,10 +95,10 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   ProxyTest, InterceptTest, ZerodTest
 #                                zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop and control server, with real traffic
-tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests zerod_tests)
+tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
-             AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. ProxyTest.
-             InterceptTest. ZerodTest.)
+             AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
+             KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
