@@ -53,10 +53,10 @@ AuditLog::~AuditLog() {
 
 bool AuditLog::add_secret(std::string value) {
   std::lock_guard lk(secrets_mu_);
-  // Copy, add, publish: a post() in progress keeps the snapshot it loaded.
-  auto next = std::make_shared<AuditRedactor>(*redactor_.load());
+  // Copy, add, publish: a post() in progress keeps the snapshot it took.
+  auto next = std::make_shared<AuditRedactor>(*redactor_);
   if (!next->add(std::move(value))) return false;
-  redactor_.store(std::move(next));
+  redactor_ = std::move(next);
   return true;
 }
 
@@ -64,7 +64,11 @@ AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
   validate_audit_event(ev);  // throws, nothing queued
   // Redacted on the caller's thread, with the secrets known now: the queue,
   // and the store, never hold a registered secret.
-  const std::shared_ptr<const AuditRedactor> red = redactor_.load();
+  std::shared_ptr<const AuditRedactor> red;
+  {
+    std::lock_guard lk(secrets_mu_);
+    red = redactor_;
+  }
   Item it;
   it.event = std::move(ev.event);
   if (red->empty()) {

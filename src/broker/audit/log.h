@@ -143,8 +143,11 @@ class AuditLog {
 
   AuditLogOptions opts_;
 
-  std::mutex secrets_mu_;  // serialises add_secret; readers take snapshots
-  std::atomic<std::shared_ptr<const AuditRedactor>> redactor_;
+  // Serialises add_secret, and is held only to copy or swap redactor_ (not
+  // std::atomic<std::shared_ptr>: libstdc++ 12 guards it with a lock bit
+  // ThreadSanitizer cannot see). Readers take snapshots.
+  mutable std::mutex secrets_mu_;
+  std::shared_ptr<const AuditRedactor> redactor_;
 
   std::mutex store_mu_;  // the store's one connection: the writer's commit, query, verify
   std::unique_ptr<AuditStore> store_;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <set>
 #include <tuple>
 #include <system_error>
@@ -226,7 +227,12 @@ void LocalAddresses::publish() {
   next->seal();
   next->generation = ++generation_;
   nl_->applied = false;
-  current_.store(std::move(next));
+  std::shared_ptr<const LocalSnapshot> old;
+  {
+    std::lock_guard lock(current_mu_);
+    old = std::exchange(current_, std::move(next));
+  }
+  // `old` is freed here, outside the lock, if no reader still holds it.
 }
 
 void LocalAddresses::refresh() {

@@ -7,17 +7,19 @@
 // Kept current: a netlink socket subscribed to the address and route groups
 // feeds the watcher thread, which applies each RTM_NEWADDR/DELADDR and
 // RTM_NEWROUTE/DELROUTE from the message itself, drains whatever is queued,
-// then publishes one new immutable snapshot for the burst (atomic shared_ptr
-// swap). The tables are re-read whole only when notifications were lost
-// (socket overrun, ENOBUFS): a host with thousands of TAPs changes addresses
-// on every session create and delete, and a dump per event was most of the
-// broker's CPU. Lookups never block and never touch netlink, so they may run
-// on the proxy's I/O loop.
+// then publishes one new immutable snapshot for the burst (a shared_ptr
+// swapped under a mutex held only for the swap or the copy: libstdc++ 12's
+// std::atomic<std::shared_ptr> guards the pointer with a lock bit that
+// ThreadSanitizer cannot see, so every reader was reported as a race). The tables are re-read whole only when
+// notifications were lost (socket overrun, ENOBUFS): a host with thousands of TAPs changes addresses on every
+// session create and delete, and a dump per event was most of the broker's CPU. Lookups never block and never
+// touch netlink, so they may run on the proxy's I/O loop.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -51,7 +53,10 @@ class LocalAddresses {
   LocalAddresses(const LocalAddresses&) = delete;
   LocalAddresses& operator=(const LocalAddresses&) = delete;
 
-  std::shared_ptr<const LocalSnapshot> snapshot() const { return current_.load(); }
+  std::shared_ptr<const LocalSnapshot> snapshot() const {
+    std::lock_guard lock(current_mu_);
+    return current_;
+  }
   std::optional<AddressPrefix> find(const IpAddress& address) const { return snapshot()->find(address); }
 
   // Re-reads the tables now (tests, and a fallback if notifications were lost).
@@ -65,7 +70,8 @@ class LocalAddresses {
 
   struct Netlink;
   std::unique_ptr<Netlink> nl_;
-  std::atomic<std::shared_ptr<const LocalSnapshot>> current_;
+  mutable std::mutex current_mu_;  // held only to copy or swap current_
+  std::shared_ptr<const LocalSnapshot> current_;
   std::atomic<uint64_t> full_reads_{0};
   uint64_t generation_ = 0;  // dump_mu held
   int stop_fd_ = -1;         // eventfd: wakes the watcher to exit

@@ -126,8 +126,11 @@ TEST_F(LocalAddressesWatch, IncrementalUpdatesMatchAWholeReRead) {
     reread = std::make_unique<LocalAddresses>();
   }
   std::vector<std::string> got, want;
-  for (const auto& p : local->snapshot()->prefixes) got.push_back(p.to_string());
-  for (const auto& p : reread->snapshot()->prefixes) want.push_back(p.to_string());
+  // Named: a range-for over `snapshot()->prefixes` would free the snapshot
+  // (the temporary shared_ptr) before the loop, while the watcher publishes.
+  const auto got_snapshot = local->snapshot(), want_snapshot = reread->snapshot();
+  for (const auto& p : got_snapshot->prefixes) got.push_back(p.to_string());
+  for (const auto& p : want_snapshot->prefixes) want.push_back(p.to_string());
   EXPECT_EQ(got, want);
   if (got != want) {
     std::vector<std::string> only_got, only_want;
