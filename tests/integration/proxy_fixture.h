@@ -41,6 +41,9 @@ class ProxyTest : public ZerodTest {
          " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
     }
     config["upstream_ca_bundle"] = p("ca.pem");
+    // The passthrough tests run the kernel relay (off by default); the
+    // other fixtures' passthrough and L4 connections cover splice(2).
+    config["proxy_kernel_splice"] = true;
   }
 
   void SetUp() override {

@@ -73,7 +73,8 @@ TEST_F(ProxyTest, AnIdleRelayedConnectionIsClosed) {
   EXPECT_GE(seconds, 2) << r.output;
   EXPECT_LE(seconds, 5) << r.output;
   EXPECT_NE(egress_events({"\"end\":\"idle timeout\""}).find("\"end\":\"idle timeout\""), std::string::npos);
-  // Relayed by the kernel's sockmap, not the splice(2) fallback: counted when
+  // Relayed by the kernel's sockmap (this fixture turns it on), not the
+  // splice(2) fallback: counted when
   // the kernel took the pair, before the echo could come back. (The guest
   // keeps its side open: one that half-closes before the proxy has its
   // upstream cannot be put in a sockhash and is spliced instead.)
