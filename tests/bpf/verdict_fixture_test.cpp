@@ -191,16 +191,6 @@ TEST(DatapathMaps, L4RuleCountFollowsTheTrie) {
   EXPECT_EQ(d.verdict_of(fixture("tcp_any_port_prefix")), unsigned{ZN_DROP_TCP_PORT});
 }
 
-dp::L4Rule rule(const char* addr, uint8_t prefix_len, uint16_t port, uint32_t rule_id = 0) {
-  dp::L4Rule r;
-  r.family = std::strchr(addr, ':') ? 6 : 4;
-  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, addr, r.addr.data());
-  r.prefix_len = prefix_len;
-  r.port = port;
-  r.rule_id = rule_id;
-  return r;
-}
-
 // TCP from the fixture guest to dst:port.
 VerdictFixture tcp_to(const char* dst, uint16_t port) {
   const FixtureGuest g;
@@ -229,13 +219,13 @@ TEST(DatapathL4, OverlappingPrefixesAllowTheUnionOfTheirPorts) {
   const uint32_t idx = FixtureGuest::kSessionIdx;
   const std::vector<dp::L4Rule> rules = {
       // An any-port /16 over a /24 on 5432 and a /32 on 22.
-      rule("10.20.0.0", 16, 0, 1), rule("10.20.30.0", 24, 5432, 2), rule("10.20.30.40", 32, 22, 3),
+      l4_rule("10.20.0.0", 16, 0, 1), l4_rule("10.20.30.0", 24, 5432, 2), l4_rule("10.20.30.40", 32, 22, 3),
       // Ports only: each level adds one.
-      rule("10.30.0.0", 16, 5432, 4), rule("10.30.1.0", 24, 22, 5), rule("10.30.1.7", 32, 8080, 6),
+      l4_rule("10.30.0.0", 16, 5432, 4), l4_rule("10.30.1.0", 24, 22, 5), l4_rule("10.30.1.7", 32, 8080, 6),
       // IPv6: a port /48, an any-port /64 in it, a port /128 in that.
-      rule("2001:db8:30::", 48, 5432, 7), rule("2001:db8:30:1::", 64, 0, 8),
-      rule("2001:db8:30:1::7", 128, 22, 9), rule("2001:db8:40::9", 128, 22, 10),
-      rule("2001:db8:40::9", 128, 5432, 11)};
+      l4_rule("2001:db8:30::", 48, 5432, 7), l4_rule("2001:db8:30:1::", 64, 0, 8),
+      l4_rule("2001:db8:30:1::7", 128, 22, 9), l4_rule("2001:db8:40::9", 128, 22, 10),
+      l4_rule("2001:db8:40::9", 128, 5432, 11)};
   maps.replace_l4_rules(idx, maps.l4_rules(idx), rules);
   EXPECT_EQ(maps.l4_rule_count(idx), 10u);  // distinct prefixes
 
@@ -259,14 +249,14 @@ TEST(DatapathL4, OverlappingPrefixesAllowTheUnionOfTheirPorts) {
 
   // Taking the /16 any-port rule away takes its ports out of the longer
   // prefixes too; the /32's own port stays.
-  maps.delete_l4_rule(idx, rule("10.20.0.0", 16, 0));
+  maps.delete_l4_rule(idx, l4_rule("10.20.0.0", 16, 0));
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 9999)), kDenied);
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.99.1", 9999)), kDenied);
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kAllowed);
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 5432)), kAllowed);  // the /24's
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.41", 22)), kDenied);
   // Removing one of two ports of a prefix keeps the entry and the other port.
-  maps.delete_l4_rule(idx, rule("2001:db8:40::9", 128, 22));
+  maps.delete_l4_rule(idx, l4_rule("2001:db8:40::9", 128, 22));
   EXPECT_EQ(d.verdict_of(tcp_to("2001:db8:40::9", 22)), kDenied);
   EXPECT_EQ(d.verdict_of(tcp_to("2001:db8:40::9", 5432)), kAllowed);
   EXPECT_EQ(maps.l4_rule_count(idx), 9u);
@@ -282,8 +272,9 @@ TEST(DatapathL4, RulesReadBackFromTheTrie) {
   FixtureDatapath d;
   auto& maps = d.maps();
   const uint32_t idx = FixtureGuest::kSessionIdx;
-  const std::vector<dp::L4Rule> rules = {rule("10.20.0.0", 16, 0, 1), rule("10.20.30.0", 24, 5432, 2),
-                                         rule("10.20.30.0", 24, 22, 2), rule("2001:db8::1", 128, 22, 3)};
+  const std::vector<dp::L4Rule> rules = {l4_rule("10.20.0.0", 16, 0, 1), l4_rule("10.20.30.0", 24, 5432, 2),
+                                         l4_rule("10.20.30.0", 24, 22, 2),
+                                         l4_rule("2001:db8::1", 128, 22, 3)};
   maps.replace_l4_rules(idx, maps.l4_rules(idx), rules);
   auto back = maps.l4_rules(idx);
   auto key = [](const dp::L4Rule& r) { return std::tuple(r.family, r.addr, r.prefix_len, r.port); };
@@ -302,7 +293,7 @@ TEST(DatapathL4, TheSessionSummarySkipsOnlyWhatNoRuleCanAllow) {
   FixtureDatapath d;
   auto& maps = d.maps();
   const uint32_t idx = FixtureGuest::kSessionIdx;
-  maps.replace_l4_rules(idx, maps.l4_rules(idx), {rule("10.20.30.40", 32, 5432)});
+  maps.replace_l4_rules(idx, maps.l4_rules(idx), {l4_rule("10.20.30.40", 32, 5432)});
   zn_l4_summary sum = maps.l4_summary(idx);
   EXPECT_EQ(sum.entries, 1u);
   EXPECT_EQ(sum.any_port, 0u);
@@ -312,13 +303,13 @@ TEST(DatapathL4, TheSessionSummarySkipsOnlyWhatNoRuleCanAllow) {
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 5432 + 64)), kDenied);  // same slot: the trie says no
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.41", 5432)), kDenied);       // slot set, address not
   // An any-port rule anywhere sends every port to the trie.
-  maps.put_l4_rule(idx, rule("10.50.0.0", 16, 0));
+  maps.put_l4_rule(idx, l4_rule("10.50.0.0", 16, 0));
   sum = maps.l4_summary(idx);
   EXPECT_EQ(sum.entries, 2u);
   EXPECT_EQ(sum.any_port, 1u);
   EXPECT_EQ(d.verdict_of(tcp_to("10.50.1.1", 22)), kAllowed);
   EXPECT_EQ(d.verdict_of(tcp_to("10.20.30.40", 22)), kDenied);
-  maps.delete_l4_rule(idx, rule("10.50.0.0", 16, 0));
+  maps.delete_l4_rule(idx, l4_rule("10.50.0.0", 16, 0));
   EXPECT_EQ(maps.l4_summary(idx).any_port, 0u);
   EXPECT_EQ(d.verdict_of(tcp_to("10.50.1.1", 22)), kDenied);
   EXPECT_EQ(maps.delete_l4_rules(idx), 1u);
@@ -334,7 +325,8 @@ TEST(DatapathL4, TooManyPortsForOnePrefixAreRefusedAndNothingChanges) {
   const uint32_t idx = FixtureGuest::kSessionIdx;
   const auto before = maps.l4_rules(idx);
   std::vector<dp::L4Rule> rules = before;
-  for (uint16_t p = 1; p <= ZN_L4_MAX_PORTS + 1; ++p) rules.push_back(rule("10.40.0.0", 16 + (p % 2) * 8, p));
+  for (uint16_t p = 1; p <= ZN_L4_MAX_PORTS + 1; ++p)
+    rules.push_back(l4_rule("10.40.0.0", 16 + (p % 2) * 8, p));
   EXPECT_THROW(maps.replace_l4_rules(idx, before, rules), std::invalid_argument);
   EXPECT_EQ(maps.l4_rule_count(idx), 2u);
   EXPECT_EQ(maps.l4_rules(idx).size(), before.size());

@@ -2,8 +2,10 @@
 // the verdict benchmark: {frame in, direction, mark, expected verdict, why}.
 #pragma once
 
+#include <arpa/inet.h>
 #include <linux/bpf.h>
 
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -69,5 +71,16 @@ class FixtureDatapath {
   TransparentTcpListener proxy4_, proxy6_, dns_tcp4_, dns_tcp6_;
   TransparentUdpSocket dns_udp4_, dns_udp6_;
 };
+
+// An L4 rule for the trie's tests: "198.18.0.0", 16, port (0 = any).
+inline dp::L4Rule l4_rule(const char* addr, uint8_t prefix_len, uint16_t port, uint32_t rule_id = 0) {
+  dp::L4Rule r;
+  r.family = std::strchr(addr, ':') ? 6 : 4;
+  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, addr, r.addr.data());
+  r.prefix_len = prefix_len;
+  r.port = port;
+  r.rule_id = rule_id;
+  return r;
+}
 
 }  // namespace zn::test

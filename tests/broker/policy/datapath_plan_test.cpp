@@ -75,16 +75,6 @@ TEST(DatapathPlan, APolicyTheMapsCannotHoldIsRefusedAtPlanTime) {
                std::invalid_argument);
 }
 
-dp::L4Rule l4(const char* addr, uint8_t prefix_len, uint16_t port, uint32_t rule_id = 0) {
-  dp::L4Rule r;
-  r.family = std::strchr(addr, ':') ? 6 : 4;
-  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, addr, r.addr.data());
-  r.prefix_len = prefix_len;
-  r.port = port;
-  r.rule_id = rule_id;
-  return r;
-}
-
 const dp::L4Entry& entry(const std::vector<dp::L4Entry>& entries, uint8_t prefix_len) {
   for (const auto& e : entries)
     if (e.prefix_len == prefix_len) return e;
@@ -95,8 +85,9 @@ using Ports = std::vector<uint16_t>;
 
 // The example: a /16 on any port, a /24 on 5432 and a /32 on 22 in it.
 TEST(FoldL4Rules, AnAnyPortPrefixOpensEveryLongerPrefixInIt) {
-  const auto entries = dp::fold_l4_rules(
-      {l4("10.20.30.40", 32, 22, 3), l4("10.20.0.0", 16, 0, 1), l4("10.20.30.0", 24, 5432, 2)});
+  const auto entries =
+      dp::fold_l4_rules({test::l4_rule("10.20.30.40", 32, 22, 3), test::l4_rule("10.20.0.0", 16, 0, 1),
+                         test::l4_rule("10.20.30.0", 24, 5432, 2)});
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[0].prefix_len, 32);  // longest first
   EXPECT_EQ(entries[1].prefix_len, 24);
@@ -115,8 +106,9 @@ TEST(FoldL4Rules, AnAnyPortPrefixOpensEveryLongerPrefixInIt) {
 
 TEST(FoldL4Rules, PortsOfCoveringPrefixesAreInheritedAndSiblingsStayApart) {
   const auto entries =
-      dp::fold_l4_rules({l4("10.30.0.0", 16, 5432), l4("10.30.1.0", 24, 22), l4("10.30.1.7", 32, 8080),
-                         l4("10.30.1.7", 32, 22), l4("10.30.2.0", 24, 443), l4("10.31.0.0", 16, 7)});
+      dp::fold_l4_rules({test::l4_rule("10.30.0.0", 16, 5432), test::l4_rule("10.30.1.0", 24, 22),
+                         test::l4_rule("10.30.1.7", 32, 8080), test::l4_rule("10.30.1.7", 32, 22),
+                         test::l4_rule("10.30.2.0", 24, 443), test::l4_rule("10.31.0.0", 16, 7)});
   ASSERT_EQ(entries.size(), 5u);
   const auto& host = entry(entries, 32);
   EXPECT_FALSE(host.any_port);
@@ -134,8 +126,9 @@ TEST(FoldL4Rules, PortsOfCoveringPrefixesAreInheritedAndSiblingsStayApart) {
 }
 
 TEST(FoldL4Rules, Ipv6FoldsWithinItsFamilyOnly) {
-  const auto entries = dp::fold_l4_rules({l4("2001:db8:30::", 48, 5432), l4("2001:db8:30:1::", 64, 0),
-                                          l4("2001:db8:30:1::7", 128, 22), l4("0.0.0.0", 0, 9)});
+  const auto entries =
+      dp::fold_l4_rules({test::l4_rule("2001:db8:30::", 48, 5432), test::l4_rule("2001:db8:30:1::", 64, 0),
+                         test::l4_rule("2001:db8:30:1::7", 128, 22), test::l4_rule("0.0.0.0", 0, 9)});
   ASSERT_EQ(entries.size(), 4u);
   EXPECT_TRUE(entry(entries, 128).any_port);
   EXPECT_EQ(entry(entries, 128).own_ports, Ports{22});
@@ -145,7 +138,8 @@ TEST(FoldL4Rules, Ipv6FoldsWithinItsFamilyOnly) {
 }
 
 TEST(FoldL4Rules, DuplicatesMergeAndHostBitsAreCleared) {
-  const auto entries = dp::fold_l4_rules({l4("10.20.30.99", 24, 22, 1), l4("10.20.30.0", 24, 22, 2)});
+  const auto entries =
+      dp::fold_l4_rules({test::l4_rule("10.20.30.99", 24, 22, 1), test::l4_rule("10.20.30.0", 24, 22, 2)});
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].addr[3], 0);
   EXPECT_EQ(entries[0].own_ports, Ports{22});
@@ -154,7 +148,8 @@ TEST(FoldL4Rules, DuplicatesMergeAndHostBitsAreCleared) {
 
 TEST(FoldL4Rules, TheValueListsOwnPortsFirstInNetworkOrder) {
   const auto entries =
-      dp::fold_l4_rules({l4("10.30.0.0", 16, 5432), l4("10.30.1.7", 32, 8080), l4("10.30.1.7", 32, 22)});
+      dp::fold_l4_rules({test::l4_rule("10.30.0.0", 16, 5432), test::l4_rule("10.30.1.7", 32, 8080),
+                         test::l4_rule("10.30.1.7", 32, 22)});
   const zn_l4_value v = dp::to_abi_value(entry(entries, 32));
   EXPECT_EQ(v.any_port, 0);
   EXPECT_EQ(v.own_any, 0);
@@ -174,8 +169,8 @@ TEST(FoldL4Rules, TheValueListsOwnPortsFirstInNetworkOrder) {
   EXPECT_EQ(own[1].port, 8080);
   EXPECT_EQ(own[0].prefix_len, 32);
 
-  const zn_l4_value any =
-      dp::to_abi_value(dp::fold_l4_rules({l4("10.0.0.0", 8, 0), l4("10.1.0.0", 16, 22)})[0]);
+  const zn_l4_value any = dp::to_abi_value(
+      dp::fold_l4_rules({test::l4_rule("10.0.0.0", 8, 0), test::l4_rule("10.1.0.0", 16, 22)})[0]);
   EXPECT_EQ(any.any_port, 1);
   EXPECT_EQ(any.own_nports, 1);
   EXPECT_EQ(any.nports, 1);  // only its own port, kept to be read back
@@ -183,14 +178,14 @@ TEST(FoldL4Rules, TheValueListsOwnPortsFirstInNetworkOrder) {
 
 TEST(FoldL4Rules, MorePortsThanAnEntryHoldsAreRefusedUnlessAnyPortCovers) {
   std::vector<dp::L4Rule> rules;
-  for (uint16_t p = 1; p <= ZN_L4_MAX_PORTS; ++p) rules.push_back(l4("10.0.0.0", 8, p));
-  EXPECT_EQ(dp::fold_l4_rules(rules).size(), 1u);  // exactly the limit
-  rules.push_back(l4("10.1.0.0", 16, 9999));       // inherits 28, one more of its own
+  for (uint16_t p = 1; p <= ZN_L4_MAX_PORTS; ++p) rules.push_back(test::l4_rule("10.0.0.0", 8, p));
+  EXPECT_EQ(dp::fold_l4_rules(rules).size(), 1u);        // exactly the limit
+  rules.push_back(test::l4_rule("10.1.0.0", 16, 9999));  // inherits 28, one more of its own
   EXPECT_THROW(dp::fold_l4_rules(rules), std::invalid_argument);
-  rules.push_back(l4("10.0.0.0", 8, 0));  // any port: nothing to list
-  rules.erase(rules.begin());             // 27 own ports left on the /8
+  rules.push_back(test::l4_rule("10.0.0.0", 8, 0));  // any port: nothing to list
+  rules.erase(rules.begin());                        // 27 own ports left on the /8
   EXPECT_EQ(dp::fold_l4_rules(rules).size(), 2u);
-  EXPECT_THROW(dp::fold_l4_rules({l4("10.0.0.0", 33, 1)}), std::invalid_argument);
+  EXPECT_THROW(dp::fold_l4_rules({test::l4_rule("10.0.0.0", 33, 1)}), std::invalid_argument);
 }
 
 // Policy update: the new rule set replaces the old one in the trie, the
