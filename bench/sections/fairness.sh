@@ -15,8 +15,14 @@
 #      denied  denied packets and connections as fast as one core sends them:
 #              a TCP SYN to a port no rule allows and a UDP datagram, in turn,
 #              to 198.18.0.12
-# Per round: B alone, B with A on sni, B alone, B with A on denied; each
-# flooded p99 over the alone p99 next to it, median over rounds.
+# The control: guest C, a veth guest zerod does not govern, sends the same
+# flood outside zeroness: sni against the upstream nginx itself (a TLS server
+# doing the same handshakes, no leaf to mint), denied to the same address
+# (routed by the host, refused there). On a 2-core host a flooder busy on one
+# core slows B whoever enforces; the control measures that share.
+# Per round: B alone, B with A on sni, B with C on sni, then the same three
+# for denied; each flooded p99 over the alone p99 of its triple, median over
+# rounds, and the governed ratio over the control's ("net of the control").
 # Target: B's p99 with a flood <= 1.10x alone (issue 11).
 # Uses the interception section's helpers (ic_pki, ic_nginx, first_byte_ms_ns)
 # and passthrough's pt_veth_guest; bench.sh sources every section.
@@ -98,9 +104,11 @@ fa_phase() {
   samples="$FA_DIR/samples-$round-$mode.txt"
   # Not in $(...): bg_in_netns must register the flooder's cleanup here.
   case $mode in
-    sni | denied)
-      bg_in_netns "$FA_PREFIX-fa" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
-        python3 "$FA_DIR/flood.py" "$mode" "$([ "$mode" = sni ] && echo "$FA_UPSTREAM" || echo "$FA_DENIED")" \
+    sni | denied | ctl-sni | ctl-denied)
+      local guest=fa kind=$mode
+      [[ $mode == ctl-* ]] && guest=fc kind=${mode#ctl-}
+      bg_in_netns "$FA_PREFIX-$guest" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
+        python3 "$FA_DIR/flood.py" "$kind" "$([ "$kind" = sni ] && echo "$FA_UPSTREAM" || echo "$FA_DENIED")" \
         > "$FA_DIR/flood.pid"
       pid=$(cat "$FA_DIR/flood.pid") ;;
   esac
@@ -151,6 +159,7 @@ section_fairness() {
       resources: {stripe: {accessToken: $secret}}}' > "$FA_DIR/policy.json"
   fa_veth_session fa 10 198.19.10.2/24 198.19.10.1 02:00:00:00:00:00
   fa_veth_session fb 11 198.19.11.2/24 198.19.11.1 02:00:00:00:00:00
+  pt_veth_guest "$FA_PREFIX" fc fc0 198.19.12.2/24 198.19.12.1 02:00:00:00:12:02  # ungoverned
   FA_CA="$FA_DIR/zerod/state/ca/ca.pem"
   fa_flooder "$FA_DIR/flood.py"
 
@@ -166,46 +175,70 @@ section_fairness() {
     return 0
   fi
 
+  # The control's path works: ungoverned C reaches the upstream nginx itself.
+  out=$(ip netns exec "$FA_PREFIX-fc" curl -sk -m 10 -o /dev/null -w '%{http_code}' "https://$FA_UPSTREAM/small" 2>&1) || true
+  [ "$out" = 200 ] || die "fairness: ungoverned guest C cannot reach https://$FA_UPSTREAM/small ($out)"
+
   local f="$FA_DIR/rounds.txt"
   for ((round = 1; round <= ROUNDS; round++)); do
     {
       fa_phase "$round" alone-sni "$n"
       fa_phase "$round" sni "$n"
+      fa_phase "$round" ctl-sni "$n"
       fa_phase "$round" alone-denied "$n"
       fa_phase "$round" denied "$n"
+      fa_phase "$round" ctl-denied "$n"
     } >> "$f"
   done
   fa_report "$f" "$n"
   cleanup_to "$mark"
 }
 
+# fa_ratio FILE MODE BASE COL: per round, column COL of MODE over that of
+# BASE, median over rounds ("null" if no round has both).
+fa_ratio() {
+  awk -v m="$2" -v b="$3" -v c="$4" '{v[$1 " " $2] = $c} END { for (k in v) { split(k, a, " ");
+      if (a[2] == m && v[a[1] " " b] != "null" && v[k] != "null" && v[a[1] " " b] > 0)
+        print v[k] / v[a[1] " " b] } }' "$1" | median
+}
+
+# fa_rate MODE: what the flooder achieved, averaged over its phases:
+# attempts/s and completed/s (a handshake refused for want of a mint token is
+# an attempt only).
+fa_rate() {
+  cat "$FA_DIR"/flood-*-"$1".log 2> /dev/null | jq -rs --arg what "${1#ctl-}" \
+    'map(select(.seconds? > 0)) | if length == 0 then "no report" else
+      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed" end' \
+    2> /dev/null || echo "no report"
+}
+
 # fa_report FILE N: FILE lines "round mode p50 p99 failed".
 fa_report() {
-  local f=$1 n=$2 mode p col what alone flooded r failed rate
+  local f=$1 n=$2 mode p col what alone flooded control r rc net failed
   for mode in sni denied; do
     what="random SNIs under an allowed wildcard"
     [ "$mode" = denied ] && what="denied packets and connections"
-    failed=$(awk -v m="$mode" '$2 == m || $2 == "alone-" m {s += $5} END {print s + 0}' "$f")
-    # What A achieved, averaged over its phases: attempts/s and completed/s
-    # (a handshake refused for want of a mint token is an attempt only).
-    rate=$(cat "$FA_DIR"/flood-*-"$mode".log 2> /dev/null | jq -rs --arg what "$mode" \
-      'map(select(.seconds? > 0)) | if length == 0 then "A: no report" else
-        "A: \(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed" end' \
-      2> /dev/null || echo "A: no report")
+    failed=$(awk -v m="$mode" '$2 == m || $2 == "alone-" m || $2 == "ctl-" m {s += $5} END {print s + 0}' "$f")
     for p in 50 99; do
       col=3
       [ "$p" = 99 ] && col=4
       alone=$(awk -v m="alone-$mode" -v c="$col" '$2 == m && $c != "null" {print $c}' "$f" | median)
       flooded=$(awk -v m="$mode" -v c="$col" '$2 == m && $c != "null" {print $c}' "$f" | median)
-      r=$(awk -v m="$mode" -v c="$col" '{v[$1 " " $2] = $c} END { for (k in v) { split(k, a, " ");
-            if (a[2] == m && v[a[1] " alone-" m] != "null" && v[k] != "null" && v[a[1] " alone-" m] > 0)
-              print v[k] / v[a[1] " alone-" m] } }' "$f" | median)
+      control=$(awk -v m="ctl-$mode" -v c="$col" '$2 == m && $c != "null" {print $c}' "$f" | median)
+      r=$(fa_ratio "$f" "$mode" "alone-$mode" "$col")
+      rc=$(fa_ratio "$f" "ctl-$mode" "alone-$mode" "$col")
+      net=$(fa_ratio "$f" "$mode" "ctl-$mode" "$col")
       if [ "$p" = 99 ]; then
         record_figure fairness "guest B p99 connect+first byte, A flooding $what (veth)" ms "$flooded" \
-          "B alone" "$alone" "$r" "<=" 1.10 "$n requests a phase; $rate; $failed of B's requests failed"
+          "B alone" "$alone" "$r" "<=" 1.10 \
+          "$n requests a phase; A: $(fa_rate "$mode"); the same flood from ungoverned C: ${rc}x; $failed of B's requests failed"
+        record_figure fairness "control: guest B p99, ungoverned C flooding $what outside zeroness (veth)" ms \
+          "$control" "B alone" "$alone" "$rc" "" "" "C: $(fa_rate "ctl-$mode"); what a flooding neighbour costs B on this host without zeroness"
+        record_figure fairness "guest B p99, A flooding $what, net of the control (veth)" ms "$flooded" \
+          "B with C flooding" "$control" "$net" "<=" 1.10 "per-round ratio of B's p99 with governed A flooding to B's p99 with ungoverned C flooding"
       else
         record_figure fairness "guest B p50 connect+first byte, A flooding $what (veth)" ms "$flooded" \
-          "B alone" "$alone" "$r" "" "" "$n requests a phase"
+          "B alone" "$alone" "$r" "" "" "$n requests a phase; the same flood from ungoverned C: ${rc}x"
       fi
     done
   done

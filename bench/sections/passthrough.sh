@@ -12,6 +12,11 @@
 # near 1 Gbit/s, so the same four are measured again from two veth guests
 # (namespaces wired to the host namespace by a veth pair, no pump): "vz"
 # adopted by zerod (session benchv, TC attached to its veth), "vd" ungoverned.
+# A third veth guest, "vk", is adopted by a second zerod in the same host
+# namespace (its own pins, state and listener ports) that relays in the kernel
+# ("proxy_kernel_splice": sockhash + sk_skb verdict, bpf/splice.bpf.c) instead
+# of splice(2): "veth-kernel", reported against the same peers, no target
+# (splice(2) is the default since the A/B of 2026-11-30).
 # Targets: zerod >= 0.9x direct, >= 1.2x haproxy.
 
 PT_SERVER=198.18.0.13
@@ -69,6 +74,15 @@ section_passthrough() {
     die "zerod gave slot 10 $(jq -c .network <<< "$net"), not 198.19.10.2/24 via .1"
   fi
   pt_veth_guest "$prefix" vd vd0 198.19.11.2/24 198.19.11.1 02:00:00:00:11:02
+  zerod_start "$prefix-host" "$dir/zerodk" "/sys/fs/bpf/zeroness-$prefix-k" \
+    '{"metrics_port": 0, "proxy_port": 15011, "dns_port": 15063, "proxy_kernel_splice": true}'
+  pt_veth_guest "$prefix" vk vk0 198.19.12.2/24 198.19.12.1 02:00:00:00:00:00
+  znctl_in "$dir/zerodk" session create benchk --policy "$dir/l4.json" --device vk0 --slot 12 > /dev/null
+  net=$(znctl_in "$dir/zerodk" -j session show benchk)
+  ip -n "$prefix-vk" link set eth0 address "$(jq -r .network.mac <<< "$net")"
+  if [ "$(jq -r .network.address <<< "$net")" != 198.19.12.2/24 ]; then
+    die "the kernel-relay zerod gave slot 12 $(jq -c .network <<< "$net"), not 198.19.12.2/24"
+  fi
 
   # The peers, listening on g1's gateway address in the host namespace.
   cat > "$dir/haproxy.cfg" <<- CFG
@@ -100,7 +114,7 @@ section_passthrough() {
 
   record_meta passthrough_seconds "$secs"
   for ((round = 1; round <= ROUNDS; round++)); do
-    for v in zerod direct haproxy socat veth-zerod veth-direct veth-haproxy veth-socat; do
+    for v in zerod direct haproxy socat veth-zerod veth-direct veth-haproxy veth-socat veth-kernel; do
       case $v in
         zerod) gbps=$(pt_iperf "$prefix-g0" "$PT_SERVER" "$PT_PORT" "$secs") ;;
         direct) gbps=$(pt_iperf "$prefix-g1" "$PT_SERVER" "$PT_PORT" "$secs") ;;
@@ -110,6 +124,7 @@ section_passthrough() {
         veth-direct) gbps=$(pt_iperf "$prefix-vd" "$PT_SERVER" "$PT_PORT" "$secs") ;;
         veth-haproxy) gbps=$(pt_iperf "$prefix-vd" 198.19.11.1 15201 "$secs") ;;
         veth-socat) gbps=$(pt_iperf "$prefix-vd" 198.19.11.1 15202 "$secs") ;;
+        veth-kernel) gbps=$(pt_iperf "$prefix-vk" "$PT_SERVER" "$PT_PORT" "$secs") ;;
       esac
       echo "$round $v $gbps" >> "$dir/rounds.txt"
       log "passthrough round $round: $v $gbps Gbit/s"
@@ -120,28 +135,33 @@ section_passthrough() {
   # Per-variant medians, and per-round ratios of zerod to each peer.
   local kind
   for kind in "" veth-; do
-    pt_report "$dir/rounds.txt" "$kind" "$secs" "$dir"
+    pt_report "$dir/rounds.txt" "$kind" "$secs" "$dir/zerod"
   done
+  pt_report "$dir/rounds.txt" veth- "$secs" "$dir/zerodk" kernel
   cleanup_to "$mark"
 }
 
-# pt_report ROUNDS_FILE KIND SECONDS DIR: KIND "" (lab guests) or "veth-".
+# pt_report ROUNDS_FILE KIND SECONDS ZEROD_DIR [VARIANT]: KIND "" (lab guests) or
+# "veth-"; VARIANT the zerod measured, "zerod" (splice(2), the default) or
+# "kernel" (the kernel relay: reported without targets).
 pt_report() {
-  local f=$1 kind=$2 secs=$3 dir=$4 med_zerod med_peer peer target op r what note
+  local f=$1 kind=$2 secs=$3 zdir=$4 variant=${5:-zerod} med_zerod med_peer peer target op r what note
+  local label="zerod splice"
+  [ "$variant" = kernel ] && label="zerod kernel relay"
   what="lab guest"
   note="iperf3 -t $secs; TAP + userspace frame pump"
   if [ "$kind" = veth- ]; then
     what="veth guest"
     note="iperf3 -t $secs; veth, no pump"
   fi
-  med_zerod=$(awk -v v="${kind}zerod" '$2 == v && $3 != "null" {print $3}' "$f" | median)
+  med_zerod=$(awk -v v="$kind$variant" '$2 == v && $3 != "null" {print $3}' "$f" | median)
   if [ "$med_zerod" = null ]; then
-    record_status passthrough "zerod splice, $what" error \
-      "iperf3 through zerod failed every round (zerod log: $(tail -3 "$dir/zerod/zerod.log" | tr '\n' ' '))"
+    record_status passthrough "$label, $what" error \
+      "iperf3 through zerod failed every round (zerod log: $(tail -3 "$zdir/zerod.log" | tr '\n' ' '))"
   fi
   for peer in direct haproxy socat; do
     med_peer=$(awk -v p="$kind$peer" '$2 == p && $3 != "null" {print $3}' "$f" | median)
-    r=$(awk -v z="${kind}zerod" -v p="$kind$peer" '{g[$1 " " $2] = $3} END {
+    r=$(awk -v z="$kind$variant" -v p="$kind$peer" '{g[$1 " " $2] = $3} END {
           for (k in g) { split(k, a, " "); if (a[2] == z && g[a[1] " " p] != "null" && g[k] != "null" && g[a[1] " " p] > 0)
             print g[k] / g[a[1] " " p] } }' "$f" | median)
     case $peer in
@@ -149,7 +169,8 @@ pt_report() {
       haproxy) op=">=" target=1.2 ;;
       *) op="" target="" ;;
     esac
-    record_figure passthrough "zerod splice vs $peer ($what)" Gbit/s "$med_zerod" "$peer" "$med_peer" "$r" \
+    [ "$variant" = kernel ] && op="" target=""
+    record_figure passthrough "$label vs $peer ($what)" Gbit/s "$med_zerod" "$peer" "$med_peer" "$r" \
       "$op" "$target" "$note"
   done
 }
