@@ -29,13 +29,14 @@ ALLOWED = {
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/tls"],
     "vmm/host": ["common", "userspace/net"],
     "vmm/lab": ["common", "userspace/net", "vmm/host"],
-    "broker/policy": LOWER,
-    "broker/audit": LOWER + ["broker/policy"],
-    "broker/identity": LOWER,
-    "broker/session": LOWER + ["broker/policy", "broker/audit", "broker/identity"],
-    "broker/control": LOWER + ["broker/policy", "broker/audit", "broker/session"],
-    "broker/daemon": LOWER + ["broker/policy", "broker/audit", "broker/identity", "broker/session",
-                              "broker/control"],
+    "broker/secrets": LOWER,
+    "broker/policy": LOWER + ["broker/secrets"],
+    "broker/audit": LOWER + ["broker/secrets", "broker/policy"],
+    "broker/identity": LOWER + ["broker/secrets"],
+    "broker/session": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/identity"],
+    "broker/control": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/session"],
+    "broker/daemon": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/identity",
+                              "broker/session", "broker/control"],
 }
 CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
 LIBRARY = re.compile(r"\bzn_\w+")
