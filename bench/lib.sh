@@ -121,8 +121,8 @@ zerod_start() {
   local netns=$1 dir=$2 pins=$3 extra=${4:-'{}'}
   mkdir -p "$dir"
   jq -n --arg ns "$netns" --arg pins "$pins" --arg state "$dir/state" --arg sock "$dir/zerod.sock" \
-    --argjson extra "$extra" \
-    '{netns: $ns, pin_root: $pins, state_dir: $state, control_socket: $sock,
+    --arg key "$dir/host.key" --argjson extra "$extra" \
+    '{netns: $ns, pin_root: $pins, state_dir: $state, host_key: $key, control_socket: $sock,
       upstream_allow: ["198.18.0.0/16", "2001:db8:18::/48"]} + $extra' > "$dir/zerod.json"
   "$(zerod_bin)" --config "$dir/zerod.json" > "$dir/zerod.log" 2>&1 < /dev/null &
   ZEROD_PID=$!

@@ -65,7 +65,7 @@ done
 say "zerod starts in the host namespace (the lab's names resolve to the stand-in internet)"
 cat > "$WORK/zerod.json" << JSON
 { "netns": "$PREFIX-host", "pin_root": "/sys/fs/bpf/zeroness-$PREFIX",
-  "state_dir": "$WORK/state", "control_socket": "$WORK/zerod.sock",
+  "state_dir": "$WORK/state", "host_key": "$WORK/host.key", "control_socket": "$WORK/zerod.sock",
   "upstream_ca_bundle": "$WORK/labca.pem",
   "upstream_allow": ["198.18.0.0/16", "2001:db8:18::/48"],
   "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],

@@ -61,6 +61,7 @@ class ZerodTest : public ::testing::Test {
     json config = {{"netns", lab_->host_netns()},
                    {"pin_root", lab::lab_pin_root(lab_->prefix())},
                    {"state_dir", (dir_ / "state").string()},
+                   {"host_key", (dir_ / "host.key").string()},
                    {"control_socket", socket_},
                    {"metrics_port", 19464},
                    {"proxy_idle_timeout_ms", 2000},

@@ -21,11 +21,12 @@ constexpr std::string_view kEventNames[] = {
     "command:run",    "command:reject",
     "session:create", "session:update",  "session:delete",
     "secret:reflected",  // an upstream sent an injected secret back; scrubbed
+    "key:rotate",        // the host key sealing resources at rest was replaced
 };
 // clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:",
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

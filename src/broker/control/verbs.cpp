@@ -86,7 +86,8 @@ json verdicts_json(const dp::SessionCounters& c) {
 
 void register_secrets(AuditLog& audit, const Session& s) {
   for (const auto& [name, resource] : s.policy->policy().resources)
-    for (const auto& [field, value] : resource.fields) audit.add_secret(value);
+    for (const auto& [field, value] : resource.fields)
+      value.reveal([&](std::string_view v) { audit.add_secret(std::string(v)); });
 }
 
 void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -70,6 +71,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_max_connections_per_guest",
                                  "proxy_header_timeout_ms",
                                  "proxy_kernel_splice",
+                                 "host_key",
                                  "approval_timeout_ms",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -84,6 +86,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.pin_root = get_string(doc, "pin_root", c.pin_root);
   c.state_dir = get_string(doc, "state_dir", c.state_dir);
   c.control_socket = get_string(doc, "control_socket", c.control_socket);
+  c.host_key = get_string(doc, "host_key", c.host_key);
   c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
   c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
   c.guest_prefix_ipv4 = get_uint(doc, "guest_prefix_ipv4", c.guest_prefix_ipv4, 1, 30);
@@ -106,8 +109,17 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     fail("$.upstream_ca_bundle", "must be an absolute path");
   c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
   c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);
-  for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket})
+  for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket, &c.host_key})
     if (path->empty() || path->front() != '/') fail("$", "paths must be absolute: '" + *path + "'");
+  {
+    // Inside the state directory, a copy of it would carry the key along.
+    namespace fs = std::filesystem;
+    fs::path state = fs::path(c.state_dir).lexically_normal();
+    if (!state.has_filename()) state = state.parent_path();  // "/var/lib/zeroness/"
+    const fs::path rel = fs::path(c.host_key).lexically_normal().lexically_relative(state);
+    if (rel.empty() || *rel.begin() != "..")
+      fail("$.host_key", "must be outside state_dir (a copy of the state must not carry the key)");
+  }
   if (doc.contains("dns_static")) {
     const json& s = doc["dns_static"];
     if (!s.is_object()) fail("$.dns_static", "must be an object of name -> [addresses]");

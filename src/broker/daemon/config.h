@@ -16,6 +16,10 @@ struct DaemonConfig {
   std::string netns;  // enter this named network namespace at start ("" = stay)
   std::string pin_root = "/sys/fs/bpf/zeroness";
   std::string state_dir = "/var/lib/zeroness";
+  // The host key resource values are sealed under at rest (0600, made on
+  // the first start). Outside state_dir on purpose: a copy of the state
+  // directory without it reveals nothing.
+  std::string host_key = "/etc/zeroness/host.key";
   std::string control_socket = "/run/zeroness/zerod.sock";
   std::string address_pool_ipv4 = "198.19.0.0/16";
   std::string address_pool_ipv6 = "2001:db8:19::/48";

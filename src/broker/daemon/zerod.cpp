@@ -10,6 +10,8 @@
 #include "broker/control/metrics.h"
 #include "broker/control/verbs.h"
 #include "broker/policy/parser.h"
+#include "broker/session/sealed_policy.h"
+#include "broker/session/state_file.h"
 #include "common/netns.h"
 #include "userspace/datapath/drop_events.h"
 #include "userspace/datapath/verdict_names.h"
@@ -47,6 +49,14 @@ std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c)
                                                          std::make_shared<net::LocalAddresses>());
 }
 
+// Whether the state file holds any sealed value (then a missing host key is
+// a refusal, not a new key). A corrupt file throws here, as restore would.
+bool state_holds_sealed_values(const std::string& state_file) {
+  for (const SessionRecord& r : load_session_records(state_file))
+    if (r.policy_json.find("\"znsealed:") != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
@@ -68,6 +78,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
   ca_ = ensure_deployment_ca(config_.state_dir + "/ca");
+  // Before anything is restored: a missing key is made only when nothing is
+  // sealed yet, else zerod refuses to start (never an empty store).
+  host_keys_ = std::make_unique<HostKeys>(config_.host_key, state_holds_sealed_values(config_.state_file()));
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
   audit_ = std::make_unique<AuditLog>(audit_options);
@@ -100,6 +113,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     return to_resolved(kept);
   };
   o.state_path = config_.state_file();
+  o.host_key = host_keys_->current();
   o.event_rate = config_.drop_event_rate;
   o.event_burst = config_.drop_event_burst;
   o.audit = [this](const std::string& event, const std::string& sid, const json& detail) {
@@ -107,7 +121,17 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   };
   registry_ = std::make_unique<SessionRegistry>(o);
   std::vector<std::string> failed;
-  auto restored = registry_->restore(&failed);
+  const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
+  // Throws SealedStateError (a value no key opens): zerod does not start.
+  auto restored = registry_->restore(&failed, rotating_to.get());
+  if (rotating_to) {
+    // A rotation a crash interrupted: finished now, before anything is served.
+    const std::string from = registry_->host_key_id();
+    registry_->reseal_all(rotating_to);
+    host_keys_->commit_rotation();
+    audit_->append({"key:rotate", "", {{"from", from}, {"to", rotating_to->id()}, {"resumed", true}}});
+    spdlog::warn("finished an interrupted host key rotation: key {}", rotating_to->id());
+  }
   for (const auto& id : restored) {
     if (auto s = registry_->get(id)) register_secrets(*audit_, *s);
     spdlog::info("re-adopted session {}", id);
@@ -165,6 +189,21 @@ void ZerodDaemon::register_verbs() {
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_stats_verb(*control_, *registry_, *maps_);
   register_events_verb(*control_, events_);
+  control_->handle("key.show", [this](const json&) {
+    return json{{"path", host_keys_->path()}, {"id", registry_->host_key_id()}};
+  });
+  control_->handle("key.rotate", [this](const json&) {
+    // One rotation at a time; sessions may change meanwhile (the registry
+    // reseals under its own lock).
+    std::lock_guard lock(rotation_mu_);
+    const std::string from = registry_->host_key_id();
+    const std::shared_ptr<const HostKey> next = host_keys_->begin_rotation();
+    registry_->reseal_all(next);
+    host_keys_->commit_rotation();
+    audit_->append({"key:rotate", "", {{"from", from}, {"to", next->id()}}});
+    spdlog::info("host key rotated: {} -> {}", from, next->id());
+    return json{{"from", from}, {"to", next->id()}, {"path", host_keys_->path()}};
+  });
 }
 
 void ZerodDaemon::drop_event_loop() {

@@ -13,6 +13,7 @@
 #include "broker/control/event_feed.h"
 #include "broker/control/server.h"
 #include "broker/daemon/config.h"
+#include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
 #include "broker/control/metrics_server.h"
 #include "broker/session/dns.h"
@@ -51,6 +52,8 @@ class ZerodDaemon {
 
   DaemonConfig config_;
   DeploymentCaPaths ca_;
+  std::unique_ptr<HostKeys> host_keys_;
+  std::mutex rotation_mu_;  // one key.rotate at a time
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<AuditLog> audit_;

@@ -283,7 +283,7 @@ class DocumentBuilder {
   std::optional<std::string> duplicate_;
 };
 
-Policy parse_document(const json& doc, const PolicyLimits& limits) {
+Policy parse_document(const json& doc, const SecretReader& read, const PolicyLimits& limits) {
   const Path root = Path::root();
   const auto top = only_fields(doc, root, std::array<std::string_view, 2>{"policy", "resources"});
   const Path ppath = root / "policy";
@@ -308,9 +308,17 @@ Policy parse_document(const json& doc, const PolicyLimits& limits) {
       for (const auto& [key, value] : fields.get_ref<const json::object_t&>()) {
         // Never echo a secret in an error: name the field only.
         if (!value.is_string()) fail(npath / key, "must be a string");
-        if (value.get_ref<const std::string&>().size() > limits.max_secret_bytes)
-          fail(npath / key, "too long");
-        resource.fields[key] = value.get<std::string>();
+        const std::string& text = value.get_ref<const std::string&>();
+        // Room for a sealed envelope's header, nonce, tag and base64.
+        if (text.size() > limits.max_secret_bytes * 4 / 3 + 128) fail(npath / key, "too long");
+        Secret secret;
+        try {
+          secret = read(name, key, text);
+        } catch (const std::runtime_error& e) {
+          fail(npath / key, e.what());
+        }
+        if (secret.size() > limits.max_secret_bytes) fail(npath / key, "too long");
+        resource.fields.emplace(key, std::move(secret));
       }
       policy.resources[name] = std::move(resource);
     }
@@ -356,6 +364,12 @@ Policy parse_document(const json& doc, const PolicyLimits& limits) {
 }  // namespace
 
 Policy parse_policy(std::string_view text, const PolicyLimits& limits) {
+  return parse_policy(
+      text, [](const std::string&, const std::string&, const std::string& value) { return Secret(value); },
+      limits);
+}
+
+Policy parse_policy(std::string_view text, const SecretReader& read, const PolicyLimits& limits) {
   if (text.size() > limits.max_document_bytes) fail(Path::root(), "document larger than the limit");
   std::pmr::monotonic_buffer_resource arena;
   const ArenaScope scope(&arena);
@@ -371,7 +385,7 @@ Policy parse_policy(std::string_view text, const PolicyLimits& limits) {
   }
   if (const auto& duplicate = builder.duplicate()) fail(Path::root(), "duplicate key '" + *duplicate + "'");
   try {
-    return parse_document(doc, limits);
+    return parse_document(doc, read, limits);
   } catch (const json::exception& e) {
     fail(Path::root(), std::string("invalid document: ") + e.what());  // every field is type-checked first
   }

@@ -2,6 +2,7 @@
 // whole with the JSON path of its first error.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,7 +34,17 @@ struct PolicyLimits {
   uint32_t max_rate = 100000;
 };
 
-// Throws PolicyError.
+// Makes a resource field's Secret from its text in the document: the value
+// itself (a policy as given), or an envelope to unseal (a policy restored
+// from the state file). Throws std::runtime_error to refuse the value; its
+// message (never the value) is reported at the field's path.
+using SecretReader =
+    std::function<Secret(const std::string& resource, const std::string& field, const std::string& text)>;
+
+// Throws PolicyError. Resource values are taken as they are.
 Policy parse_policy(std::string_view json_text, const PolicyLimits& limits = {});
+// The same, each resource value made by `read` (a value read may be longer
+// than max_secret_bytes by an envelope's overhead; the Secret may not).
+Policy parse_policy(std::string_view json_text, const SecretReader& read, const PolicyLimits& limits = {});
 
 }  // namespace zn::broker

@@ -10,6 +10,7 @@
 
 #include "broker/policy/host_pattern.h"
 #include "broker/policy/path_pattern.h"
+#include "broker/secrets/secret.h"
 
 namespace zn::broker {
 
@@ -43,7 +44,7 @@ struct RateLimit {
 
 // Secret material of a session (tokens, keys). Never printed or logged.
 struct Resource {
-  std::map<std::string, std::string> fields;
+  std::map<std::string, Secret> fields;  // guarded pages; print as <redacted>
 };
 
 struct Policy {

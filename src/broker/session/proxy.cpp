@@ -37,7 +37,7 @@ bool in_l4_plan(const Session& s, const net::IpAddress& dst, uint16_t port) {
 
 // The token a rule's identity injects (resources.<name>.accessToken), or
 // null: the one lookup for injection and for scrubbing.
-const std::string* access_token(const Policy& p, const std::string& identity) {
+const Secret* access_token(const Policy& p, const std::string& identity) {
   auto resource = p.resources.find(identity);
   if (resource == p.resources.end()) return nullptr;
   auto token = resource->second.fields.find("accessToken");
@@ -51,12 +51,17 @@ std::optional<proxy::Injection> injection_in(const Session& s, const proxy::Rule
   // The policy may have changed since the verdict: the rule must still be
   // the one that allowed the request.
   if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
-  const std::string* token = access_token(p, ref.identity);
+  const Secret* token = access_token(p, ref.identity);
   if (!token) return std::nullopt;
   // The token itself is what an echoing upstream must not hand back, in
-  // whatever encoding: "Bearer " is no part of the secret.
-  return proxy::Injection{
-      "Authorization", "Bearer " + *token, {"Authorization", "Proxy-Authorization"}, {*token}};
+  // whatever encoding: "Bearer " is no part of the secret. Revealed for this
+  // request only: the proxy wipes its copies when the request is done.
+  return token->reveal([](std::string_view t) {
+    return proxy::Injection{"Authorization",
+                            "Bearer " + std::string(t),
+                            {"Authorization", "Proxy-Authorization"},
+                            {std::string(t)}};
+  });
 }
 
 std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
@@ -64,10 +69,11 @@ std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
   const Policy& p = s.policy->policy();
   for (const auto& rule : p.allow) {
     if (!rule.identity) continue;
-    const std::string* token = access_token(p, *rule.identity);
+    const Secret* token = access_token(p, *rule.identity);
     if (!token) continue;
-    if (std::none_of(out.begin(), out.end(), [&](const proxy::ScrubSecret& x) { return x.secret == *token; }))
-      out.push_back({*rule.identity, *token});
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const proxy::ScrubSecret& x) { return token->equals(x.secret); }))
+      token->reveal([&](std::string_view t) { out.push_back({*rule.identity, std::string(t)}); });
   }
   return out;
 }

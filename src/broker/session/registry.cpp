@@ -7,8 +7,9 @@
 #include <chrono>
 #include <cstring>
 
-#include "broker/session/datapath_entry.h"
 #include "broker/policy/parser.h"
+#include "broker/session/datapath_entry.h"
+#include "broker/session/sealed_policy.h"
 #include "broker/session/state_file.h"
 #include "userspace/datapath/tc_attachment.h"
 #include "vmm/host/route_netlink.h"
@@ -75,6 +76,8 @@ SessionRegistry::SessionRegistry(Options options)
           },
           options_.before_reap) {
   if (!options_.maps) throw std::invalid_argument("SessionRegistry needs the datapath maps");
+  if (state_ && !options_.host_key)
+    throw std::invalid_argument("SessionRegistry: a state file needs a host key to seal resources under");
   used_idx_.take(0);  // datapath index 0 is "no session"
   if (!options_.resolve) options_.resolve = [](const std::string&) { return std::vector<ResolvedAddress>{}; };
 }
@@ -98,6 +101,27 @@ void SessionRegistry::collect_reaped_locked() {
 void SessionRegistry::emit(const std::string& event, const std::string& sid,
                            const nlohmann::json& detail) const {
   if (options_.audit) options_.audit(event, sid, detail);
+}
+
+std::string SessionRegistry::sealed_locked(const std::string& id, const std::string& policy_json,
+                                           const Policy& parsed) const {
+  // A policy without resources has nothing to seal: not parsed again (a
+  // 10k-rule policy would cost milliseconds more per change). Decided on the
+  // parsed policy, never on the text, which may spell its keys with escapes.
+  if (!options_.host_key || parsed.resources.empty()) return policy_json;
+  return seal_policy_json(*options_.host_key, id, policy_json);
+}
+
+std::vector<SessionRecord> SessionRegistry::live_records_locked() const {
+  std::vector<SessionRecord> records;
+  records.reserve(index_.size());
+  for (const SessionPtr& s : index_.all()) records.push_back(s->record);
+  return records;
+}
+
+std::string SessionRegistry::host_key_id() const {
+  std::lock_guard lock(control_mu_);
+  return options_.host_key ? options_.host_key->id() : std::string();
 }
 
 uint32_t SessionRegistry::free_session_idx_locked() {
@@ -173,7 +197,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   s->record.id = spec.id;
   s->record.session_idx = free_session_idx_locked();
   s->record.slot = free_slot_locked(spec.slot);
-  s->record.policy_json = spec.policy_json;
+  s->record.policy_json = sealed_locked(spec.id, spec.policy_json, compiled->policy());
   s->record.created_unix =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -222,7 +246,7 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
   auto next = std::make_shared<Session>(*previous);
   next->policy = compiled;
   next->plan = plan_datapath(*compiled, options_.resolve);
-  next->record.policy_json = policy_json;
+  next->record.policy_json = sealed_locked(id, policy_json, compiled->policy());
   next->record.policy_version += 1;
   // New entries in, stale ones out; steered ports do not change with policy.
   apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
@@ -259,17 +283,54 @@ void SessionRegistry::remove(const std::string& id) {
   emit("session:delete", id, {{"device", s->record.device}});
 }
 
-std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed) {
+std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed,
+                                                  const HostKey* rotating_to) {
   std::vector<std::string> restored;
   if (!state_) return restored;
   std::lock_guard lock(control_mu_);
-  bool dropped = false;
+  std::vector<const HostKey*> keys;
+  if (options_.host_key) keys.push_back(options_.host_key.get());
+  if (rotating_to) keys.push_back(rotating_to);
+
+  // First every policy, sealed values opened, with nothing installed: a
+  // value no key opens stops the start here (SealedStateError propagates).
+  struct Opened {
+    SessionRecord record;
+    std::shared_ptr<const CompiledPolicy> policy;  // null: the policy does not parse
+    std::string error;
+  };
+  std::vector<Opened> opened;
+  bool rewrite = false;  // records from before sealing, sealed now
   for (SessionRecord& r : state_->load()) {
+    Opened o{std::move(r), nullptr, {}};
     try {
+      OpenedPolicy p = keys.empty() ? OpenedPolicy{parse_policy(o.record.policy_json)}
+                                    : open_sealed_policy(keys, o.record.id, o.record.policy_json);
+      // Values under rotating_to stay as they are: the caller finishes the
+      // rotation (reseal_all) once restored.
+      if (p.had_plaintext) {
+        o.record.policy_json =
+            reseal_policy_json(*keys.front(), *keys.front(), o.record.id, o.record.policy_json);
+        rewrite = true;
+      }
+      o.policy = CompiledPolicy::compile(std::move(p.policy));
+    } catch (const SealedStateError&) {
+      throw;
+    } catch (const std::exception& e) {
+      o.error = e.what();
+    }
+    opened.push_back(std::move(o));
+  }
+
+  bool dropped = false;
+  for (Opened& o : opened) {
+    const SessionRecord& r = o.record;
+    try {
+      if (!o.policy) throw std::runtime_error(o.error);
       Session s;
       s.record = r;
       s.net = vmm::guest_network(options_.addresses, r.slot);
-      s.policy = CompiledPolicy::compile(parse_policy(r.policy_json));
+      s.policy = std::move(o.policy);
       s.plan = plan_datapath(*s.policy, options_.resolve);
       s.ifindex = static_cast<int>(if_nametoindex(r.device.c_str()));
       if (used_idx_.taken(r.session_idx) || used_slots_.taken(r.slot))
@@ -293,13 +354,31 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
   }
   // A session that could not be restored leaves the file now, as the whole
   // rewrite of the first change did before: it must not keep a slot or an
-  // index a new session takes.
-  if (dropped) {
-    std::vector<SessionRecord> live;
-    for (const SessionPtr& s : index_.all()) live.push_back(s->record);
-    state_->compact(live);
-  }
+  // index a new session takes. Values found in plaintext (a file from
+  // before sealing) are sealed in the same snapshot.
+  if (dropped || rewrite) state_->compact(live_records_locked());
   return restored;
+}
+
+void SessionRegistry::reseal_all(std::shared_ptr<const HostKey> next) {
+  if (!next) throw std::invalid_argument("reseal_all: no key");
+  std::lock_guard lock(control_mu_);
+  if (!options_.host_key) throw std::logic_error("reseal_all: this registry seals nothing");
+  std::vector<std::shared_ptr<Session>> resealed;
+  std::vector<SessionRecord> records;
+  for (const SessionPtr& s : index_.all()) {
+    auto copy = std::make_shared<Session>(*s);
+    copy->record.policy_json =
+        reseal_policy_json(*options_.host_key, *next, copy->record.id, copy->record.policy_json);
+    records.push_back(copy->record);
+    resealed.push_back(std::move(copy));
+  }
+  // The snapshot is the commit point: before it the old key opens the
+  // file, after it the new one (restore accepts both while a rotation's
+  // next key file is there).
+  if (state_) state_->compact(records);
+  for (auto& s : resealed) index_.put(std::move(s));
+  options_.host_key = std::move(next);
 }
 
 void SessionRegistry::persist_put_locked(const SessionRecord& record) {
@@ -316,11 +395,8 @@ void SessionRegistry::persist_erase_locked(const std::string& id) {
 
 void SessionRegistry::compact_if_due_locked() {
   if (!state_->compaction_due(index_.size())) return;
-  std::vector<SessionRecord> records;
-  records.reserve(index_.size());
-  for (const SessionPtr& s : index_.all()) records.push_back(s->record);
   try {
-    state_->compact(records);
+    state_->compact(live_records_locked());
   } catch (const std::exception&) {
     // The change itself is in the journal; compaction is retried on the next.
   }

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/secrets/host_key.h"
 #include "broker/session/directory.h"
 #include "broker/session/index.h"
 #include "broker/session/session.h"
@@ -79,7 +80,10 @@ class SessionRegistry : public SessionDirectory {
     vmm::AddressPlan addresses = vmm::AddressPlan::lab_default();
     NameResolver resolve;    // L4 rule names
     std::string state_path;  // "" = not persisted (tests)
-    AuditSink audit;         // may be empty
+    // Resource values are sealed under it in each record (sealed_policy.h):
+    // required with a state file; null keeps them as given (tests).
+    std::shared_ptr<const HostKey> host_key;
+    AuditSink audit;  // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
     vmm::TapReaper::BeforeBatch before_reap;  // tests: holds the TAP reaper
   };
@@ -106,8 +110,20 @@ class SessionRegistry : public SessionDirectory {
   // Re-adopts the sessions of the state file after a restart: TAPs are kept
   // (or re-created if ours and gone), map entries rewritten, programs
   // re-attached in place. Returns the ids restored; failures are reported
-  // through `failed` and leave that session out.
-  std::vector<std::string> restore(std::vector<std::string>* failed = nullptr);
+  // through `failed` and leave that session out. Every sealed value is
+  // opened first, under the host key or `rotating_to` (a rotation a crash
+  // interrupted): one that opens under neither throws SealedStateError with
+  // nothing installed or rewritten (a missing or wrong key is a refusal to
+  // start, never an empty store). Records from before sealing are sealed.
+  std::vector<std::string> restore(std::vector<std::string>* failed = nullptr,
+                                   const HostKey* rotating_to = nullptr);
+
+  // Key rotation: every record resealed under `next` and written as a new
+  // state snapshot; then `next` is the key new records are sealed under.
+  // On any error nothing changed (the old key still opens the file).
+  void reseal_all(std::shared_ptr<const HostKey> next);
+  // The id of the key records are sealed under; "" without one.
+  std::string host_key_id() const;
 
   // Waits until the TAPs of removed sessions are gone (tests, benchmarks).
   void wait_devices_reaped() { reaper_.drain(); }
@@ -128,9 +144,13 @@ class SessionRegistry : public SessionDirectory {
   // addresses are the slot's).
   SessionPtr withdraw_locked(const std::string& id, bool keep_slot = false);
   void emit(const std::string& event, const std::string& sid, const nlohmann::json& detail) const;
+  // The policy JSON a record keeps: its resource values sealed.
+  std::string sealed_locked(const std::string& id, const std::string& policy_json,
+                            const Policy& parsed) const;
+  std::vector<SessionRecord> live_records_locked() const;
 
   Options options_;
-  std::mutex control_mu_;  // serialises changes; the data path never takes it
+  mutable std::mutex control_mu_;  // serialises changes; the data path never takes it
   SessionIndex index_;
   NumberPool used_idx_;  // under control_mu_; 0 is never a session's
   NumberPool used_slots_;

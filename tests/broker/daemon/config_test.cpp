@@ -55,5 +55,22 @@ TEST(ZerodConfigPlan, RefusesPlansWithTheirPath) {
             "accepted");
 }
 
+TEST(ZerodConfigHostKey, OutsideTheStateDirectoryOnly) {
+  EXPECT_EQ(parse_daemon_config("{}").host_key, "/etc/zeroness/host.key");
+  for (const char* inside : {R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn/host.key"})",
+                             R"({"state_dir":"/var/lib/zn/","host_key":"/var/lib/zn/keys/host.key"})",
+                             R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn/a/../host.key"})",
+                             R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn"})"}) {
+    const std::string e = config_error(inside);
+    EXPECT_NE(e.find("$.host_key"), std::string::npos) << inside << ": " << e;
+  }
+  EXPECT_NE(config_error(R"({"host_key":"host.key"})").find("absolute"), std::string::npos);
+  // Positive controls: beside the state directory, or a name that merely
+  // starts like it.
+  EXPECT_EQ(config_error(R"({"state_dir":"/var/lib/zn/state","host_key":"/var/lib/zn/host.key"})"),
+            "accepted");
+  EXPECT_EQ(config_error(R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn.key"})"), "accepted");
+}
+
 }  // namespace
 }  // namespace zn::broker

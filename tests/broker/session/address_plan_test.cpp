@@ -52,6 +52,7 @@ class SessionRegistryPlanTest : public ::testing::Test {
     o.egress_prog_fd = datapath_->egress_prog_fd();
     o.addresses = vmm::AddressPlan::parse("198.19.0.0/16", "2001:db8:19::/48", 30, 120);
     o.state_path = (dir_ / "sessions.json").string();
+    o.host_key = std::make_shared<const HostKey>(HostKey::generate());
     registry_ = std::make_unique<SessionRegistry>(o);
   }
   void TearDown() override {

@@ -91,6 +91,9 @@ TEST(SessionIndexTest, ReadersSeeWholeSnapshotsWhileAWriterSwaps) {
         seen++;
       }
     });
+  // Readers first: on a loaded machine the writer could otherwise finish
+  // before any reader thread has run, and the test would prove nothing.
+  while (seen.load() < 3) std::this_thread::yield();
   for (uint64_t v = 2; v < 2000; ++v) {
     index.put(make("a", 1, static_cast<int>(100 + v), "198.19.0.2", "2001:db8:19::2", v));
     if (v % 100 == 0) index.erase("a");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "broker/policy/parser.h"
+#include "broker/session/sealed_policy.h"
 #include "broker/session/state_file.h"
 #include "common/netns.h"
 #include "support/packet_builder.h"
@@ -67,6 +68,7 @@ class SessionRegistryTest : public ::testing::Test {
     o.ingress_prog_fd = datapath_->ingress_prog_fd();
     o.egress_prog_fd = datapath_->egress_prog_fd();
     o.state_path = (dir_ / "sessions.json").string();
+    o.host_key = host_key_;
     o.audit = [this](const std::string& event, const std::string& sid, const nlohmann::json&) {
       audit_.push_back(event + " " + sid);
     };
@@ -92,6 +94,8 @@ class SessionRegistryTest : public ::testing::Test {
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<SessionRegistry> registry_;
+  // One key for every registry a test makes: a restart keeps its key.
+  std::shared_ptr<const HostKey> host_key_ = std::make_shared<const HostKey>(HostKey::generate());
   std::vector<std::string> audit_;
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
@@ -190,6 +194,78 @@ TEST_F(SessionRegistryTest, RestoreReadoptsTapsAndRecreatesLostOnes) {
   EXPECT_NE(if_nametoindex("zn-tap1"), 0u);
   EXPECT_TRUE(dp::TcAttachment::is_attached(rb->ifindex));
   EXPECT_TRUE(maps_->get_session(rb->ifindex));
+}
+
+std::string slurp_state(const std::string& path) {
+  std::string all;
+  for (const std::string& f : {path, path + ".journal"}) {
+    std::ifstream in(f);
+    all += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return all;
+}
+
+constexpr const char* kSecretPolicy =
+    R"({"policy":{"allow":[{"host":"api.stripe.com","identity":"cap:stripe"}]},)"
+    R"("resources":{"stripe":{"accessToken":"sk_live_registry_5e2d"}}})";
+
+TEST_F(SessionRegistryTest, AWrongKeyRefusesTheRestoreWithNothingInstalledOrRewritten) {
+  Session a = *registry_->create({"user-1", kSecretPolicy, {}, {}});
+  EXPECT_EQ(slurp_state(state_path()).find("sk_live_registry_5e2d"), std::string::npos);
+  registry_->remove("user-1");
+  registry_->wait_devices_reaped();
+  Session b = *registry_->create({"user-2", kSecretPolicy, {}, {}});
+  const std::string before = slurp_state(state_path());
+  maps_->delete_session(b.ifindex);  // as if the maps were new: restore must write them
+  // A restart under another key: a refusal, the file untouched, no entry.
+  host_key_ = std::make_shared<const HostKey>(HostKey::generate());
+  registry_ = make_registry();
+  EXPECT_THROW(registry_->restore(), SealedStateError);
+  EXPECT_EQ(slurp_state(state_path()), before);
+  EXPECT_FALSE(maps_->get_session(b.ifindex));
+  EXPECT_EQ(registry_->size(), 0u);
+  (void)a;
+}
+
+TEST_F(SessionRegistryTest, PlaintextFromBeforeSealingIsSealedAtRestore) {
+  SessionRecord r;
+  r.id = "user-1";
+  r.session_idx = 1;
+  r.slot = 0;
+  r.device = "zn-tap0";
+  r.policy_json = kSecretPolicy;  // a state file written before sealing
+  save_session_records(state_path(), {r});
+  ASSERT_NE(slurp_state(state_path()).find("sk_live_registry_5e2d"), std::string::npos);
+  registry_ = make_registry();
+  std::vector<std::string> failed;
+  EXPECT_EQ(registry_->restore(&failed).size(), 1u);
+  EXPECT_TRUE(failed.empty()) << failed.front();
+  const std::string after = slurp_state(state_path());
+  EXPECT_EQ(after.find("sk_live_registry_5e2d"), std::string::npos) << after;
+  EXPECT_NE(after.find("znsealed:v1:" + host_key_->id()), std::string::npos) << after;
+  // What is sealed opens to the same value.
+  const SessionPtr s = registry_->get("user-1");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(
+      s->policy->policy().resources.at("stripe").fields.at("accessToken").equals("sk_live_registry_5e2d"));
+}
+
+TEST_F(SessionRegistryTest, ResealAllMovesEveryRecordToTheNewKey) {
+  registry_->create({"user-1", kSecretPolicy, {}, {}});
+  registry_->create({"user-2", kSecretPolicy, {}, {}});
+  const std::string old_id = host_key_->id();
+  auto next = std::make_shared<const HostKey>(HostKey::generate());
+  registry_->reseal_all(next);
+  EXPECT_EQ(registry_->host_key_id(), next->id());
+  const std::string after = slurp_state(state_path());
+  EXPECT_EQ(after.find(old_id), std::string::npos) << after;
+  EXPECT_NE(after.find(next->id()), std::string::npos) << after;
+  // A restart under the new key opens both; a new record is sealed under it.
+  host_key_ = next;
+  registry_ = make_registry();
+  EXPECT_EQ(registry_->restore().size(), 2u);
+  registry_->create({"user-3", kSecretPolicy, {}, {}});
+  EXPECT_EQ(slurp_state(state_path()).find(old_id), std::string::npos);
 }
 
 // Delete is fail closed: from the moment remove() starts, the guest's frames
