@@ -70,6 +70,7 @@ declare -A IC_PEER_NAME=([nginx]="nginx TLS reverse proxy" [squid]="squid ssl-bu
   [mitmproxy]="mitmproxy (transparent)")
 # Why a variant cannot be measured (its check failed); empty when it can.
 declare -A IC_BROKEN=()
+IC_PEER_PIDS=()  # squid and mitmdump, stopped once their figures are taken
 
 ic_pki() {
   local d=$1
@@ -231,7 +232,9 @@ ic_peers_setup() {
     # A service name of this run: squid names its shared memory after it.
     local service="zb$$squid"
     on_exit "rm -f /dev/shm/$service-*"
-    bg_in_netns "$IC_PREFIX-host" "$d/stdout.log" squid -N -n "$service" -f "$d/squid.conf" > /dev/null
+    # Not in $(...): bg_in_netns must register the cleanup here.
+    bg_in_netns "$IC_PREFIX-host" "$d/stdout.log" squid -N -n "$service" -f "$d/squid.conf" > "$d/pid"
+    IC_PEER_PIDS+=("$(cat "$d/pid")")
     wait_tcp "$IC_PREFIX-host" 198.19.2.1 "$IC_SQUID_PORT" ||
       ic_break squid "squid did not listen (cache.log: $(tail -2 "$d/cache.log" 2> /dev/null | tr '\n' ' '))"
   fi
@@ -245,7 +248,8 @@ ic_peers_setup() {
   sed -e "s|@SECRET@|$IC_SECRET|g" "$REPO/bench/conf/mitmproxy-identity.py.in" > "$d/identity.py"
   bg_in_netns "$IC_PREFIX-host" "$d/mitmdump.log" mitmdump -q --mode transparent \
     --listen-host 0.0.0.0 --listen-port "$IC_MITM_PORT" --set confdir="$d/conf" \
-    --set ssl_verify_upstream_trusted_ca="$IC_DIR/pki/labca.pem" -s "$d/identity.py" > /dev/null
+    --set ssl_verify_upstream_trusted_ca="$IC_DIR/pki/labca.pem" -s "$d/identity.py" > "$d/pid"
+  IC_PEER_PIDS+=("$(cat "$d/pid")")
   wait_tcp "$IC_PREFIX-host" 198.19.3.1 "$IC_MITM_PORT" ||
     ic_break mitmproxy "mitmdump did not listen ($(tail -2 "$d/mitmdump.log" | tr '\n' ' '))"
   return 0
@@ -520,6 +524,12 @@ section_interception() {
   ic_peer_checks
   ic_wrk "$secs"
   ic_bulk
+  # The interception peers are done: stopped before the latency runs. An
+  # idle mitmdump was measured busy on one of the two cores (perf sched: 95%
+  # of a core over 15 s), which left zerod's threads waiting up to 24 ms for
+  # a CPU and put that wait into zerod's p99.
+  local pid
+  for pid in "${IC_PEER_PIDS[@]}"; do kill_wait "$pid"; done
   ic_latency "$n" ""
   ic_latency "$n" veth-
   ic_audit "$secs"
