@@ -95,10 +95,10 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   ProxyTest, InterceptTest, ZerodTest
 #                                zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop and control server, with real traffic
-tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests)
+tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
              AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
-             KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes.)
+             KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

@@ -7,6 +7,9 @@
 #include <openssl/sha.h>
 
 #include <cstdio>
+#include <regex>
+
+#include "broker/identity/jwt_verifier.h"
 
 #include "integration/proxy_fixture.h"
 
@@ -101,6 +104,40 @@ TEST_F(InterceptTest, IdentityIsInjectedUpstreamAndNeverReachesTheGuestLogsOrAud
   EXPECT_EQ(events.find(kSecret), std::string::npos);
   EXPECT_NE(events.find("\"identity\":\"stripe\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"reason\":\"identity is never sent over cleartext\""), std::string::npos) << events;
+}
+
+TEST_F(InterceptTest, AMintedIdentityReachesTheUpstreamAndVerifiesOnlyForItsRequest) {
+  ASSERT_TRUE(
+      call("session.update",
+           {{"id", "user-1"}, {"policy", policy(R"({"host":"api.github.com","identity":"jwt"},)")}})["ok"]);
+  auto r = curl("-o /dev/null -w '%{http_code}' -X POST 'https://api.github.com/orgs/zn/./hooks?x=1'");
+  ASSERT_EQ(r.output, "200") << upstream_log();
+  const std::string log = upstream_log();
+  const std::regex bearer("\"Bearer (eyJ[A-Za-z0-9_.-]+)\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, bearer)) << log;
+  const std::string token = m[1];
+  const json jwks = call("identity.jwks")["result"];
+  ASSERT_TRUE(jwks.contains("keys")) << jwks.dump();
+  const auto now = std::chrono::system_clock::now();
+  // Bound to this session's request: host, method, normalised path.
+  broker::VerifyResult ok =
+      broker::verify_jwt(token, jwks, {"zeroness", "api.github.com", "POST", "/orgs/zn/hooks"}, now);
+  EXPECT_TRUE(ok.ok()) << ok.message;
+  EXPECT_FALSE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.stripe.com", "POST", "/orgs/zn/hooks"}, now).ok());
+  EXPECT_FALSE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.github.com", "GET", "/orgs/zn/hooks"}, now).ok());
+  EXPECT_FALSE(broker::verify_jwt(token, jwks, {"zeroness", "api.github.com", "POST", "/orgs/zn"}, now).ok());
+  EXPECT_FALSE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.github.com", "POST", "/orgs/zn/hooks"}, now + 61s)
+          .ok());
+  // The guest never sees it, the audit names the identity, never the token.
+  EXPECT_EQ(r.output.find(token), std::string::npos);
+  const std::string events = egress_events({"\"identity\":\"minted:jwt\""});
+  EXPECT_NE(events.find("\"identity\":\"minted:jwt\""), std::string::npos) << events;
+  EXPECT_EQ(events.find(token), std::string::npos);
+  EXPECT_EQ(slurp(dir_ / "zerod.log").find(token), std::string::npos);
 }
 
 TEST_F(InterceptTest, MethodsAndPathsAreEnforcedOnTheNormalisedPath) {

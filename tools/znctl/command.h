@@ -49,6 +49,7 @@ struct Verb {
 // function pointers so they are constant data, built before main runs.
 std::span<const Verb> approval_verbs();  // approval.cpp
 std::span<const Verb> audit_verbs();     // audit.cpp
+std::span<const Verb> identity_verbs();  // identity.cpp
 std::span<const Verb> key_verbs();       // key.cpp
 std::span<const Verb> map_verbs();       // map.cpp
 std::span<const Verb> policy_verbs();    // policy.cpp

@@ -62,6 +62,7 @@ json session_json(const Session& s, const std::string& ca_certificate, bool with
         rule["paths"] = paths;
       }
       if (r.identity) rule["identity"] = "cap:" + *r.identity;
+      if (r.mint_jwt) rule["identity"] = "jwt";
       if (r.action == RuleAction::kAsk) rule["action"] = "ask";
       if (r.port) rule["port"] = *r.port;
       allow.push_back(rule);

@@ -72,6 +72,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_header_timeout_ms",
                                  "proxy_kernel_splice",
                                  "host_key",
+                                 "jwt_issuer",
+                                 "jwt_lifetime_s",
                                  "approval_timeout_ms",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -87,6 +89,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.state_dir = get_string(doc, "state_dir", c.state_dir);
   c.control_socket = get_string(doc, "control_socket", c.control_socket);
   c.host_key = get_string(doc, "host_key", c.host_key);
+  c.jwt_issuer = get_string(doc, "jwt_issuer", c.jwt_issuer);
+  if (c.jwt_issuer.empty()) fail("$.jwt_issuer", "must not be empty");
+  c.jwt_lifetime_s = get_uint(doc, "jwt_lifetime_s", c.jwt_lifetime_s, 1, 3600);
   c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
   c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);
   c.guest_prefix_ipv4 = get_uint(doc, "guest_prefix_ipv4", c.guest_prefix_ipv4, 1, 30);

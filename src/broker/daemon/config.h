@@ -20,6 +20,11 @@ struct DaemonConfig {
   // the first start). Outside state_dir on purpose: a copy of the state
   // directory without it reveals nothing.
   std::string host_key = "/etc/zeroness/host.key";
+  // Minted identities ("identity": "jwt"): the tokens' "iss", and how long
+  // each lives (seconds, 1..3600). Their keys rotate daily; `znctl identity
+  // jwks` publishes them.
+  std::string jwt_issuer = "zeroness";
+  uint32_t jwt_lifetime_s = 60;
   std::string control_socket = "/run/zeroness/zerod.sock";
   std::string address_pool_ipv4 = "198.19.0.0/16";
   std::string address_pool_ipv6 = "2001:db8:19::/48";

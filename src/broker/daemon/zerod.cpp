@@ -142,8 +142,12 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   approvals_ = std::make_unique<ApprovalBook>(std::chrono::milliseconds(config_.approval_timeout_ms));
+  JwtMinterOptions mint_options;
+  mint_options.token_lifetime = std::chrono::seconds(config_.jwt_lifetime_s);
+  minter_ = std::make_shared<JwtMinter>(config_.jwt_issuer, mint_options);
   proxy_policy_ =
-      std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_, guard);
+      std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_, guard,
+                                           SessionProxyPolicy::Clock{}, minter_);
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
@@ -189,6 +193,7 @@ void ZerodDaemon::register_verbs() {
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_stats_verb(*control_, *registry_, *maps_);
   register_events_verb(*control_, events_);
+  control_->handle("identity.jwks", [this](const json&) { return minter_->jwks(); });
   control_->handle("key.show", [this](const json&) {
     return json{{"path", host_keys_->path()}, {"id", registry_->host_key_id()}};
   });
@@ -230,6 +235,12 @@ void ZerodDaemon::drop_event_loop() {
     }
     if (std::chrono::steady_clock::now() >= next_flush) {
       aggregator.flush();
+      // Off the I/O loops: key generation happens here when a key is due.
+      try {
+        minter_->rotate_if_due();
+      } catch (const std::exception& e) {
+        spdlog::error("minted identity key rotation: {}", e.what());
+      }
       next_flush += std::chrono::seconds(1);
     }
   }

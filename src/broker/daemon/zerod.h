@@ -15,6 +15,7 @@
 #include "broker/daemon/config.h"
 #include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
+#include "broker/identity/jwt_minter.h"
 #include "broker/control/metrics_server.h"
 #include "broker/session/dns.h"
 #include "broker/session/proxy.h"
@@ -62,6 +63,7 @@ class ZerodDaemon {
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;
   std::unique_ptr<ApprovalBook> approvals_;
+  std::shared_ptr<JwtMinter> minter_;  // minted identities ("identity": "jwt")
   std::unique_ptr<SessionProxyPolicy> proxy_policy_;
   std::unique_ptr<proxy::TransparentProxy> proxy_;
   EventFeed events_;  // live drop events for `znctl events`; outlives control_

@@ -171,9 +171,12 @@ AllowRule parse_allow(const json& r, const Path& path, size_t index, const Polic
   if (field[kIdentity]) {
     const Path ipath = path / "identity";
     const std::string_view id = as_string(*field[kIdentity], ipath);
-    if (id.rfind("cap:", 0) != 0 || !valid_resource_name(id.substr(4)))
-      fail(ipath, "must be \"cap:<resource>\"");
-    rule.identity = std::string(id.substr(4));
+    if (id == "jwt")
+      rule.mint_jwt = true;
+    else if (id.rfind("cap:", 0) != 0 || !valid_resource_name(id.substr(4)))
+      fail(ipath, "must be \"cap:<resource>\" or \"jwt\"");
+    else
+      rule.identity = std::string(id.substr(4));
   }
   if (field[kAction]) {
     const Path apath = path / "action";

@@ -22,13 +22,17 @@ struct AllowRule {
   std::vector<std::string> methods;     // uppercase; empty = any
   std::vector<PathPattern> paths;       // empty = any
   std::optional<std::string> identity;  // resource name: "cap:stripe" -> "stripe"
+  // "identity": "jwt": a token zerod mints per request, bound to the
+  // upstream host, the method and the path (broker/identity/jwt_minter.h).
+  bool mint_jwt = false;
   RuleAction action = RuleAction::kAllow;
   std::optional<uint16_t> port;  // set: an L4 rule (raw TCP to host:port)
 
   bool is_l4() const { return port.has_value(); }
+  bool injects_identity() const { return identity.has_value() || mint_jwt; }
   // Rules with request conditions need TLS terminated to be enforced.
   bool needs_interception() const {
-    return !methods.empty() || !paths.empty() || identity.has_value() || action == RuleAction::kAsk;
+    return !methods.empty() || !paths.empty() || injects_identity() || action == RuleAction::kAsk;
   }
 };
 

@@ -44,9 +44,8 @@ const Secret* access_token(const Policy& p, const std::string& identity) {
   return token == resource->second.fields.end() ? nullptr : &token->second;
 }
 
-// The injection for a request allowed under `ref`, from this snapshot.
-std::optional<proxy::Injection> injection_in(const Session& s, const proxy::RuleRef& ref) {
-  if (ref.identity.empty()) return std::nullopt;
+// A resource's static token, for a request allowed under `ref`.
+std::optional<proxy::Injection> static_injection(const Session& s, const proxy::RuleRef& ref) {
   const Policy& p = s.policy->policy();
   // The policy may have changed since the verdict: the rule must still be
   // the one that allowed the request.
@@ -79,6 +78,24 @@ std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
 }
 
 }  // namespace
+
+constexpr std::string_view kMintedJwtLabel = "minted:jwt";
+
+std::optional<proxy::Injection> SessionProxyPolicy::injection_in(const Session& s,
+                                                                 const proxy::RuleRef& ref) const {
+  if (!ref.minted) return ref.identity.empty() ? std::nullopt : static_injection(s, ref);
+  const Policy& p = s.policy->policy();
+  if (!minter_ || ref.index >= p.allow.size() || !p.allow[ref.index].mint_jwt) return std::nullopt;
+  // Minted for this request: its session, the upstream host the policy
+  // matched, its method and normalised path; valid for a minute at most.
+  MintResult minted = minter_->mint({s.record.id, ref.host, ref.method, ref.path});
+  if (!minted.ok()) return std::nullopt;
+  // Scrubbed like a static token: an upstream echoing it hands back a live
+  // credential for this very request shape.
+  std::string token = std::move(minted.token);
+  return proxy::Injection{
+      "Authorization", "Bearer " + token, {"Authorization", "Proxy-Authorization"}, {std::move(token)}};
+}
 
 bool SessionProxyPolicy::take_rate(const std::string& session, const Session& s) {
   return rate_.take(session, s.policy->policy().rate, clock_ ? clock_() : RateLimiter::Clock::now());
@@ -253,13 +270,26 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
 
   RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
   if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
-  if (v.rule->identity && !facts.sni) return refuse(d, 403, "identity is never sent over cleartext", facts);
+  if (v.rule->injects_identity() && !facts.sni)
+    return refuse(d, 403, "identity is never sent over cleartext", facts);
   d.allow = true;
   d.status = 0;
-  d.rule = proxy::RuleRef{v.rule->index, v.rule->identity.value_or("")};
+  // A minted identity's label cannot be a resource name ([a-z0-9_-]): it
+  // keys the upstream pool and names the identity in the audit.
+  d.rule = proxy::RuleRef{v.rule->index,
+                          v.rule->mint_jwt ? std::string(kMintedJwtLabel) : v.rule->identity.value_or(""),
+                          v.rule->mint_jwt,
+                          {},
+                          {},
+                          {}};
+  if (v.rule->mint_jwt) {
+    d.rule->host = host->name;
+    d.rule->method = facts.method;
+    d.rule->path = facts.path;
+  }
   // From the snapshot the verdict was made on: the request takes one trip.
   if (facts.want_session_secrets) d.session_secrets = secrets_of(*s);
-  if (v.action != RequestAction::kAsk && !d.rule->identity.empty()) {
+  if (v.action != RequestAction::kAsk && v.rule->injects_identity()) {
     d.injection = injection_in(*s, *d.rule);
     if (!d.injection) return refuse(d, 403, "identity unavailable", facts);
   }

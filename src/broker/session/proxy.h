@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "broker/identity/jwt_minter.h"
 #include "broker/session/approval_book.h"
 #include "broker/audit/log.h"
 #include "broker/policy/rate_limiter.h"
@@ -27,14 +28,16 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   // it again at connect time).
   SessionProxyPolicy(const SessionDirectory& sessions, const SessionDnsPolicy& dns,
                      ConfiguredResolver& resolver, AuditLog& audit, ApprovalBook& approvals,
-                     std::shared_ptr<const proxy::DestinationGuard> guard, Clock clock = {})
+                     std::shared_ptr<const proxy::DestinationGuard> guard, Clock clock = {},
+                     std::shared_ptr<const JwtMinter> minter = nullptr)
       : sessions_(sessions),
         dns_(dns),
         resolver_(resolver),
         audit_(audit),
         approvals_(approvals),
         guard_(std::move(guard)),
-        clock_(std::move(clock)) {}
+        clock_(std::move(clock)),
+        minter_(std::move(minter)) {}
 
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
@@ -63,6 +66,9 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,
                                 const proxy::RequestFacts& facts);
   bool take_rate(const std::string& session, const Session& s);  // a token of the session's rate
+  // What to inject for a request allowed under `ref`, from this snapshot;
+  // nullopt when the identity is gone (the policy changed) or cannot be made.
+  std::optional<proxy::Injection> injection_in(const Session& s, const proxy::RuleRef& ref) const;
   const SessionDirectory& sessions_;
   const SessionDnsPolicy& dns_;
   ConfiguredResolver& resolver_;
@@ -70,6 +76,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   ApprovalBook& approvals_;
   std::shared_ptr<const proxy::DestinationGuard> guard_;
   Clock clock_;
+  std::shared_ptr<const JwtMinter> minter_;  // null: "jwt" identities are unavailable
   RateLimiter rate_;
   UpstreamResolutionCache upstream_cache_;
 };

@@ -69,6 +69,11 @@ struct ScrubSecret {
 struct RuleRef {
   size_t index = 0;
   std::string identity;  // resource name, "" if none
+  // A minted identity ("identity": "jwt"), bound to the request it was
+  // allowed for: a held request's injection is minted once approved, for the
+  // same host, method and path.
+  bool minted = false;
+  std::string host, method, path;
 };
 
 struct RequestDecision {

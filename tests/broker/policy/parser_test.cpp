@@ -29,6 +29,7 @@ TEST(PolicyParser, ParsesTheDesignExample) {
   EXPECT_EQ(p.allow[0].methods, std::vector<std::string>{"GET"});
   EXPECT_EQ(p.allow[0].paths.size(), 1u);
   EXPECT_EQ(p.allow[1].identity, "stripe");
+  EXPECT_FALSE(p.allow[1].mint_jwt);
   EXPECT_TRUE(p.allow[1].needs_interception());
   EXPECT_EQ(p.allow[2].host.kind, HostPattern::Kind::kWildcard);
   EXPECT_FALSE(p.allow[2].needs_interception());
@@ -106,6 +107,10 @@ INSTANTIATE_TEST_SUITE_P(
             "$.policy.allow[1].paths[0]", "'..'"},
         Bad{"bad_identity", with_allow(R"({"host":"a.example","identity":"stripe"})"),
             "$.policy.allow[1].identity", "cap:"},
+        Bad{"jwt_with_issuer", with_allow(R"({"host":"a.example","identity":"jwt:zn"})"),
+            "$.policy.allow[1].identity", "\"jwt\""},
+        Bad{"jwt_on_l4", with_allow(R"({"host":"a.example","port":5432,"proto":"tcp","identity":"jwt"})"),
+            "$.policy.allow[1]", "identity"},
         Bad{"missing_resource", with_allow(R"({"host":"a.example","identity":"cap:nope"})"),
             "$.policy.allow[1].identity", "no resource 'nope'"},
         Bad{"bad_action", with_allow(R"({"host":"a.example","action":"maybe"})"), "$.policy.allow[1].action",
@@ -236,4 +241,13 @@ TEST(PolicyParser, LimitsAreEnforced) {
 }
 
 }  // namespace
+TEST(PolicyParser, AMintedIdentityNeedsNoResourceAndMeansInterception) {
+  const Policy p = parse_policy(R"({"policy":{"allow":[{"host":"api.example.com","identity":"jwt"}]}})");
+  ASSERT_EQ(p.allow.size(), 1u);
+  EXPECT_TRUE(p.allow[0].mint_jwt);
+  EXPECT_FALSE(p.allow[0].identity);
+  EXPECT_TRUE(p.allow[0].injects_identity());
+  EXPECT_TRUE(p.allow[0].needs_interception());
+}
+
 }  // namespace zn::broker

@@ -1,0 +1,25 @@
+// znctl identity: the public keys that minted identities ("identity": "jwt")
+// are signed with, as a JWKS for the upstreams that verify them.
+#include <iostream>
+
+#include "command.h"
+
+namespace zn::znctl {
+
+namespace {
+
+int jwks(const Args&) {
+  json r = call("identity.jwks");
+  print(r, [&] { std::cout << r.dump(2) << "\n"; });
+  return 0;
+}
+
+constexpr Verb kVerbs[] = {
+    {"jwks", "identity jwks", jwks},
+};
+
+}  // namespace
+
+std::span<const Verb> identity_verbs() { return kVerbs; }
+
+}  // namespace zn::znctl
