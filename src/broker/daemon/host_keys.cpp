@@ -1,12 +1,7 @@
 #include "broker/daemon/host_keys.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <stdexcept>
 
 namespace zn::broker {
@@ -47,16 +42,15 @@ std::shared_ptr<const HostKey> HostKeys::begin_rotation() {
 void HostKeys::commit_rotation() {
   std::lock_guard lock(mu_);
   if (!next_) throw std::logic_error("commit_rotation without begin_rotation");
-  if (::rename(next_path().c_str(), path_.c_str()) != 0)
-    throw std::runtime_error("host key " + path_ + ": rename from " + next_path() + ": " +
-                             std::strerror(errno));
-  current_ = std::move(next_);  // on disk now, whatever the fsync says
-  std::filesystem::path dir = std::filesystem::path(path_).parent_path();
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  const bool synced = fd >= 0 && ::fsync(fd) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!synced)
-    throw std::runtime_error("host key " + path_ + ": fsync of its directory: " + std::strerror(errno));
+  try {
+    HostKey::replace(next_path(), path_);
+  } catch (...) {
+    // Renamed but not synced: the new key is on disk and the state is
+    // sealed under it, whatever the fsync said.
+    if (!exists_no_follow(next_path())) current_ = std::move(next_);
+    throw;
+  }
+  current_ = std::move(next_);
 }
 
 }  // namespace zn::broker

@@ -164,6 +164,13 @@ HostKey HostKey::create(const std::string& path) {
   return key;
 }
 
+void HostKey::replace(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) fail(to, "rename from " + from + ": " + errno_text());
+  std::filesystem::path dir = std::filesystem::path(to).parent_path();
+  if (dir.empty()) dir = ".";
+  fsync_directory(to, dir);
+}
+
 HostKey HostKey::load_or_create(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {

@@ -45,6 +45,11 @@ class HostKey {
   // before it is written).
   static HostKey generate();
 
+  // Rotation's last step: the key file at `from` (written by create())
+  // renamed over `to`, then the directory fsync'ed so the new name survives
+  // a crash. Throws std::runtime_error naming the paths.
+  static void replace(const std::string& from, const std::string& to);
+
   // 16 lowercase hex characters: BLAKE2b(key)[0..8). Public.
   const std::string& id() const { return id_; }
 

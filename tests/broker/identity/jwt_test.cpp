@@ -22,6 +22,7 @@
 #include "broker/identity/jwt_minter.h"
 #include "broker/identity/jwt_verifier.h"
 #include "broker/identity/signing_key.h"
+#include "support/secret_encodings.h"
 
 namespace zn::broker {
 namespace {
@@ -44,20 +45,6 @@ MintRequest request() { return {kSession, kHost, kMethod, kPath}; }
 
 JwtExpectation expectation() {
   return {std::string(kIssuer), std::string(kHost), std::string(kMethod), std::string(kPath)};
-}
-
-std::string hex(std::span<const unsigned char> b) {
-  std::string out(b.size() * 2 + 1, '\0');
-  sodium_bin2hex(out.data(), out.size(), b.data(), b.size());
-  out.pop_back();
-  return out;
-}
-
-std::string base64(std::span<const unsigned char> b, int variant) {
-  std::string out(sodium_base64_encoded_len(b.size(), variant), '\0');
-  sodium_bin2base64(out.data(), out.size(), b.data(), b.size(), variant);
-  out.pop_back();
-  return out;
 }
 
 std::span<const unsigned char> bytes_of(std::string_view s) {
@@ -121,12 +108,10 @@ class JwtTest : public ::testing::Test {
   std::vector<std::string> secret_spellings() {
     std::lock_guard lock(seeds_mu_);
     std::vector<std::string> out;
-    for (const Seed& s : seeds_) {
-      out.push_back(hex(s));
-      out.push_back(base64(s, sodium_base64_VARIANT_URLSAFE_NO_PADDING));
-      out.push_back(base64(s, sodium_base64_VARIANT_ORIGINAL));
-      out.push_back(std::string(reinterpret_cast<const char*>(s.data()), s.size()));
-    }
+    for (const Seed& s : seeds_)
+      for (std::string& e :
+           zn::test::encodings_of(std::string(reinterpret_cast<const char*>(s.data()), s.size())))
+        out.push_back(std::move(e));
     return out;
   }
 
@@ -531,7 +516,8 @@ TEST_F(JwtTest, NoSecretKeyIsEverPublished) {
     EXPECT_FALSE(k.contains("d"));
     EXPECT_EQ(k.size(), 6u);  // kty crv x kid alg use
   }
-  ASSERT_EQ(secret_spellings().size(), 4u * 5u);  // every key made so far is looked for
+  // every key made so far is looked for, in each of encodings_of's six spellings
+  ASSERT_EQ(secret_spellings().size(), zn::test::encodings_of("k").size() * 5u);
   expect_no_secret_in(jwks.dump());
 }
 
