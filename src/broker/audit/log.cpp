@@ -88,10 +88,18 @@ void AuditLog::publish_pending_locked() {
   pending_.store(queue_.size() + in_flight_, std::memory_order_relaxed);
 }
 
+void AuditLog::count_alarm_locked(const std::string& event) {
+  if (event.rfind("secret:", 0) != 0) return;
+  if (event == "secret:canary") ++stats_.secret_canary;
+  if (event == "secret:misuse") ++stats_.secret_misuse;
+  if (event == "secret:reflected") ++stats_.secret_reflected;
+}
+
 bool AuditLog::post(AuditEvent ev) {
   Item it = make_item(std::move(ev));
   {
     std::lock_guard lk(mu_);
+    count_alarm_locked(it.event);  // counted even when the queue refuses it
     if (queue_.size() + in_flight_ >= opts_.queue_limit) {
       ++stats_.rejected;
       return false;
@@ -113,6 +121,7 @@ AuditRecord AuditLog::append(AuditEvent ev) {
   Waiter mine;
   it.waiter = &mine;
   std::unique_lock lk(mu_);
+  count_alarm_locked(it.event);
   it.ts = opts_.clock();
   queue_.push_back(std::move(it));
   ++accepted_;

@@ -61,6 +61,11 @@ struct AuditLogStats {
   bool failing = false;                              // the last commit attempt failed
   std::chrono::microseconds last_commit_latency{0};  // of the last commit attempt
   std::chrono::microseconds max_commit_latency{0};
+  // Alarms given to the log (posted or appended, recorded or not): what an
+  // alert watches (zn_secret_alarms_total).
+  uint64_t secret_canary = 0;     // secret:canary: a planted fake credential in egress
+  uint64_t secret_misuse = 0;     // secret:misuse: a placeholder headed elsewhere
+  uint64_t secret_reflected = 0;  // secret:reflected: an upstream echoed an injected credential
 };
 
 class AuditLog {
@@ -125,6 +130,7 @@ class AuditLog {
   static AuditVerifyResult verify_file(const std::string& path);
 
  private:
+  void count_alarm_locked(const std::string& event);
   struct Waiter;
   struct Item {  // an accepted record, redacted, before the store numbers it
     std::string event;

@@ -75,6 +75,14 @@ std::string render_metrics(const MetricsSnapshot& m) {
       "# TYPE zn_audit_failing gauge\n";
   out += prometheus_line("zn_audit_failing", {}, m.audit.failing ? 1 : 0);
   out +=
+      "# HELP zn_secret_alarms_total Secret alarms raised: canary (a planted fake credential in egress), "
+      "misuse (a placeholder headed for a host its rule does not name), reflected (an upstream echoed an "
+      "injected credential).\n"
+      "# TYPE zn_secret_alarms_total counter\n";
+  out += prometheus_line("zn_secret_alarms_total", {{"event", "secret:canary"}}, m.audit.secret_canary);
+  out += prometheus_line("zn_secret_alarms_total", {{"event", "secret:misuse"}}, m.audit.secret_misuse);
+  out += prometheus_line("zn_secret_alarms_total", {{"event", "secret:reflected"}}, m.audit.secret_reflected);
+  out +=
       "# HELP zn_audit_commit_max_microseconds The longest audit commit (one fsync) so far.\n"
       "# TYPE zn_audit_commit_max_microseconds gauge\n";
   out += prometheus_line("zn_audit_commit_max_microseconds", {},

@@ -63,6 +63,12 @@ json session_json(const Session& s, const std::string& ca_certificate, bool with
       }
       if (r.identity) rule["identity"] = "cap:" + *r.identity;
       if (r.mint_jwt) rule["identity"] = "jwt";
+      if (r.injects_identity()) {
+        if (r.placement.kind == Placement::Kind::kQuery)
+          rule["inject"] = {{"query", r.placement.name}};
+        else
+          rule["inject"] = {{"header", r.placement.name}, {"prefix", r.placement.prefix}};
+      }
       if (r.action == RuleAction::kAsk) rule["action"] = "ask";
       if (r.port) rule["port"] = *r.port;
       allow.push_back(rule);
@@ -71,7 +77,21 @@ json session_json(const Session& s, const std::string& ca_certificate, bool with
     for (const DenyRule& d : s.policy->policy().deny) deny.push_back({{"host", host_text(d.host)}});
     json resources = json::array();
     for (const auto& [name, r] : s.policy->policy().resources) resources.push_back(name);
-    out["policy"] = {{"default", "deny"}, {"allow", allow}, {"deny", deny}, {"resources", resources}};
+    // Canaries are counted, never listed: the guest holds them, the
+    // operator planted them; nobody else needs to read which they are.
+    out["policy"] = {{"default", "deny"},
+                     {"allow", allow},
+                     {"deny", deny},
+                     {"resources", resources},
+                     {"canaries", s.policy->policy().canaries.size()}};
+    // What the guest's environment should hold: a placeholder per resource
+    // that asked for one, never the credential.
+    json env = json::object();
+    for (const auto& [name, r] : s.policy->policy().resources) {
+      auto ph = s.record.placeholders.find(name);
+      if (r.placeholder_env && ph != s.record.placeholders.end()) env[*r.placeholder_env] = ph->second;
+    }
+    out["guest_env"] = env;
     if (auto rate = s.policy->policy().rate)
       out["policy"]["rate"] = {{"burst", rate->burst}, {"per_second", rate->per_second}};
   }

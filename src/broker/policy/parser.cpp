@@ -125,15 +125,93 @@ HostPattern parse_host(const json& v, const Path& path) {
   return std::move(*host);
 }
 
+bool iequals_ascii(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
 bool valid_resource_name(std::string_view name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
 }
 
-constexpr std::array<std::string_view, 7> kAllowFields = {"host",   "methods", "paths", "identity",
-                                                          "action", "port",    "proto"};
-enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto };
+constexpr std::array<std::string_view, 8> kAllowFields = {"host",   "methods", "paths", "identity",
+                                                          "action", "port",    "proto", "inject"};
+enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto, kInject };
+
+// A header an identity may be injected as: a token (RFC 9110 5.1), and none
+// of the headers that frame or route the request or that the proxy owns.
+bool injectable_header(std::string_view name) {
+  static constexpr std::array<std::string_view, 13> kRefused = {
+      "host",    "content-length", "transfer-encoding", "connection", "keep-alive", "te",    "trailer",
+      "upgrade", "expect",         "proxy-connection",  "cookie",     "accept-encoding", "content-type"};
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+      return false;
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return std::find(kRefused.begin(), kRefused.end(), lower) == kRefused.end();
+}
+
+// A query parameter name: unreserved characters only, so it is the same
+// spelled raw or percent-encoded.
+bool valid_query_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+// Printable ASCII (space allowed inside).
+bool printable(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+}
+
+// What can sit in a header value (RFC 9110 5.5: visible ASCII, space, tab,
+// obs-text): never CR, LF, NUL or another control, which would split the
+// forwarded head.
+bool header_safe(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b == '\t' || (b >= 0x20 && b != 0x7f);
+  });
+}
+
+// "inject": {"header": NAME, "prefix": TEXT} or {"query": NAME}. Checked
+// against the resource's kind once resources are known.
+Placement parse_placement(const json& v, const Path& path) {
+  const auto field = only_fields(v, path, std::array<std::string_view, 3>{"header", "prefix", "query"});
+  Placement p;
+  if (field[2]) {
+    if (field[0] || field[1]) fail(path / "query", "\"query\" excludes \"header\" and \"prefix\"");
+    const std::string& name = as_string(*field[2], path / "query");
+    if (!valid_query_name(name)) fail(path / "query", "a parameter name is [A-Za-z0-9_.-], 1-64 characters");
+    p.kind = Placement::Kind::kQuery;
+    p.name = name;
+    p.prefix.clear();
+    return p;
+  }
+  if (field[0]) {
+    const std::string& name = as_string(*field[0], path / "header");
+    if (!injectable_header(name))
+      fail(path / "header", "must be a header name, not one that frames or routes the request");
+    p.name = name;
+    // "Bearer " belongs to Authorization; another header carries the bare
+    // credential unless a prefix says otherwise.
+    if (!iequals_ascii(name, "authorization")) p.prefix.clear();
+  }
+  if (field[1]) {
+    const std::string& prefix = as_string(*field[1], path / "prefix");
+    if (prefix.size() > 64 || !printable(prefix)) fail(path / "prefix", "printable ASCII, at most 64 characters");
+    p.prefix = prefix;
+  }
+  if (!field[0] && !field[1]) fail(path, "needs \"header\" or \"query\"");
+  return p;
+}
 
 AllowRule parse_allow(const json& r, const Path& path, size_t index, const PolicyLimits& limits) {
   const auto field = only_fields(r, path, kAllowFields);
@@ -177,6 +255,10 @@ AllowRule parse_allow(const json& r, const Path& path, size_t index, const Polic
       fail(ipath, "must be \"cap:<resource>\" or \"jwt\"");
     else
       rule.identity = std::string(id.substr(4));
+  }
+  if (field[kInject]) {
+    if (!field[kIdentity]) fail(path / "inject", "needs an identity");
+    rule.placement = parse_placement(*field[kInject], path / "inject");
   }
   if (field[kAction]) {
     const Path apath = path / "action";
@@ -286,9 +368,107 @@ class DocumentBuilder {
   std::optional<std::string> duplicate_;
 };
 
+// One resource: its kind, its typed secret fields (each made by `read`, so
+// a sealed value is opened here), its placeholder's variable name.
+Resource parse_resource(const std::string& name, const json& fields, const Path& npath,
+                        const SecretReader& read, const PolicyLimits& limits) {
+  if (!fields.is_object()) fail(npath, "must be an object of strings");
+  if (fields.size() > limits.max_resource_fields) fail(npath, "too many fields");
+  Resource resource;
+  const auto& members = fields.get_ref<const json::object_t&>();
+  if (auto kind = members.find("kind"); kind != members.end()) {
+    const std::string& k = as_string(kind->second, npath / "kind");
+    if (k == "token")
+      resource.kind = ResourceKind::kToken;
+    else if (k == "basic")
+      resource.kind = ResourceKind::kBasic;
+    else
+      fail(npath / "kind", "must be \"token\" or \"basic\" (omit it for free-form fields)");
+  }
+  for (const auto& [key, value] : members) {
+    if (key == "kind") continue;
+    if (key == "placeholder") {
+      const std::string& env = as_string(value, npath / key);
+      const bool ok = !env.empty() && env.size() <= 64 && !(env[0] >= '0' && env[0] <= '9') &&
+                      std::all_of(env.begin(), env.end(), [](char c) {
+                        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+                      });
+      if (!ok) fail(npath / key, "an environment variable name: [A-Z_][A-Z0-9_]*, at most 64 characters");
+      resource.placeholder_env = env;
+      continue;
+    }
+    // A typed resource has exactly its kind's fields: a typo never leaves
+    // the credential unset while the rule still looks complete.
+    const bool known = resource.kind == ResourceKind::kLegacy ||
+                       (resource.kind == ResourceKind::kToken && key == "token") ||
+                       (resource.kind == ResourceKind::kBasic && (key == "user" || key == "password"));
+    if (!known)
+      fail(npath / key, resource.kind == ResourceKind::kToken ? "unknown field (a token resource has \"token\")"
+                                                              : "unknown field (a basic resource has \"user\" "
+                                                                "and \"password\")");
+    // Never echo a secret in an error: name the field only.
+    if (!value.is_string()) fail(npath / key, "must be a string");
+    const std::string& text = value.get_ref<const std::string&>();
+    // Room for a sealed envelope's header, nonce, tag and base64.
+    if (text.size() > limits.max_secret_bytes * 4 / 3 + 128) fail(npath / key, "too long");
+    Secret secret;
+    try {
+      secret = read(name, key, text);
+    } catch (const std::runtime_error& e) {
+      fail(npath / key, e.what());
+    }
+    if (secret.size() > limits.max_secret_bytes) fail(npath / key, "too long");
+    if (resource.kind != ResourceKind::kLegacy) {
+      if (secret.size() == 0) fail(npath / key, "must not be empty");
+      // Goes into a header or a query as it is (basic: base64'd, any byte
+      // but ':' in the user).
+      const bool fits = secret.reveal([&](std::string_view v) {
+        if (resource.kind == ResourceKind::kBasic) return key != "user" || v.find(':') == std::string_view::npos;
+        return header_safe(v);
+      });
+      if (!fits)
+        fail(npath / key, resource.kind == ResourceKind::kBasic ? "a user name cannot contain ':'"
+                                                                : "must not contain control characters");
+    }
+    resource.fields.emplace(key, std::move(secret));
+  }
+  const char* required[2] = {resource.kind == ResourceKind::kBasic ? "user" : "token",
+                             resource.kind == ResourceKind::kBasic ? "password" : nullptr};
+  if (resource.kind != ResourceKind::kLegacy)
+    for (const char* r : required)
+      if (r && !resource.fields.count(r)) fail(npath / r, "required");
+  if (resource.placeholder_env && !resource.credential())
+    fail(npath / "placeholder", "the resource has no credential to stand in for");
+  return resource;
+}
+
+// A rule's identity names a resource that has a credential, placed where
+// that kind of credential can go.
+void check_identity(const AllowRule& rule, const std::map<std::string, Resource>& resources, const Path& path,
+                    const json& doc) {
+  const Path ipath = path / "identity";
+  auto it = resources.find(*rule.identity);
+  if (it == resources.end()) fail(ipath, "no resource '" + *rule.identity + "'");
+  const Resource& r = it->second;
+  if (!r.credential())
+    fail(ipath, "resource '" + *rule.identity + "' has no " +
+                    (r.kind == ResourceKind::kLegacy ? "accessToken" : "credential"));
+  if (r.kind == ResourceKind::kLegacy) {
+    const bool fits = r.credential()->reveal([](std::string_view v) { return header_safe(v); });
+    if (!fits)
+      fail(ipath, "resource '" + *rule.identity + "': accessToken must not contain control characters");
+  }
+  if (r.kind == ResourceKind::kBasic && doc.contains("inject")) {
+    const json& inject = doc["inject"];
+    if (inject.contains("query") || inject.contains("prefix"))
+      fail(path / "inject", "a basic resource goes as \"Authorization: Basic\" (only \"header\" may change)");
+  }
+}
+
 Policy parse_document(const json& doc, const SecretReader& read, const PolicyLimits& limits) {
   const Path root = Path::root();
-  const auto top = only_fields(doc, root, std::array<std::string_view, 2>{"policy", "resources"});
+  const auto top =
+      only_fields(doc, root, std::array<std::string_view, 3>{"policy", "resources", "canaries"});
   const Path ppath = root / "policy";
   if (!top[0]) fail(ppath, "required");
   const auto field =
@@ -305,25 +485,21 @@ Policy parse_document(const json& doc, const SecretReader& read, const PolicyLim
     for (const auto& [name, fields] : res->get_ref<const json::object_t&>()) {
       const Path npath = rpath / name;
       if (!valid_resource_name(name)) fail(npath, "resource names are [a-z0-9_-], 1-64 characters");
-      if (!fields.is_object()) fail(npath, "must be an object of strings");
-      if (fields.size() > limits.max_resource_fields) fail(npath, "too many fields");
-      Resource resource;
-      for (const auto& [key, value] : fields.get_ref<const json::object_t&>()) {
-        // Never echo a secret in an error: name the field only.
-        if (!value.is_string()) fail(npath / key, "must be a string");
-        const std::string& text = value.get_ref<const std::string&>();
-        // Room for a sealed envelope's header, nonce, tag and base64.
-        if (text.size() > limits.max_secret_bytes * 4 / 3 + 128) fail(npath / key, "too long");
-        Secret secret;
-        try {
-          secret = read(name, key, text);
-        } catch (const std::runtime_error& e) {
-          fail(npath / key, e.what());
-        }
-        if (secret.size() > limits.max_secret_bytes) fail(npath / key, "too long");
-        resource.fields.emplace(key, std::move(secret));
-      }
-      policy.resources[name] = std::move(resource);
+      policy.resources[name] = parse_resource(name, fields, npath, read, limits);
+    }
+  }
+  if (const json* canaries = top[2]) {
+    const Path cpath = root / "canaries";
+    const auto& list = as_array(*canaries, cpath, limits.max_canaries);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string& c = as_string(list[i], cpath[i]);
+      // Long enough not to match ordinary traffic; printable so it can sit
+      // in a header, a name or a body as planted.
+      if (c.size() < 8 || c.size() > 256 || !printable(c) || c.find(' ') != std::string::npos)
+        fail(cpath[i], "a canary is 8-256 printable ASCII characters without spaces");
+      if (std::find(policy.canaries.begin(), policy.canaries.end(), c) != policy.canaries.end())
+        fail(cpath[i], "duplicate canary");
+      policy.canaries.push_back(c);
     }
   }
   if (allow) {
@@ -332,12 +508,7 @@ Policy parse_document(const json& doc, const SecretReader& read, const PolicyLim
     policy.allow.reserve(rules.size());
     for (size_t i = 0; i < rules.size(); ++i) {
       AllowRule rule = parse_allow(rules[i], apath[i], i, limits);
-      if (rule.identity) {
-        auto it = policy.resources.find(*rule.identity);
-        if (it == policy.resources.end()) fail(apath[i] / "identity", "no resource '" + *rule.identity + "'");
-        if (!it->second.fields.count("accessToken"))
-          fail(apath[i] / "identity", "resource '" + *rule.identity + "' has no accessToken");
-      }
+      if (rule.identity) check_identity(rule, policy.resources, apath[i], rules[i]);
       policy.allow.push_back(std::move(rule));
     }
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/policy/host_pattern.h"
@@ -16,6 +17,17 @@ namespace zn::broker {
 
 enum class RuleAction { kAllow, kAsk };
 
+// Where a rule's identity goes in the forwarded request ("inject" in the
+// rule): a header (the guest's own copy removed), its value the prefix and
+// the credential, or a query parameter (the guest's own removed). Basic
+// resources always go as "Authorization: Basic base64(user:password)".
+struct Placement {
+  enum class Kind { kHeader, kQuery };
+  Kind kind = Kind::kHeader;
+  std::string name = "Authorization";  // header name, or query parameter name
+  std::string prefix = "Bearer ";      // header only
+};
+
 struct AllowRule {
   size_t index = 0;  // position in policy.allow, for reasons and audit
   HostPattern host;
@@ -25,6 +37,7 @@ struct AllowRule {
   // "identity": "jwt": a token zerod mints per request, bound to the
   // upstream host, the method and the path (broker/identity/jwt_minter.h).
   bool mint_jwt = false;
+  Placement placement;  // meaningful with an identity
   RuleAction action = RuleAction::kAllow;
   std::optional<uint16_t> port;  // set: an L4 rule (raw TCP to host:port)
 
@@ -46,9 +59,27 @@ struct RateLimit {
   uint32_t per_second = 0;
 };
 
+// A resource's kind types its fields ("kind" in the resource):
+//   kLegacy (no "kind"): string fields, "accessToken" the credential;
+//   kToken: "token";  kBasic: "user" and "password".
+enum class ResourceKind { kLegacy, kToken, kBasic };
+
+// Fields of a resource that are not secret: never sealed, read as given.
+bool is_resource_metadata(std::string_view field);
+
 // Secret material of a session (tokens, keys). Never printed or logged.
 struct Resource {
+  ResourceKind kind = ResourceKind::kLegacy;
   std::map<std::string, Secret> fields;  // guarded pages; print as <redacted>
+  // "placeholder": the environment variable the guest gets a random stand-in
+  // for this resource's credential in (session show's guest_env); the proxy
+  // swaps it for the credential only in requests a rule naming this
+  // resource allowed.
+  std::optional<std::string> placeholder_env;
+
+  // The credential a rule injects and a placeholder stands for: accessToken,
+  // token or password; null if absent.
+  const Secret* credential() const;
 };
 
 struct Policy {
@@ -56,6 +87,9 @@ struct Policy {
   std::vector<DenyRule> deny;
   std::optional<RateLimit> rate;
   std::map<std::string, Resource> resources;
+  // Fake credentials planted in the guest: any appearance in egress (header,
+  // query, body, SNI, DNS name) is blocked and raises secret:canary.
+  std::vector<std::string> canaries;
 };
 
 }  // namespace zn::broker

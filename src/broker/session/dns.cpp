@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <future>
 
+#include "broker/session/canary_names.h"
 #include "userspace/dns/ares_resolver.h"
 #include "userspace/dns/static_resolver.h"
 
@@ -25,6 +26,12 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
   if (!s) return {false, "no session"};
   // Fail closed: an answer is a crossing the audit must be able to record.
   if (!audit_.admits()) return {false, "audit unavailable"};
+  // A planted fake credential spelled into a name is exfiltration whatever
+  // the name's domain: refused even where the policy allows the domain.
+  if (auto canary = canary_in_name(s->policy->policy().canaries, qname)) {
+    audit_.post({"secret:canary", session_id, {{"where", "dns"}, {"name", qname}, {"canary", *canary}}});
+    return {false, "canary"};
+  }
   HostVerdict v = s->policy->match_host(qname);
   return {v.allowed, v.allowed ? "" : v.reason};
 }

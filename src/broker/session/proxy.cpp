@@ -2,9 +2,12 @@
 
 #include <netinet/in.h>
 
+#include <sodium.h>
+
 #include <algorithm>
 
 #include "broker/policy/host_header.h"
+#include "broker/session/canary_names.h"
 #include "userspace/proxy/destination_class.h"
 #include "userspace/net/transparent_socket.h"
 
@@ -35,32 +38,50 @@ bool in_l4_plan(const Session& s, const net::IpAddress& dst, uint16_t port) {
   });
 }
 
-// The token a rule's identity injects (resources.<name>.accessToken), or
-// null: the one lookup for injection and for scrubbing.
-const Secret* access_token(const Policy& p, const std::string& identity) {
-  auto resource = p.resources.find(identity);
-  if (resource == p.resources.end()) return nullptr;
-  auto token = resource->second.fields.find("accessToken");
-  return token == resource->second.fields.end() ? nullptr : &token->second;
+// An injection of `credential` where the rule places it.
+proxy::Injection placed(const Placement& where, std::string value, std::string credential) {
+  proxy::Injection i;
+  i.header = where.name;
+  i.query = where.kind == Placement::Kind::kQuery;
+  i.value = i.query ? std::move(value) : where.prefix + value;
+  // The guest's own credential headers never ride along with the rule's.
+  i.strip = {"Authorization", "Proxy-Authorization"};
+  // The credential itself is what an echoing upstream must not hand back,
+  // in whatever encoding: "Bearer " is no part of it.
+  i.scrub = {std::move(credential)};
+  sodium_memzero(value.data(), value.size());
+  return i;
 }
 
-// A resource's static token, for a request allowed under `ref`.
+// A resource's credential, for a request allowed under `ref`.
 std::optional<proxy::Injection> static_injection(const Session& s, const proxy::RuleRef& ref) {
   const Policy& p = s.policy->policy();
   // The policy may have changed since the verdict: the rule must still be
   // the one that allowed the request.
   if (ref.index >= p.allow.size() || p.allow[ref.index].identity != ref.identity) return std::nullopt;
-  const Secret* token = access_token(p, ref.identity);
-  if (!token) return std::nullopt;
-  // The token itself is what an echoing upstream must not hand back, in
-  // whatever encoding: "Bearer " is no part of the secret. Revealed for this
-  // request only: the proxy wipes its copies when the request is done.
-  return token->reveal([](std::string_view t) {
-    return proxy::Injection{"Authorization",
-                            "Bearer " + std::string(t),
-                            {"Authorization", "Proxy-Authorization"},
-                            {std::string(t)}};
-  });
+  const AllowRule& rule = p.allow[ref.index];
+  auto resource = p.resources.find(ref.identity);
+  if (resource == p.resources.end()) return std::nullopt;
+  const Secret* credential = resource->second.credential();
+  if (!credential) return std::nullopt;
+  // Revealed for this request only: the proxy wipes its copies when the
+  // request is done.
+  if (resource->second.kind == ResourceKind::kBasic) {
+    auto user = resource->second.fields.find("user");
+    if (user == resource->second.fields.end()) return std::nullopt;
+    std::string pair = user->second.reveal([](std::string_view u) { return std::string(u) + ":"; });
+    credential->reveal([&](std::string_view pw) { pair.append(pw); });
+    std::string encoded(sodium_base64_encoded_len(pair.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+    sodium_bin2base64(encoded.data(), encoded.size(), reinterpret_cast<const unsigned char*>(pair.data()),
+                      pair.size(), sodium_base64_VARIANT_ORIGINAL);
+    encoded.pop_back();  // the terminating NUL
+    sodium_memzero(pair.data(), pair.size());
+    Placement basic = rule.placement;
+    basic.prefix = "Basic ";
+    return credential->reveal([&](std::string_view pw) { return placed(basic, std::move(encoded), std::string(pw)); });
+  }
+  return credential->reveal(
+      [&](std::string_view t) { return placed(rule.placement, std::string(t), std::string(t)); });
 }
 
 std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
@@ -68,13 +89,40 @@ std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
   const Policy& p = s.policy->policy();
   for (const auto& rule : p.allow) {
     if (!rule.identity) continue;
-    const Secret* token = access_token(p, *rule.identity);
+    auto resource = p.resources.find(*rule.identity);
+    const Secret* token = resource == p.resources.end() ? nullptr : resource->second.credential();
     if (!token) continue;
     if (std::none_of(out.begin(), out.end(),
                      [&](const proxy::ScrubSecret& x) { return token->equals(x.secret); }))
       token->reveal([&](std::string_view t) { out.push_back({*rule.identity, std::string(t)}); });
   }
   return out;
+}
+
+// Canaries and placeholders: what no request of the session may carry
+// (a placeholder only where its own rule swaps it).
+std::vector<proxy::Tripwire> tripwires_of(const Session& s) {
+  std::vector<proxy::Tripwire> out;
+  const Policy& p = s.policy->policy();
+  for (size_t i = 0; i < p.canaries.size(); ++i) out.push_back({p.canaries[i], "canary:" + std::to_string(i)});
+  for (const auto& [resource, placeholder] : s.record.placeholders)
+    out.push_back({placeholder, "placeholder:" + resource});
+  return out;
+}
+
+// The swap for a request allowed under `rule`: its resource's placeholder
+// for the credential.
+std::vector<proxy::Substitution> substitutions_for(const Session& s, const AllowRule& rule) {
+  if (!rule.identity) return {};
+  auto ph = s.record.placeholders.find(*rule.identity);
+  if (ph == s.record.placeholders.end()) return {};
+  const Policy& p = s.policy->policy();
+  auto resource = p.resources.find(*rule.identity);
+  const Secret* credential = resource == p.resources.end() ? nullptr : resource->second.credential();
+  if (!credential) return {};
+  return credential->reveal([&](std::string_view c) {
+    return std::vector<proxy::Substitution>{{ph->second, std::string(c), "placeholder:" + *rule.identity}};
+  });
 }
 
 }  // namespace
@@ -93,8 +141,8 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_in(const Session& 
   // Scrubbed like a static token: an upstream echoing it hands back a live
   // credential for this very request shape.
   std::string token = std::move(minted.token);
-  return proxy::Injection{
-      "Authorization", "Bearer " + token, {"Authorization", "Proxy-Authorization"}, {std::move(token)}};
+  std::string value = token;
+  return placed(p.allow[ref.index].placement, std::move(value), std::move(token));
 }
 
 bool SessionProxyPolicy::take_rate(const std::string& session, const Session& s) {
@@ -169,6 +217,12 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     return d;
   }
   d.host = *facts.sni;
+  // A planted fake credential spelled into the SNI leaves in the
+  // ClientHello whatever happens next: reset, and raise the alarm.
+  if (auto canary = canary_in_name(s->policy->policy().canaries, *facts.sni)) {
+    audit_.post({"secret:canary", d.session, {{"where", "sni"}, {"host", d.host}, {"canary", *canary}}});
+    return reset(d, "canary in SNI", facts);
+  }
   HostVerdict v = s->policy->match_host(*facts.sni);
   if (!v.allowed || v.intercept) {
     // Terminated, so the guest gets the answer the policy gives: the
@@ -243,6 +297,8 @@ proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int 
   d.status = status;
   d.reason = reason;
   d.rule.reset();
+  for (proxy::Substitution& sub : d.substitutions) sodium_memzero(sub.credential.data(), sub.credential.size());
+  d.substitutions.clear();
   audit_.post({status == 429 ? "egress:rate_limited" : "egress:deny",
                facts.session,
                {{"host", d.host.empty() ? facts.host_header : d.host},
@@ -257,6 +313,9 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   proxy::RequestDecision d;
   SessionPtr s = sessions_.get(facts.session);
   if (!s) return refuse(d, 403, "unknown session", facts);
+  // Whatever the verdict: a refused request is screened too, so a canary
+  // sent to a denied host is still an alarm.
+  if (facts.want_session_secrets) d.tripwires = tripwires_of(*s);
   if (!audit_.admits()) return refuse(d, 503, "audit unavailable", facts);
   std::optional<HostHeader> host = parse_host_header(facts.host_header);
   if (!host) return refuse(d, 400, "bad Host header", facts);
@@ -289,6 +348,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   }
   // From the snapshot the verdict was made on: the request takes one trip.
   if (facts.want_session_secrets) d.session_secrets = secrets_of(*s);
+  d.substitutions = substitutions_for(*s, *v.rule);
   if (v.action != RequestAction::kAsk && v.rule->injects_identity()) {
     d.injection = injection_in(*s, *d.rule);
     if (!d.injection) return refuse(d, 403, "identity unavailable", facts);
@@ -362,6 +422,28 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
                   {"where", where},
                   {"encodings", r.reflected_encodings},
                   {"matches", r.reflected_in_head + r.reflected_in_body}}});
+  }
+}
+
+void SessionProxyPolicy::on_tripwire(const proxy::TripwireHit& hit) {
+  // One alarm per kind: a canary is an operator's tripwire, a placeholder
+  // headed elsewhere a credential being walked off.
+  nlohmann::json canaries = nlohmann::json::array(), resources = nlohmann::json::array();
+  for (const std::string& label : hit.labels) {
+    if (label.rfind("canary:", 0) == 0) canaries.push_back(std::stoul(label.substr(7)));
+    if (label.rfind("placeholder:", 0) == 0) resources.push_back(label.substr(12));
+  }
+  const nlohmann::json base = {
+      {"host", hit.host}, {"method", hit.method}, {"path", hit.path}, {"where", hit.where}};
+  if (!canaries.empty()) {
+    nlohmann::json detail = base;
+    detail["canary"] = canaries;
+    audit_.post({"secret:canary", hit.session, std::move(detail)});
+  }
+  if (!resources.empty()) {
+    nlohmann::json detail = base;
+    detail["resource"] = resources;
+    audit_.post({"secret:misuse", hit.session, std::move(detail)});
   }
 }
 

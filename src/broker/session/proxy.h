@@ -49,6 +49,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   std::optional<proxy::Injection> injection_for(const std::string& session,
                                                 const proxy::RuleRef& rule) override;
   void on_request_done(const proxy::RequestSummary& summary) override;
+  void on_tripwire(const proxy::TripwireHit& hit) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;
   // A deleted session's state (its rate bucket, its remembered upstream
   // resolutions) goes with it, so a session re-created under the same id

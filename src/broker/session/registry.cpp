@@ -1,4 +1,5 @@
 #include "broker/session/registry.h"
+#include "broker/session/placeholders.h"
 
 #include <malloc.h>
 #include <net/if.h>
@@ -198,6 +199,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   s->record.session_idx = free_session_idx_locked();
   s->record.slot = free_slot_locked(spec.slot);
   s->record.policy_json = sealed_locked(spec.id, spec.policy_json, compiled->policy());
+  s->record.placeholders = assign_placeholders(compiled->policy(), {});
   s->record.created_unix =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -247,6 +249,7 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
   next->policy = compiled;
   next->plan = plan_datapath(*compiled, options_.resolve);
   next->record.policy_json = sealed_locked(id, policy_json, compiled->policy());
+  next->record.placeholders = assign_placeholders(compiled->policy(), previous->record.placeholders);
   next->record.policy_version += 1;
   // New entries in, stale ones out; steered ports do not change with policy.
   apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
@@ -314,6 +317,12 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
         rewrite = true;
       }
       o.policy = CompiledPolicy::compile(std::move(p.policy));
+      // A record from before placeholders, or one missing one, gets it now.
+      auto placeholders = assign_placeholders(o.policy->policy(), o.record.placeholders);
+      if (placeholders != o.record.placeholders) {
+        o.record.placeholders = std::move(placeholders);
+        rewrite = true;
+      }
     } catch (const SealedStateError&) {
       throw;
     } catch (const std::exception& e) {

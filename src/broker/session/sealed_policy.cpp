@@ -21,14 +21,15 @@ json parse_json(std::string_view text) {
   return doc;
 }
 
-// Calls f(resource, field, the value's string) for every resource value.
+// Calls f(resource, field, the value's string) for every secret resource
+// value (not "kind" or "placeholder": they are not secret).
 template <class F>
 void for_each_value(json& doc, F&& f) {
   if (!doc.is_object() || !doc.contains("resources") || !doc["resources"].is_object()) return;
   for (auto& [name, fields] : doc["resources"].items()) {
     if (!fields.is_object()) continue;
     for (auto& [field, value] : fields.items())
-      if (value.is_string()) f(name, field, value.template get_ref<std::string&>());
+      if (value.is_string() && !is_resource_metadata(field)) f(name, field, value.template get_ref<std::string&>());
   }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct SessionRecord {
   std::string policy_json;   // as given (contains resources: state file is 0600)
   uint64_t policy_version = 1;
   int64_t created_unix = 0;
+  // Resource name -> the random stand-in the guest holds for its credential
+  // (session/placeholders.h). Not secret: worthless outside the proxy.
+  std::map<std::string, std::string> placeholders;
 };
 
 struct Session {

@@ -65,7 +65,7 @@ std::optional<std::string> line_body(const std::string& line) {
 }
 
 json to_json(const SessionRecord& r) {
-  return {{"id", r.id},
+  json out = {{"id", r.id},
           {"session_idx", r.session_idx},
           {"slot", r.slot},
           {"device", r.device},
@@ -73,6 +73,8 @@ json to_json(const SessionRecord& r) {
           {"policy", r.policy_json},
           {"policy_version", r.policy_version},
           {"created_unix", r.created_unix}};
+  if (!r.placeholders.empty()) out["placeholders"] = r.placeholders;
+  return out;
 }
 
 SessionRecord from_json(const json& s) {
@@ -85,6 +87,8 @@ SessionRecord from_json(const json& s) {
   r.policy_json = s.at("policy").get<std::string>();
   r.policy_version = s.at("policy_version").get<uint64_t>();
   r.created_unix = s.at("created_unix").get<int64_t>();
+  if (auto p = s.find("placeholders"); p != s.end())
+    r.placeholders = p->get<std::map<std::string, std::string>>();
   return r;
 }
 

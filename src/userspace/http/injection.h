@@ -9,7 +9,7 @@
 namespace zn::http {
 
 struct Injection {
-  std::string header;  // e.g. "Authorization"
+  std::string header;  // e.g. "Authorization"; with `query`, the parameter's name
   std::string value;   // the secret: never logged, cleansed after use
   // Guest-supplied headers the rule owns, removed before forwarding.
   std::vector<std::string> strip;
@@ -17,6 +17,10 @@ struct Injection {
   // the end of the guest connection, every response is scrubbed of it in
   // each of its usual encodings. Never logged, cleansed after use.
   std::vector<std::string> scrub;
+  // In the query string instead of a header: `header`=`value`
+  // percent-encoded, after every guest-supplied parameter of that name is
+  // removed.
+  bool query = false;
 };
 
 }  // namespace zn::http

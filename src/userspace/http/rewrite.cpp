@@ -44,7 +44,68 @@ void append_header(std::string& out, std::string_view name, std::string_view val
   out.append(name).append(": ").append(value).append("\r\n");
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Form decoding of a parameter name: %XX and '+'; a bad escape is kept as is.
+std::string form_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
+               hex_value(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string percent_encode(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(value.size() * 3);
+  for (unsigned char c : value) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string query_with_parameter(std::string_view query, std::string_view name, std::string_view value) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= query.size() && !query.empty()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string_view::npos) amp = query.size();
+    const std::string_view pair = query.substr(pos, amp - pos);
+    const std::string_view key = pair.substr(0, pair.find('='));
+    // ';' is never a separator here: the normalised target refuses it raw.
+    if (!pair.empty() && form_decoded(key) != name) {
+      if (!out.empty()) out.push_back('&');
+      out.append(pair);
+    }
+    pos = amp + 1;
+  }
+  if (!out.empty()) out.push_back('&');
+  out.append(name).append("=").append(percent_encode(value));
+  return out;
+}
 
 std::string_view reason_phrase(int status) {
   switch (status) {
@@ -90,7 +151,7 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   std::vector<std::string> drop = connection_tokens(request.headers);
   if (injection != nullptr) {
     drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());
-    drop.push_back(injection->header);  // the guest never supplies its own copy
+    if (!injection->query) drop.push_back(injection->header);  // the guest never supplies its own copy
   }
   // A response on a connection with a secret is scanned for its reflection
   // (secret_scrubber.h); compressed, it could not be.
@@ -99,14 +160,21 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   std::string out;
   out.reserve(256 + request.target.size() + request.headers.size() * 48);
   out.append(request.method).append(" ").append(target.path);
-  if (target.has_query) out.append("?").append(target.query);
+  if (injection != nullptr && injection->query) {
+    std::string query = query_with_parameter(target.has_query ? target.query : "", injection->header,
+                                             injection->value);
+    out.append("?").append(query);
+    std::fill(query.begin(), query.end(), '\0');  // held the credential
+  } else if (target.has_query) {
+    out.append("?").append(target.query);
+  }
   out.append(" HTTP/1.1\r\n");
   append_header(out, "Host", host);
   for (const Header& h : request.headers) {
     if (is_hop_by_hop(h.name) || listed(drop, h.name)) continue;
     append_header(out, h.name, h.value);
   }
-  if (injection != nullptr) append_header(out, injection->header, injection->value);
+  if (injection != nullptr && !injection->query) append_header(out, injection->header, injection->value);
   if (identity_only) append_header(out, "Accept-Encoding", "identity");
   switch (request.framing) {
     case BodyFraming::kContentLength:

@@ -22,6 +22,14 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
                                    std::string_view host, const Injection* injection,
                                    bool scanned_response = false);
 
+// `query` (without '?') with every parameter named `name` removed (names
+// compared percent-decoded, '+' as space: how the upstream will read them)
+// and `name=value` appended, value percent-encoded (RFC 3986 unreserved kept).
+std::string query_with_parameter(std::string_view query, std::string_view name, std::string_view value);
+
+// Percent-encodes all but RFC 3986 unreserved characters.
+std::string percent_encode(std::string_view value);
+
 // Whether a response's Content-Encoding leaves its body as sent (absent, or
 // only "identity"): the only bodies the reflection scrubber can scan.
 bool identity_content_encoding(const ResponseHead& response);

@@ -14,6 +14,7 @@
 #include "userspace/http/body.h"
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
+#include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
 #include "userspace/tls/contexts.h"
 #include "userspace/tls/session_cache.h"
@@ -81,6 +82,28 @@ struct Refusal {
   int status;
   std::string body;
 };
+
+// A tripwire turned up in a request body being streamed: the upstream has
+// the head and part of the body (never the tripwire: the screen holds back
+// a partial match), so the connection goes.
+struct TripwireInBody : std::runtime_error {
+  explicit TripwireInBody(std::vector<std::string> l) : std::runtime_error("tripwire in body"), labels(std::move(l)) {}
+  std::vector<std::string> labels;
+};
+
+const Refusal kTripwireRefusal{403, "zeroness: blocked by policy (a credential that may not go here)\n"};
+
+// The first bytes of the decoded body already read with the head, for an
+// operator asked to approve the request.
+std::string body_preview(const http::RequestHead& req, std::string_view after_head, const http::HttpLimits& limits) {
+  constexpr size_t kPreview = 256;
+  if (req.framing == http::BodyFraming::kNone || after_head.empty()) return {};
+  http::BodyDecoder decoder(req.framing, req.content_length, limits);
+  std::string out;
+  decoder.feed(after_head.substr(0, kPreview * 2), out);
+  if (out.size() > kPreview) out.resize(kPreview);
+  return out;
+}
 
 class Exchange {
  public:
@@ -192,6 +215,13 @@ class Exchange {
     facts.method = req.method;
     facts.path = target->path;
     facts.want_session_secrets = !session_secrets_loaded_;
+    facts.header_names.reserve(req.headers.size());
+    for (const http::Header& h : req.headers) {
+      std::string name = h.name;
+      for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+      facts.header_names.push_back(std::move(name));
+    }
+    facts.body_preview = body_preview(req, std::string_view(in_).substr(head.consumed), ctx_.limits);
     ctx_.counters.requests++;
     // One call to the broker: the verdict, the identity to inject and (on a
     // connection's first request) the secrets to scrub, together. It never
@@ -203,8 +233,29 @@ class Exchange {
       ~CleanseDecision() {
         if (d.injection) cleanse(*d.injection);
         for (ScrubSecret& s : d.session_secrets) OPENSSL_cleanse(s.secret.data(), s.secret.size());
+        for (Substitution& s : d.substitutions) OPENSSL_cleanse(s.credential.data(), s.credential.size());
       }
     } cleanse_decision{decision};
+    if (!decision.tripwires.empty() && !tripwires_loaded_) {
+      tripwires_loaded_ = true;
+      screen_blind_ = !screen_.arm(decision.tripwires);
+    }
+    // Before the verdict is acted on: a canary sent to a denied host is an
+    // alarm all the same.
+    std::vector<std::string> where;
+    std::vector<std::string> tripped = screen_head(req, head.consumed, decision.substitutions, where);
+    if (!tripped.empty() || screen_blind_) {
+      ctx_.counters.denied++;
+      if (!tripped.empty()) {
+        TripwireHit hit{conn_.session, decision.host.empty() ? conn_.host : decision.host, req.method,
+                        target->path, std::move(tripped), std::move(where)};
+        ctx_.policy.on_tripwire(hit);
+      }
+      const Refusal r = screen_blind_ ? Refusal{403, "zeroness: blocked by policy (tripwires cannot be screened)\n"}
+                                      : kTripwireRefusal;
+      co_await refuse(r);
+      co_return false;
+    }
     if (facts.want_session_secrets && decision.allow) {
       // Before the connection's first response: an upstream may replay on
       // this connection what it was given on another one.
@@ -245,6 +296,14 @@ class Exchange {
       upstream_.reset();
       summary.error = e.what();
       refused = Refusal{400, "zeroness: bad request (malformed body)\n"};
+    } catch (const TripwireInBody& e) {
+      // Never forwarded whole: the upstream's request stays incomplete.
+      ctx_.counters.denied++;
+      upstream_.reset();
+      ctx_.policy.on_tripwire(
+          TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
+      summary.error = "tripwire in body";
+      refused = kTripwireRefusal;
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -334,6 +393,55 @@ class Exchange {
         co_return Refusal{403, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n"};
     }
 
+    // The request as it goes: with the placeholders swapped in header values
+    // and the query, and a body read whole re-framed with its length. Copied
+    // only when something changes.
+    const http::RequestHead* send_req = &req;
+    const http::NormalisedTarget* send_target = &target;
+    std::optional<http::RequestHead> changed_req;
+    std::optional<http::NormalisedTarget> changed_target;
+    // A swapped copy held the credential.
+    struct WipeChanged {
+      std::optional<http::RequestHead>& r;
+      std::optional<http::NormalisedTarget>& t;
+      std::string& body;
+      ~WipeChanged() {
+        if (r)
+          for (http::Header& h : r->headers) OPENSSL_cleanse(h.value.data(), h.value.size());
+        if (t) OPENSSL_cleanse(t->query.data(), t->query.size());
+        OPENSSL_cleanse(body.data(), body.size());
+      }
+    } wipe_changed{changed_req, changed_target, body_};
+    const std::vector<Substitution>& subs = decision.substitutions;
+    if (!subs.empty()) {
+      changed_req = req;
+      for (http::Header& h : changed_req->headers) swap_placeholders(h.value, subs, BodyKind::kOther);
+      send_req = &*changed_req;
+      if (target.has_query) {
+        changed_target = target;
+        swap_placeholders_in_query(changed_target->query, subs);
+        send_target = &*changed_target;
+      }
+    }
+    body_.clear();
+    body_whole_ = false;
+    body_decoder_.reset();
+    if (req.framing != http::BodyFraming::kNone && (screen_.armed() || !subs.empty())) {
+      // Read before anything goes upstream: screened whole, swapped if it
+      // is JSON or a form; past the bound, screened as it streams.
+      co_await read_body_upto(req, kMaxSwappedBody);
+      if (body_whole_) {
+        std::vector<std::string> hits = screen_.check(body_, subs);
+        if (!hits.empty()) throw TripwireInBody(std::move(hits));
+        const BodyKind kind = body_kind(req);
+        if (!subs.empty() && kind != BodyKind::kOther) swap_placeholders(body_, subs, kind);
+        if (!changed_req) changed_req = req;
+        changed_req->framing = body_.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
+        changed_req->content_length = body_.size();
+        send_req = &*changed_req;
+      }
+    }
+
     http::ResponseHead resp;
     // A reused upstream may have closed while idle: a request whose head
     // could not be written, or a bodiless one that got no answer, is retried
@@ -364,7 +472,7 @@ class Exchange {
       }
       summary.upstream = upstream_.connected;
       upstream_.identity = identity;
-      std::string out = http::forwarded_request_head(req, target, decision.host,
+      std::string out = http::forwarded_request_head(*send_req, *send_target, decision.host,
                                                      injection ? &*injection : nullptr, scrubber_.armed());
       bool sent = true;
       try {
@@ -380,12 +488,12 @@ class Exchange {
       }
       if (!body_sent) {
         body_sent = true;
-        co_await forward_request_body(req, summary);
+        co_await forward_request_body(req, summary, subs);
       }
       const bool got = co_await read_response_head(req, resp);
       if (got) break;
       upstream_.reset();
-      if (reused && attempt == 0 && req.framing == http::BodyFraming::kNone) continue;
+      if (reused && attempt == 0 && send_req->framing == http::BodyFraming::kNone) continue;
       throw std::runtime_error("upstream closed before responding");
     }
 
@@ -508,22 +616,63 @@ class Exchange {
     throw std::runtime_error("upstream unreachable: " + up.last_error);
   }
 
-  awaitable<void> forward_request_body(const http::RequestHead& req, RequestSummary& summary) {
-    if (req.framing == http::BodyFraming::kNone) co_return;
-    http::BodyDecoder decoder(req.framing, req.content_length, ctx_.limits);
-    std::string piece;
+  // Decodes the guest's body into body_ until it is complete (body_whole_)
+  // or longer than `limit`; the decoder is kept for the rest.
+  awaitable<void> read_body_upto(const http::RequestHead& req, size_t limit) {
+    body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     for (;;) {
-      piece.clear();
-      http::BodyDecoder::Step step = decoder.feed(in_, piece);
+      http::BodyDecoder::Step step = body_decoder_->feed(in_, body_);
+      in_.erase(0, step.consumed);
+      if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
+      if (step.done) {
+        body_whole_ = true;
+        co_return;
+      }
+      if (body_.size() > limit) co_return;
+      size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+      if (n == 0) throw std::runtime_error("guest ended inside a request body");
+      in_.append(buf_, n);
+    }
+  }
+
+  awaitable<void> forward_request_body(const http::RequestHead& req, RequestSummary& summary,
+                                       const std::vector<Substitution>& subs) {
+    if (req.framing == http::BodyFraming::kNone) co_return;
+    if (body_whole_) {
+      // Read, screened and swapped already; framed by its length.
+      summary.bytes_from_guest += body_.size();
+      if (!body_.empty()) co_await with_deadline(upstream_.stream->write_all(body_), ctx_.idle_timeout);
+      OPENSSL_cleanse(body_.data(), body_.size());
+      body_.clear();
+      co_return;
+    }
+    // Streamed: through the screen when the session has tripwires, which
+    // holds back a partial match so no tripwire byte goes before it is seen.
+    std::optional<SecretScrubber::Stream> screen;
+    if (screen_.armed()) screen.emplace(screen_.scrubber());
+    if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
+    std::string piece = std::move(body_), clean;
+    body_.clear();
+    for (;;) {
+      http::BodyDecoder::Step step = body_decoder_->feed(in_, piece);
       in_.erase(0, step.consumed);
       // The upstream has part of a request: it must never see the rest as
       // anything, so the connection goes.
       if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
+      if (screen) {
+        clean.clear();
+        screen->feed(piece, clean);
+        if (step.done) screen->finish(clean);
+        std::vector<std::string> hits = screen_.hits(screen->report(), subs);
+        if (!hits.empty()) throw TripwireInBody(std::move(hits));
+        piece.swap(clean);
+      }
       if (!piece.empty()) {
         summary.bytes_from_guest += piece.size();
         if (req.framing == http::BodyFraming::kChunked) piece = http::chunk_frame(piece);
         co_await with_deadline(upstream_.stream->write_all(piece), ctx_.idle_timeout);
       }
+      piece.clear();
       if (step.done) break;
       size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
       if (n == 0) throw std::runtime_error("guest ended inside a request body");
@@ -531,6 +680,28 @@ class Exchange {
     }
     if (req.framing == http::BodyFraming::kChunked)
       co_await with_deadline(upstream_.stream->write_all(http::kLastChunk), ctx_.idle_timeout);
+  }
+
+  // The tripwires in a request's head: its target's path and query as sent
+  // (percent-encoded forms included) and its header lines.
+  std::vector<std::string> screen_head(const http::RequestHead& req, size_t head_bytes,
+                                       const std::vector<Substitution>& exempt, std::vector<std::string>& where) {
+    std::vector<std::string> out;
+    if (!screen_.armed()) return out;
+    auto note = [&](std::vector<std::string> labels, const char* part) {
+      if (labels.empty()) return;
+      where.push_back(part);
+      for (std::string& l : labels)
+        if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(std::move(l));
+    };
+    const std::string_view target = req.target;
+    const size_t q = target.find('?');
+    note(screen_.check(target.substr(0, q), exempt), "path");
+    if (q != std::string_view::npos) note(screen_.check(target.substr(q + 1), exempt), "query");
+    const std::string_view raw = std::string_view(in_).substr(0, head_bytes);
+    const size_t line_end = raw.find('\n');
+    if (line_end != std::string_view::npos) note(screen_.check(raw.substr(line_end + 1), exempt), "header");
+    return out;
   }
 
   // false: the upstream closed before a byte of response.
@@ -622,6 +793,14 @@ class Exchange {
   // Armed at the first injection; wipes its patterns when the connection ends.
   SecretScrubber scrubber_;
   bool session_secrets_loaded_ = false;
+  // The session's tripwires, armed at the connection's first request.
+  RequestScreen screen_;
+  bool tripwires_loaded_ = false;
+  bool screen_blind_ = false;  // a tripwire could not be armed: every request is refused
+  // A request body read ahead of its head (screening, swapping).
+  std::string body_;
+  bool body_whole_ = false;
+  std::optional<http::BodyDecoder> body_decoder_;
   char buf_[kReadChunk];
 };
 

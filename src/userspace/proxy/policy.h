@@ -52,8 +52,14 @@ struct RequestFacts {
   std::string method;              // uppercase token
   std::string path;                // normalised, without the query
   // The connection's first request: an allowed decision carries every
-  // secret the session could inject (session_secrets), to scrub responses of.
+  // secret the session could inject (session_secrets), to scrub responses
+  // of, and every decision the session's tripwires.
   bool want_session_secrets = false;
+  // For a request held for a human: what they are shown. Header names
+  // (lowercase, in order; never values) and the first bytes of the decoded
+  // body already received (raw: the broker redacts before showing).
+  std::vector<std::string> header_names;
+  std::string body_preview;
 };
 
 using Injection = http::Injection;
@@ -62,6 +68,25 @@ using Injection = http::Injection;
 struct ScrubSecret {
   std::string identity;
   std::string secret;  // never logged, cleansed after use
+};
+
+// A string that must never leave in a request: a canary the operator
+// planted in the guest ("canary:<n>"), or a placeholder the guest holds for
+// a credential ("placeholder:<resource>"), which may only go where a rule
+// naming its resource allowed the request (there it is swapped). Looked for
+// in the request line, headers and body, in the encodings the response
+// scrubber knows.
+struct Tripwire {
+  std::string pattern;
+  std::string label;
+};
+
+// In this request: the guest's placeholder swapped for the credential (in
+// header values, the query, and a JSON or form body up to a bound).
+struct Substitution {
+  std::string placeholder;
+  std::string credential;  // never logged, cleansed after use
+  std::string label;       // the Tripwire label it exempts in this request
 };
 
 // A rule the broker allowed a request under; the proxy hands it back to get
@@ -93,6 +118,12 @@ struct RequestDecision {
   // hand back on one connection what it was given on another). Cleansed
   // after use.
   std::vector<ScrubSecret> session_secrets;
+  // Asked for with want_session_secrets (allowed or not): the session's
+  // tripwires; the proxy screens each request of the connection for them.
+  std::vector<Tripwire> tripwires;
+  // Allowed under a rule naming a resource with a placeholder. Cleansed
+  // after use.
+  std::vector<Substitution> substitutions;
   // Allowed only once a human approves ("ask"): the proxy waits (watch_hold)
   // until the ticket is decided or this time passes, then reads hold_state.
   uint64_t hold_ticket = 0;
@@ -130,6 +161,14 @@ struct RequestSummary {
   // No upstream address could be connected (refused by none, reachable by
   // none): an egress:error, never an egress:allow.
   bool upstream_failed = false;
+};
+
+// A request that carried a tripwire: refused (403) before the tripwire left.
+// `labels` name what matched ("canary:0", "placeholder:stripe"), `where`
+// the parts ("path", "query", "header", "body"). Never the value.
+struct TripwireHit {
+  std::string session, host, method, path;
+  std::vector<std::string> labels, where;
 };
 
 struct ConnectionSummary {
@@ -172,6 +211,9 @@ class ProxyPolicy {
   // nullopt: the rule has no identity, or it changed since the decision.
   virtual std::optional<Injection> injection_for(const std::string& session, const RuleRef& rule) = 0;
   virtual void on_request_done(const RequestSummary& summary) = 0;
+  // A tripwire stopped a request (audited secret:canary / secret:misuse).
+  // Never blocks: called on the proxy's loop.
+  virtual void on_tripwire(const TripwireHit& hit) { (void)hit; }
   virtual void on_closed(const ConnectionSummary& summary) = 0;
 };
 

@@ -28,6 +28,9 @@ MetricsSnapshot snapshot() {
   m.audit.failed_commits = 404;
   m.audit.failing = true;
   m.audit.max_commit_latency = std::chrono::microseconds(405);
+  m.audit.secret_canary = 406;
+  m.audit.secret_misuse = 407;
+  m.audit.secret_reflected = 408;
   return m;
 }
 
@@ -84,6 +87,13 @@ TEST(Metrics, TextIsUnchanged) {
             "# HELP zn_audit_failing 1 while the audit's last commit failed: new crossings are refused.\n"
             "# TYPE zn_audit_failing gauge\n"
             "zn_audit_failing 1\n"
+            "# HELP zn_secret_alarms_total Secret alarms raised: canary (a planted fake credential in egress), "
+            "misuse (a placeholder headed for a host its rule does not name), reflected (an upstream echoed an "
+            "injected credential).\n"
+            "# TYPE zn_secret_alarms_total counter\n"
+            "zn_secret_alarms_total{event=\"secret:canary\"} 406\n"
+            "zn_secret_alarms_total{event=\"secret:misuse\"} 407\n"
+            "zn_secret_alarms_total{event=\"secret:reflected\"} 408\n"
             "# HELP zn_audit_commit_max_microseconds The longest audit commit (one fsync) so far.\n"
             "# TYPE zn_audit_commit_max_microseconds gauge\n"
             "zn_audit_commit_max_microseconds 405\n");

@@ -61,13 +61,16 @@ TEST(Verbs, SessionListShowsTheNetwork) {
 
 TEST(Verbs, SessionShowAddsThePolicyButNeverItsSecrets) {
   const std::string shown = session_json(session(kPolicy), "/state/ca/ca.pem", true).dump();
-  EXPECT_EQ(shown,
-            std::string(R"({"adopted":true,"device":"zn-tap0","id":"user-1","ifindex":3,)") + kNetwork +
-                R"(,"policy":{"allow":[{"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]},)"
-                R"({"host":"api.stripe.com","identity":"cap:stripe"},{"host":"*.npmjs.org"},)"
-                R"({"action":"ask","host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"]},)"
-                R"({"host":"db.internal","port":5432}],"default":"deny","deny":[{"host":"evil.example"}],)"
-                R"("resources":["stripe"]},"policy_version":2,"session_idx":1})");
+  EXPECT_EQ(
+      shown,
+      std::string(R"({"adopted":true,"device":"zn-tap0","guest_env":{},"id":"user-1","ifindex":3,)") +
+          kNetwork +
+          R"(,"policy":{"allow":[{"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]},)"
+          R"({"host":"api.stripe.com","identity":"cap:stripe","inject":{"header":"Authorization","prefix":"Bearer "}},)"
+          R"({"host":"*.npmjs.org"},)"
+          R"({"action":"ask","host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"]},)"
+          R"({"host":"db.internal","port":5432}],"canaries":0,"default":"deny","deny":[{"host":"evil.example"}],)"
+          R"("resources":["stripe"]},"policy_version":2,"session_idx":1})");
   EXPECT_EQ(shown.find("sk_live"), std::string::npos);
 }
 

@@ -173,10 +173,90 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"host":"a.example"},{"host":"a.example"},{"host":"a.example"},{"host":"a.example"},)"
             R"({"host":"a.example"},{"host":"a.example"},{"host":"a.example"},{"host":"*"}]}})",
             "$.policy.allow[10].host", "'*'"},
+        Bad{"kind_unknown", R"({"policy":{},"resources":{"s":{"kind":"oauth","token":"x"}}})",
+            "$.resources.s.kind", "\"token\" or \"basic\""},
+        Bad{"token_missing", R"({"policy":{},"resources":{"s":{"kind":"token"}}})", "$.resources.s.token",
+            "required"},
+        Bad{"token_typo", R"({"policy":{},"resources":{"s":{"kind":"token","tokn":"x"}}})",
+            "$.resources.s.tokn", "unknown field"},
+        Bad{"token_crlf", R"({"policy":{},"resources":{"s":{"kind":"token","token":"a\r\nX-Evil: 1"}}})",
+            "$.resources.s.token", "control characters"},
+        Bad{"legacy_token_crlf",
+            R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s"}]},)"
+            R"("resources":{"s":{"accessToken":"a\nb"}}})",
+            "$.policy.allow[0].identity", "control characters"},
+        Bad{"basic_missing_password", R"({"policy":{},"resources":{"s":{"kind":"basic","user":"u"}}})",
+            "$.resources.s.password", "required"},
+        Bad{"basic_colon_user",
+            R"({"policy":{},"resources":{"s":{"kind":"basic","user":"a:b","password":"p"}}})",
+            "$.resources.s.user", "':'"},
+        Bad{"basic_in_query",
+            R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s","inject":{"query":"k"}}]},)"
+            R"("resources":{"s":{"kind":"basic","user":"u","password":"p"}}})",
+            "$.policy.allow[0].inject", "Basic"},
+        Bad{"inject_without_identity", with_allow(R"({"host":"a.example","inject":{"header":"x-api-key"}})"),
+            "$.policy.allow[1].inject", "identity"},
+        Bad{"inject_host_header",
+            with_allow(R"({"host":"a.example","identity":"jwt","inject":{"header":"Host"}})"),
+            "$.policy.allow[1].inject.header", "header name"},
+        Bad{"inject_bad_header",
+            with_allow(R"({"host":"a.example","identity":"jwt","inject":{"header":"x api"}})"),
+            "$.policy.allow[1].inject.header", "header name"},
+        Bad{"inject_query_and_header",
+            with_allow(R"({"host":"a.example","identity":"jwt","inject":{"header":"a","query":"k"}})"),
+            "$.policy.allow[1].inject.query", "excludes"},
+        Bad{"inject_bad_query", with_allow(R"({"host":"a.example","identity":"jwt","inject":{"query":"a&b"}})"),
+            "$.policy.allow[1].inject.query", "parameter name"},
+        Bad{"inject_prefix_crlf",
+            with_allow(R"({"host":"a.example","identity":"jwt","inject":{"prefix":"a\r\n"}})"),
+            "$.policy.allow[1].inject.prefix", "printable"},
+        Bad{"inject_empty", with_allow(R"({"host":"a.example","identity":"jwt","inject":{}})"),
+            "$.policy.allow[1].inject", "needs"},
+        Bad{"placeholder_bad_env",
+            R"({"policy":{},"resources":{"s":{"kind":"token","token":"t","placeholder":"lower"}}})",
+            "$.resources.s.placeholder", "environment variable"},
+        Bad{"placeholder_no_credential", R"({"policy":{},"resources":{"s":{"user":"u","placeholder":"S_KEY"}}})",
+            "$.resources.s.placeholder", "credential"},
+        Bad{"canary_short", R"({"policy":{},"canaries":["abc"]})", "$.canaries[0]", "8-256"},
+        Bad{"canary_space", R"({"policy":{},"canaries":["abcd efgh ij"]})", "$.canaries[0]", "8-256"},
+        Bad{"canary_duplicate", R"({"policy":{},"canaries":["AKIAFAKE0001","AKIAFAKE0001"]})",
+            "$.canaries[1]", "duplicate"},
+        Bad{"canaries_not_array", R"({"policy":{},"canaries":"AKIAFAKE0001"})", "$.canaries", "array"},
         Bad{"identity_without_token",
             R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s"}]},"resources":{"s":{"user":"x"}}})",
             "$.policy.allow[0].identity", "accessToken"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Typed resources and where their credential goes (the positive controls of
+// the kind_ and inject_ cases above).
+TEST(PolicyParser, TypedResourcesAndPlacements) {
+  Policy p = parse_policy(R"({"policy":{"allow":[
+      {"host":"a.example","identity":"cap:gh","inject":{"header":"Authorization","prefix":"token "}},
+      {"host":"b.example","identity":"cap:gh","inject":{"header":"x-api-key"}},
+      {"host":"c.example","identity":"cap:gh","inject":{"query":"api_key"}},
+      {"host":"d.example","identity":"cap:jira"},
+      {"host":"e.example","identity":"cap:gh"},
+      {"host":"f.example","identity":"jwt","inject":{"header":"X-Zn-Token"}}]},
+    "resources":{"gh":{"kind":"token","token":"ghp_x1","placeholder":"GITHUB_TOKEN"},
+                 "jira":{"kind":"basic","user":"bot","password":"pw:with colon"}},
+    "canaries":["AKIAFAKECANARY01","sk-canary-0001"]})");
+  ASSERT_EQ(p.allow.size(), 6u);
+  EXPECT_EQ(p.allow[0].placement.name, "Authorization");
+  EXPECT_EQ(p.allow[0].placement.prefix, "token ");
+  EXPECT_EQ(p.allow[1].placement.name, "x-api-key");
+  EXPECT_EQ(p.allow[1].placement.prefix, "");  // another header: the bare credential
+  EXPECT_EQ(p.allow[2].placement.kind, Placement::Kind::kQuery);
+  EXPECT_EQ(p.allow[2].placement.name, "api_key");
+  EXPECT_EQ(p.allow[4].placement.prefix, "Bearer ");  // the default
+  EXPECT_EQ(p.allow[5].placement.name, "X-Zn-Token");
+  EXPECT_EQ(p.resources.at("gh").kind, ResourceKind::kToken);
+  EXPECT_EQ(p.resources.at("gh").placeholder_env, "GITHUB_TOKEN");
+  ASSERT_NE(p.resources.at("gh").credential(), nullptr);
+  EXPECT_TRUE(p.resources.at("gh").credential()->equals("ghp_x1"));
+  EXPECT_TRUE(p.resources.at("jira").credential()->equals("pw:with colon"));
+  EXPECT_EQ(p.resources.at("gh").fields.count("placeholder"), 0u);  // metadata, not a secret
+  EXPECT_EQ(p.canaries, (std::vector<std::string>{"AKIAFAKECANARY01", "sk-canary-0001"}));
+}
 
 // Found by fuzz/policy_fuzz: a number no type can hold made nlohmann throw
 // something other than parse_error, which escaped as a non-PolicyError.

@@ -1,0 +1,113 @@
+#include "userspace/proxy/request_screen.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+
+#include "userspace/http/rewrite.h"
+
+namespace zn::proxy {
+namespace {
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && http::iequals(s.substr(0, prefix.size()), prefix);
+}
+
+std::string json_escaped(std::string_view v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      out.append("\\u00").push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+std::string encoded(std::string_view credential, BodyKind as) {
+  switch (as) {
+    case BodyKind::kJson:
+      return json_escaped(credential);
+    case BodyKind::kForm:
+      return http::percent_encode(credential);
+    case BodyKind::kOther:
+      break;
+  }
+  return std::string(credential);
+}
+
+}  // namespace
+
+bool RequestScreen::arm(const std::vector<Tripwire>& tripwires) {
+  bool ok = true;
+  for (const Tripwire& t : tripwires) ok = scrubber_.add_secret(t.pattern, t.label) && ok;
+  return ok;
+}
+
+std::vector<std::string> RequestScreen::hits(const ScrubReport& report, const std::vector<Substitution>& exempt) const {
+  std::vector<std::string> out;
+  if (report.matches == 0) return out;
+  for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
+    if (!(report.secrets >> i & 1)) continue;
+    const std::string& label = scrubber_.label(i);
+    const bool own = std::any_of(exempt.begin(), exempt.end(), [&](const Substitution& s) { return s.label == label; });
+    if (!own && std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
+  }
+  return out;
+}
+
+std::vector<std::string> RequestScreen::check(std::string_view bytes, const std::vector<Substitution>& exempt) const {
+  if (!armed() || bytes.empty()) return {};
+  SecretScrubber::Stream stream(scrubber_);
+  std::string sink;
+  sink.reserve(bytes.size());
+  stream.feed(bytes, sink);
+  stream.finish(sink);
+  return hits(stream.report(), exempt);
+}
+
+BodyKind body_kind(const http::RequestHead& head) {
+  const std::string* type = head.find("content-type");
+  if (!type) return BodyKind::kOther;
+  std::string_view t = *type;
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+  const std::string_view media = t.substr(0, t.find(';'));
+  if (starts_with_ci(media, "application/x-www-form-urlencoded")) return BodyKind::kForm;
+  if (starts_with_ci(media, "application/json")) return BodyKind::kJson;
+  // application/<vendor>+json
+  const size_t plus = media.rfind('+');
+  if (plus != std::string_view::npos && http::iequals(media.substr(plus), "+json")) return BodyKind::kJson;
+  return BodyKind::kOther;
+}
+
+size_t swap_placeholders(std::string& text, const std::vector<Substitution>& subs, BodyKind encoding) {
+  size_t swapped = 0;
+  for (const Substitution& s : subs) {
+    if (s.placeholder.empty() || text.find(s.placeholder) == std::string::npos) continue;
+    std::string value = encoded(s.credential, encoding);
+    std::string out;
+    out.reserve(text.size() + value.size());
+    size_t pos = 0;
+    for (size_t at; (at = text.find(s.placeholder, pos)) != std::string::npos; pos = at + s.placeholder.size()) {
+      out.append(text, pos, at - pos).append(value);
+      ++swapped;
+    }
+    out.append(text, pos, std::string::npos);
+    OPENSSL_cleanse(value.data(), value.size());
+    OPENSSL_cleanse(text.data(), text.size());
+    text = std::move(out);
+  }
+  return swapped;
+}
+
+size_t swap_placeholders_in_query(std::string& query, const std::vector<Substitution>& subs) {
+  return swap_placeholders(query, subs, BodyKind::kForm);
+}
+
+}  // namespace zn::proxy

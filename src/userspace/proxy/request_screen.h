@@ -1,0 +1,60 @@
+// Screening what a guest sends for tripwires (proxy/policy.h Tripwire): the
+// canaries an operator planted in the guest, and placeholders headed for a
+// request their resource's rule did not allow. The same automaton as the
+// response scrubber (secret_scrubber.h), so a tripwire is found raw and in
+// each encoding it knows (base64 at any alignment, URL, JSON, HTML, hex),
+// split across reads or chunks as well. A request that carries one is
+// refused before the tripwire leaves the proxy.
+//
+// And the swap itself: a request allowed under a rule naming a resource
+// with a placeholder gets the credential in place of the placeholder, in
+// header values, the query, and a JSON or form body read whole (up to
+// kMaxSwappedBody). Placeholders are [a-z0-9_] only (session/placeholders.h),
+// the same raw, URL-encoded or JSON-escaped; the credential is encoded for
+// where it lands.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "userspace/http/message.h"
+#include "userspace/proxy/policy.h"
+#include "userspace/proxy/secret_scrubber.h"
+
+namespace zn::proxy {
+
+class RequestScreen {
+ public:
+  // Adds the session's tripwires (once per connection). False if one could
+  // not be held (the scrubber is full): the caller must then refuse, as a
+  // screen that cannot see is no screen.
+  bool arm(const std::vector<Tripwire>& tripwires);
+  bool armed() const { return scrubber_.armed(); }
+
+  // The labels of the tripwires `report` found, less those `exempt` (the
+  // request's own placeholders, swapped or headed to their own host).
+  std::vector<std::string> hits(const ScrubReport& report, const std::vector<Substitution>& exempt) const;
+  // Screens one complete piece (a path, a query, a header value, a body).
+  std::vector<std::string> check(std::string_view bytes, const std::vector<Substitution>& exempt) const;
+
+  const SecretScrubber& scrubber() const { return scrubber_; }
+
+ private:
+  SecretScrubber scrubber_;
+};
+
+// Bodies up to this size are read whole before the head is sent: screened
+// before anything leaves, and swapped if JSON or form.
+inline constexpr size_t kMaxSwappedBody = 256 * 1024;
+
+enum class BodyKind { kOther, kJson, kForm };
+BodyKind body_kind(const http::RequestHead& head);
+
+// Replaces every occurrence of each placeholder in `text` by its credential,
+// encoded by `encode` (identity, percent-encoding, JSON escaping). Returns
+// how many were replaced. The old buffer is wiped when it is swapped out.
+size_t swap_placeholders(std::string& text, const std::vector<Substitution>& subs, BodyKind encoding);
+size_t swap_placeholders_in_query(std::string& query, const std::vector<Substitution>& subs);
+
+}  // namespace zn::proxy
