@@ -21,6 +21,8 @@ constexpr std::string_view kEventNames[] = {
     "command:run",    "command:reject",
     "session:create", "session:update",  "session:delete",
     "secret:reflected",  // an upstream sent an injected secret back; scrubbed
+    "secret:canary",     // a planted fake credential left in egress; refused
+    "secret:misuse",     // a placeholder headed where its rule does not send it; refused
     "key:rotate",        // the host key sealing resources at rest was replaced
 };
 // clang-format on

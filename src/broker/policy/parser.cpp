@@ -146,8 +146,9 @@ enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto, kI
 // of the headers that frame or route the request or that the proxy owns.
 bool injectable_header(std::string_view name) {
   static constexpr std::array<std::string_view, 13> kRefused = {
-      "host",    "content-length", "transfer-encoding", "connection", "keep-alive", "te",    "trailer",
-      "upgrade", "expect",         "proxy-connection",  "cookie",     "accept-encoding", "content-type"};
+      "host",   "content-length",  "transfer-encoding", "connection", "keep-alive",
+      "te",     "trailer",         "upgrade",           "expect",     "proxy-connection",
+      "cookie", "accept-encoding", "content-type"};
   if (name.empty() || name.size() > 64) return false;
   for (char c : name)
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
@@ -206,7 +207,8 @@ Placement parse_placement(const json& v, const Path& path) {
   }
   if (field[1]) {
     const std::string& prefix = as_string(*field[1], path / "prefix");
-    if (prefix.size() > 64 || !printable(prefix)) fail(path / "prefix", "printable ASCII, at most 64 characters");
+    if (prefix.size() > 64 || !printable(prefix))
+      fail(path / "prefix", "printable ASCII, at most 64 characters");
     p.prefix = prefix;
   }
   if (!field[0] && !field[1]) fail(path, "needs \"header\" or \"query\"");
@@ -403,9 +405,10 @@ Resource parse_resource(const std::string& name, const json& fields, const Path&
                        (resource.kind == ResourceKind::kToken && key == "token") ||
                        (resource.kind == ResourceKind::kBasic && (key == "user" || key == "password"));
     if (!known)
-      fail(npath / key, resource.kind == ResourceKind::kToken ? "unknown field (a token resource has \"token\")"
-                                                              : "unknown field (a basic resource has \"user\" "
-                                                                "and \"password\")");
+      fail(npath / key, resource.kind == ResourceKind::kToken
+                            ? "unknown field (a token resource has \"token\")"
+                            : "unknown field (a basic resource has \"user\" "
+                              "and \"password\")");
     // Never echo a secret in an error: name the field only.
     if (!value.is_string()) fail(npath / key, "must be a string");
     const std::string& text = value.get_ref<const std::string&>();
@@ -423,7 +426,8 @@ Resource parse_resource(const std::string& name, const json& fields, const Path&
       // Goes into a header or a query as it is (basic: base64'd, any byte
       // but ':' in the user).
       const bool fits = secret.reveal([&](std::string_view v) {
-        if (resource.kind == ResourceKind::kBasic) return key != "user" || v.find(':') == std::string_view::npos;
+        if (resource.kind == ResourceKind::kBasic)
+          return key != "user" || v.find(':') == std::string_view::npos;
         return header_safe(v);
       });
       if (!fits)
@@ -467,8 +471,7 @@ void check_identity(const AllowRule& rule, const std::map<std::string, Resource>
 
 Policy parse_document(const json& doc, const SecretReader& read, const PolicyLimits& limits) {
   const Path root = Path::root();
-  const auto top =
-      only_fields(doc, root, std::array<std::string_view, 3>{"policy", "resources", "canaries"});
+  const auto top = only_fields(doc, root, std::array<std::string_view, 3>{"policy", "resources", "canaries"});
   const Path ppath = root / "policy";
   if (!top[0]) fail(ppath, "required");
   const auto field =

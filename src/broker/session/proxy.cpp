@@ -78,7 +78,8 @@ std::optional<proxy::Injection> static_injection(const Session& s, const proxy::
     sodium_memzero(pair.data(), pair.size());
     Placement basic = rule.placement;
     basic.prefix = "Basic ";
-    return credential->reveal([&](std::string_view pw) { return placed(basic, std::move(encoded), std::string(pw)); });
+    return credential->reveal(
+        [&](std::string_view pw) { return placed(basic, std::move(encoded), std::string(pw)); });
   }
   return credential->reveal(
       [&](std::string_view t) { return placed(rule.placement, std::string(t), std::string(t)); });
@@ -104,7 +105,8 @@ std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
 std::vector<proxy::Tripwire> tripwires_of(const Session& s) {
   std::vector<proxy::Tripwire> out;
   const Policy& p = s.policy->policy();
-  for (size_t i = 0; i < p.canaries.size(); ++i) out.push_back({p.canaries[i], "canary:" + std::to_string(i)});
+  for (size_t i = 0; i < p.canaries.size(); ++i)
+    out.push_back({p.canaries[i], "canary:" + std::to_string(i)});
   for (const auto& [resource, placeholder] : s.record.placeholders)
     out.push_back({placeholder, "placeholder:" + resource});
   return out;
@@ -297,7 +299,8 @@ proxy::RequestDecision SessionProxyPolicy::refuse(proxy::RequestDecision d, int 
   d.status = status;
   d.reason = reason;
   d.rule.reset();
-  for (proxy::Substitution& sub : d.substitutions) sodium_memzero(sub.credential.data(), sub.credential.size());
+  for (proxy::Substitution& sub : d.substitutions)
+    sodium_memzero(sub.credential.data(), sub.credential.size());
   d.substitutions.clear();
   audit_.post({status == 429 ? "egress:rate_limited" : "egress:deny",
                facts.session,

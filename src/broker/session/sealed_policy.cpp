@@ -29,7 +29,8 @@ void for_each_value(json& doc, F&& f) {
   for (auto& [name, fields] : doc["resources"].items()) {
     if (!fields.is_object()) continue;
     for (auto& [field, value] : fields.items())
-      if (value.is_string() && !is_resource_metadata(field)) f(name, field, value.template get_ref<std::string&>());
+      if (value.is_string() && !is_resource_metadata(field))
+        f(name, field, value.template get_ref<std::string&>());
   }
 }
 

@@ -66,13 +66,13 @@ std::optional<std::string> line_body(const std::string& line) {
 
 json to_json(const SessionRecord& r) {
   json out = {{"id", r.id},
-          {"session_idx", r.session_idx},
-          {"slot", r.slot},
-          {"device", r.device},
-          {"adopted", r.adopted},
-          {"policy", r.policy_json},
-          {"policy_version", r.policy_version},
-          {"created_unix", r.created_unix}};
+              {"session_idx", r.session_idx},
+              {"slot", r.slot},
+              {"device", r.device},
+              {"adopted", r.adopted},
+              {"policy", r.policy_json},
+              {"policy_version", r.policy_version},
+              {"created_unix", r.created_unix}};
   if (!r.placeholders.empty()) out["placeholders"] = r.placeholders;
   return out;
 }

@@ -57,8 +57,7 @@ std::string form_decoded(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
-               hex_value(s[i + 2]) >= 0) {
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
       i += 2;
     } else {
@@ -161,8 +160,8 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   out.reserve(256 + request.target.size() + request.headers.size() * 48);
   out.append(request.method).append(" ").append(target.path);
   if (injection != nullptr && injection->query) {
-    std::string query = query_with_parameter(target.has_query ? target.query : "", injection->header,
-                                             injection->value);
+    std::string query =
+        query_with_parameter(target.has_query ? target.query : "", injection->header, injection->value);
     out.append("?").append(query);
     std::fill(query.begin(), query.end(), '\0');  // held the credential
   } else if (target.has_query) {

@@ -87,7 +87,8 @@ struct Refusal {
 // the head and part of the body (never the tripwire: the screen holds back
 // a partial match), so the connection goes.
 struct TripwireInBody : std::runtime_error {
-  explicit TripwireInBody(std::vector<std::string> l) : std::runtime_error("tripwire in body"), labels(std::move(l)) {}
+  explicit TripwireInBody(std::vector<std::string> l)
+      : std::runtime_error("tripwire in body"), labels(std::move(l)) {}
   std::vector<std::string> labels;
 };
 
@@ -95,7 +96,8 @@ const Refusal kTripwireRefusal{403, "zeroness: blocked by policy (a credential t
 
 // The first bytes of the decoded body already read with the head, for an
 // operator asked to approve the request.
-std::string body_preview(const http::RequestHead& req, std::string_view after_head, const http::HttpLimits& limits) {
+std::string body_preview(const http::RequestHead& req, std::string_view after_head,
+                         const http::HttpLimits& limits) {
   constexpr size_t kPreview = 256;
   if (req.framing == http::BodyFraming::kNone || after_head.empty()) return {};
   http::BodyDecoder decoder(req.framing, req.content_length, limits);
@@ -247,12 +249,14 @@ class Exchange {
     if (!tripped.empty() || screen_blind_) {
       ctx_.counters.denied++;
       if (!tripped.empty()) {
-        TripwireHit hit{conn_.session, decision.host.empty() ? conn_.host : decision.host, req.method,
-                        target->path, std::move(tripped), std::move(where)};
-        ctx_.policy.on_tripwire(hit);
+        TripwireHit hit{conn_.session,      decision.host.empty() ? conn_.host : decision.host,
+                        req.method,         target->path,
+                        std::move(tripped), std::move(where)};
+        report_tripwire(hit);
       }
-      const Refusal r = screen_blind_ ? Refusal{403, "zeroness: blocked by policy (tripwires cannot be screened)\n"}
-                                      : kTripwireRefusal;
+      const Refusal r = screen_blind_
+                            ? Refusal{403, "zeroness: blocked by policy (tripwires cannot be screened)\n"}
+                            : kTripwireRefusal;
       co_await refuse(r);
       co_return false;
     }
@@ -300,8 +304,7 @@ class Exchange {
       // Never forwarded whole: the upstream's request stays incomplete.
       ctx_.counters.denied++;
       upstream_.reset();
-      ctx_.policy.on_tripwire(
-          TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
+      report_tripwire(TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
       summary.error = "tripwire in body";
       refused = kTripwireRefusal;
     } catch (const std::exception& e) {
@@ -685,7 +688,8 @@ class Exchange {
   // The tripwires in a request's head: its target's path and query as sent
   // (percent-encoded forms included) and its header lines.
   std::vector<std::string> screen_head(const http::RequestHead& req, size_t head_bytes,
-                                       const std::vector<Substitution>& exempt, std::vector<std::string>& where) {
+                                       const std::vector<Substitution>& exempt,
+                                       std::vector<std::string>& where) {
     std::vector<std::string> out;
     if (!screen_.armed()) return out;
     auto note = [&](std::vector<std::string> labels, const char* part) {
@@ -770,6 +774,13 @@ class Exchange {
           std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(), who) ==
               summary.reflected_identities.end())
         summary.reflected_identities.push_back(who);
+    }
+  }
+
+  void report_tripwire(const TripwireHit& hit) {
+    try {
+      ctx_.policy.on_tripwire(hit);
+    } catch (const std::exception&) {
     }
   }
 

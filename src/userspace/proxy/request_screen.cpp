@@ -42,6 +42,66 @@ std::string encoded(std::string_view credential, BodyKind as) {
   return std::string(credential);
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A guest chooses its encoding byte by byte ("AKIA%5A..." or "\u0041KIA"),
+// where an echoing server encodes whole values the usual way: what it
+// sends is also screened decoded, percent-escapes and '+' (how a server
+// reads a target or a form), and JSON escapes (how it reads a JSON body).
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i] == '+' ? ' ' : s[i]);
+    }
+  }
+  return out;
+}
+
+std::string json_unescaped(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 >= s.size()) {
+      out.push_back(s[i]);
+      continue;
+    }
+    const char e = s[i + 1];
+    if (e == 'u' && i + 5 < s.size()) {
+      int v = 0;
+      bool ok = true;
+      for (size_t k = 2; k < 6; ++k)
+        ok = ok && hex_digit(s[i + k]) >= 0, v = v * 16 + std::max(0, hex_digit(s[i + k]));
+      if (ok && v < 0x80) {
+        out.push_back(static_cast<char>(v));
+        i += 5;
+        continue;
+      }
+    }
+    if (e == '/' || e == '\\' || e == '"') {
+      out.push_back(e);
+      ++i;
+      continue;
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+void merge(std::vector<std::string>& into, std::vector<std::string> more) {
+  for (std::string& l : more)
+    if (std::find(into.begin(), into.end(), l) == into.end()) into.push_back(std::move(l));
+}
+
 }  // namespace
 
 bool RequestScreen::arm(const std::vector<Tripwire>& tripwires) {
@@ -50,26 +110,39 @@ bool RequestScreen::arm(const std::vector<Tripwire>& tripwires) {
   return ok;
 }
 
-std::vector<std::string> RequestScreen::hits(const ScrubReport& report, const std::vector<Substitution>& exempt) const {
+std::vector<std::string> RequestScreen::hits(const ScrubReport& report,
+                                             const std::vector<Substitution>& exempt) const {
   std::vector<std::string> out;
   if (report.matches == 0) return out;
   for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
     if (!(report.secrets >> i & 1)) continue;
     const std::string& label = scrubber_.label(i);
-    const bool own = std::any_of(exempt.begin(), exempt.end(), [&](const Substitution& s) { return s.label == label; });
+    const bool own =
+        std::any_of(exempt.begin(), exempt.end(), [&](const Substitution& s) { return s.label == label; });
     if (!own && std::find(out.begin(), out.end(), label) == out.end()) out.push_back(label);
   }
   return out;
 }
 
-std::vector<std::string> RequestScreen::check(std::string_view bytes, const std::vector<Substitution>& exempt) const {
-  if (!armed() || bytes.empty()) return {};
+std::vector<std::string> RequestScreen::check_as_is(std::string_view bytes,
+                                                    const std::vector<Substitution>& exempt) const {
   SecretScrubber::Stream stream(scrubber_);
   std::string sink;
   sink.reserve(bytes.size());
   stream.feed(bytes, sink);
   stream.finish(sink);
+  OPENSSL_cleanse(sink.data(), sink.size());
   return hits(stream.report(), exempt);
+}
+
+std::vector<std::string> RequestScreen::check(std::string_view bytes,
+                                              const std::vector<Substitution>& exempt) const {
+  if (!armed() || bytes.empty()) return {};
+  std::vector<std::string> out = check_as_is(bytes, exempt);
+  if (bytes.find_first_of("%+") != std::string_view::npos)
+    merge(out, check_as_is(percent_decoded(bytes), exempt));
+  if (bytes.find('\\') != std::string_view::npos) merge(out, check_as_is(json_unescaped(bytes), exempt));
+  return out;
 }
 
 BodyKind body_kind(const http::RequestHead& head) {
@@ -94,7 +167,8 @@ size_t swap_placeholders(std::string& text, const std::vector<Substitution>& sub
     std::string out;
     out.reserve(text.size() + value.size());
     size_t pos = 0;
-    for (size_t at; (at = text.find(s.placeholder, pos)) != std::string::npos; pos = at + s.placeholder.size()) {
+    for (size_t at; (at = text.find(s.placeholder, pos)) != std::string::npos;
+         pos = at + s.placeholder.size()) {
       out.append(text, pos, at - pos).append(value);
       ++swapped;
     }

@@ -35,12 +35,15 @@ class RequestScreen {
   // The labels of the tripwires `report` found, less those `exempt` (the
   // request's own placeholders, swapped or headed to their own host).
   std::vector<std::string> hits(const ScrubReport& report, const std::vector<Substitution>& exempt) const;
-  // Screens one complete piece (a path, a query, a header value, a body).
+  // Screens one complete piece (a path, a query, header lines, a body) as
+  // sent, and also percent-decoded and JSON-unescaped when it has escapes:
+  // the guest may escape any byte, not only those an encoder would.
   std::vector<std::string> check(std::string_view bytes, const std::vector<Substitution>& exempt) const;
 
   const SecretScrubber& scrubber() const { return scrubber_; }
 
  private:
+  std::vector<std::string> check_as_is(std::string_view bytes, const std::vector<Substitution>& exempt) const;
   SecretScrubber scrubber_;
 };
 

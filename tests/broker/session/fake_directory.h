@@ -22,6 +22,7 @@
 #include "broker/session/approval_book.h"
 #include "broker/session/directory.h"
 #include "broker/session/dns.h"
+#include "broker/session/placeholders.h"
 #include "broker/session/proxy.h"
 #include "support/temp_dir.h"
 #include "userspace/net/transparent_socket.h"
@@ -55,6 +56,13 @@ class FakeDirectory : public SessionDirectory {
     s.record.policy_json = policy_json;
     s.net = vmm::guest_network(vmm::AddressPlan::lab_default(), slot);
     s.policy = CompiledPolicy::compile(parse_policy(policy_json));
+    {
+      std::lock_guard lock(mu_);
+      auto previous = sessions_.find(id);
+      s.record.placeholders = assign_placeholders(
+          s.policy->policy(), previous == sessions_.end() ? std::map<std::string, std::string>{}
+                                                          : previous->second->record.placeholders);
+    }
     s.plan = plan_datapath(*s.policy, [this](const std::string& name) {
       std::vector<ResolvedAddress> out;
       for (const net::IpAddress& a : resolver_.resolve_now(name)) {

