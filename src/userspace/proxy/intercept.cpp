@@ -304,7 +304,8 @@ class Exchange {
       // Never forwarded whole: the upstream's request stays incomplete.
       ctx_.counters.denied++;
       upstream_.reset();
-      report_tripwire(TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
+      report_tripwire(
+          TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
       summary.error = "tripwire in body";
       refused = kTripwireRefusal;
     } catch (const std::exception& e) {
