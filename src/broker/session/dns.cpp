@@ -29,7 +29,11 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
   // A planted fake credential spelled into a name is exfiltration whatever
   // the name's domain: refused even where the policy allows the domain.
   if (auto canary = canary_in_name(s->policy->policy().canaries, qname)) {
-    audit_.post({"secret:canary", session_id, {{"where", "dns"}, {"name", qname}, {"canary", *canary}}});
+    audit_.post({"secret:canary",
+                 session_id,
+                 {{"where", nlohmann::json::array({"dns"})},
+                  {"name", qname},
+                  {"canary", nlohmann::json::array({*canary})}}});
     return {false, "canary"};
   }
   HostVerdict v = s->policy->match_host(qname);

@@ -222,7 +222,11 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   // A planted fake credential spelled into the SNI leaves in the
   // ClientHello whatever happens next: reset, and raise the alarm.
   if (auto canary = canary_in_name(s->policy->policy().canaries, *facts.sni)) {
-    audit_.post({"secret:canary", d.session, {{"where", "sni"}, {"host", d.host}, {"canary", *canary}}});
+    audit_.post({"secret:canary",
+                 d.session,
+                 {{"where", nlohmann::json::array({"sni"})},
+                  {"host", d.host},
+                  {"canary", nlohmann::json::array({*canary})}}});
     return reset(d, "canary in SNI", facts);
   }
   HostVerdict v = s->policy->match_host(*facts.sni);
