@@ -13,6 +13,7 @@
 // tripwire goes through.
 #include <openssl/evp.h>
 
+#include "broker/identity/jwt_verifier.h"
 #include "integration/proxy_fixture.h"
 #include "support/secret_encodings.h"
 
@@ -32,6 +33,7 @@ std::string placement_policy() {
       {"host":"api.stripe.com","paths":["/basic/**"],"identity":"cap:jira"},
       {"host":"api.stripe.com","paths":["/q/**"],"identity":"cap:stripe","inject":{"query":"key"}},
       {"host":"api.stripe.com","paths":["/open/**"]},
+      {"host":"api.stripe.com","paths":["/jwt/**"],"identity":"jwt","inject":{"header":"X-Zn-Token","prefix":""}},
       {"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]}]},
     "resources":{"stripe":{"kind":"token","token":")") +
          kToken + R"(","placeholder":"STRIPE_API_KEY"},
@@ -52,6 +54,12 @@ std::string base64(const std::string& in) {
 
 class SecretUseTest : public ProxyTest {
  protected:
+  void configure(json& config) override {
+    ProxyTest::configure(config);
+    // On the host's end of the link to the stand-in internet: where the lab's
+    // upstreams fetch the keys of the tokens zerod mints for them.
+    config["jwks_listen"] = "198.18.255.1:18089";
+  }
   void SetUp() override {
     ProxyTest::SetUp();
     if (HasFatalFailure()) return;
@@ -239,6 +247,32 @@ TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
   EXPECT_EQ(m.output.find("zn_secret_alarms_total{event=\"secret:canary\"} 0\n"), std::string::npos)
       << m.output;
   EXPECT_NE(m.output.find("zn_secret_alarms_total{event=\"secret:canary\"} "), std::string::npos) << m.output;
+}
+
+// A minted token placed in a header of the rule's choosing verifies against
+// the JWKS the upstream side fetches from zerod, for its request only.
+TEST_F(SecretUseTest, AMintedTokenVerifiesWithTheJwksServedToUpstreams) {
+  ASSERT_EQ(status("-X POST https://api.stripe.com/jwt/orders"), "200");
+  const json req = last_upstream_request();
+  const std::string token = header(req, "X-Zn-Token");
+  ASSERT_EQ(token.rfind("eyJ", 0), 0u) << req.dump();
+  EXPECT_EQ(header(req, "Authorization"), "<absent>");
+  // Fetched as an upstream would, from the stand-in internet.
+  auto fetched =
+      run_in_netns(lab_->inet_netns(), "curl -s -m 3 http://198.18.255.1:18089/.well-known/jwks.json");
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.output;
+  const json jwks = json::parse(fetched.output);
+  EXPECT_EQ(jwks, call("identity.jwks")["result"]);
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_TRUE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.stripe.com", "POST", "/jwt/orders"}, now).ok());
+  EXPECT_FALSE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.stripe.com", "GET", "/jwt/orders"}, now).ok());
+  EXPECT_FALSE(
+      broker::verify_jwt(token, jwks, {"zeroness", "api.github.com", "POST", "/jwt/orders"}, now).ok());
+  auto other = run_in_netns(lab_->inet_netns(),
+                            "curl -s -o /dev/null -w '%{http_code}' -m 3 http://198.18.255.1:18089/keys");
+  EXPECT_EQ(other.output, "404");
 }
 
 // After credentials were placed, swapped and reflected: none of them, raw,

@@ -1,9 +1,31 @@
 #include "broker/control/metrics.h"
 
-#include "broker/control/metrics_server.h"
 #include "userspace/datapath/verdict_names.h"
 
 namespace zn::broker {
+
+std::string prometheus_line(const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& labels, uint64_t value) {
+  std::string out = name;
+  if (!labels.empty()) {
+    out += "{";
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i) out += ",";
+      out += labels[i].first + "=\"";
+      for (char c : labels[i].second) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+          out += "\\n";
+          continue;
+        }
+        out += c;
+      }
+      out += "\"";
+    }
+    out += "}";
+  }
+  return out + " " + std::to_string(value) + "\n";
+}
 
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
                              const dns::Responder& dns, const proxy::TransparentProxy& proxy,

@@ -19,6 +19,10 @@
 
 namespace zn::broker {
 
+// "name{label="value",...} number\n" with label values escaped.
+std::string prometheus_line(const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& labels, uint64_t value);
+
 // What one scrape shows.
 struct MetricsSnapshot {
   struct SessionVerdicts {

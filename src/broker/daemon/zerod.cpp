@@ -162,9 +162,19 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
 
   drop_events_ = std::thread([this] { drop_event_loop(); });
   if (config_.metrics_port)
-    metrics_ = std::make_unique<MetricsServer>(config_.metrics_port, [this] {
-      return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_, *audit_));
-    });
+    metrics_ = std::make_unique<DocumentServer>(
+        "127.0.0.1", config_.metrics_port,
+        std::vector<DocumentServer::Document>{
+            {"/metrics", "text/plain; version=0.0.4",
+             [this] { return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_, *audit_)); }}});
+  if (!config_.jwks_listen.empty()) {
+    const size_t colon = config_.jwks_listen.rfind(':');
+    jwks_ = std::make_unique<DocumentServer>(
+        config_.jwks_listen.substr(0, colon),
+        static_cast<uint16_t>(std::stoul(config_.jwks_listen.substr(colon + 1))),
+        std::vector<DocumentServer::Document>{{"/.well-known/jwks.json", "application/jwk-set+json",
+                                               [this] { return minter_->jwks().dump(); }}});
+  }
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
   control_->start();
@@ -179,6 +189,7 @@ void ZerodDaemon::stop() {
   events_.close();
   if (control_) control_->stop();
   metrics_.reset();
+  jwks_.reset();
   proxy_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();

@@ -16,7 +16,7 @@
 #include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
 #include "broker/identity/jwt_minter.h"
-#include "broker/control/metrics_server.h"
+#include "broker/control/document_server.h"
 #include "broker/session/dns.h"
 #include "broker/session/proxy.h"
 #include "userspace/proxy/transparent_proxy.h"
@@ -68,7 +68,8 @@ class ZerodDaemon {
   std::unique_ptr<proxy::TransparentProxy> proxy_;
   EventFeed events_;  // live drop events for `znctl events`; outlives control_
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<DocumentServer> metrics_;
+  std::unique_ptr<DocumentServer> jwks_;  // config jwks_listen
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;
 };

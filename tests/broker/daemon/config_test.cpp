@@ -72,5 +72,16 @@ TEST(ZerodConfigHostKey, OutsideTheStateDirectoryOnly) {
   EXPECT_EQ(config_error(R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn.key"})"), "accepted");
 }
 
+TEST(ZerodConfigJwks, AnIpv4AndAPortOrNothing) {
+  EXPECT_EQ(parse_daemon_config("{}").jwks_listen, "");
+  for (const char* bad : {R"({"jwks_listen":"198.18.255.1"})", R"({"jwks_listen":"host.example:80"})",
+                          R"({"jwks_listen":"198.18.255.1:0"})", R"({"jwks_listen":"198.18.255.1:70000"})",
+                          R"({"jwks_listen":"[::1]:80"})", R"({"jwks_listen":"198.18.255.1:8a"})"}) {
+    const std::string e = config_error(bad);
+    EXPECT_NE(e.find("$.jwks_listen"), std::string::npos) << bad << ": " << e;
+  }
+  EXPECT_EQ(config_error(R"({"jwks_listen":"198.18.255.1:8089"})"), "accepted");
+}
+
 }  // namespace
 }  // namespace zn::broker

@@ -1,4 +1,4 @@
-#include "broker/control/metrics_server.h"
+#include "broker/control/document_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -31,44 +32,23 @@ std::string response(int code, const char* status, const std::string& type, cons
 
 }  // namespace
 
-std::string prometheus_line(const std::string& name,
-                            const std::vector<std::pair<std::string, std::string>>& labels, uint64_t value) {
-  std::string out = name;
-  if (!labels.empty()) {
-    out += "{";
-    for (size_t i = 0; i < labels.size(); ++i) {
-      if (i) out += ",";
-      out += labels[i].first + "=\"";
-      for (char c : labels[i].second) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
-          out += "\\n";
-          continue;
-        }
-        out += c;
-      }
-      out += "\"";
-    }
-    out += "}";
-  }
-  return out + " " + std::to_string(value) + "\n";
-}
-
-MetricsServer::MetricsServer(uint16_t port, Render render) : render_(std::move(render)) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "metrics socket");
-  int one = 1;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+DocumentServer::DocumentServer(const std::string& address, uint16_t port, std::vector<Document> documents)
+    : documents_(std::move(documents)) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
+    throw std::invalid_argument("not an IPv4 address: '" + address + "'");
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "document server socket");
+  int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(listen_fd_, 16) != 0) {
     int err = errno;
     ::close(listen_fd_);
     throw std::system_error(err, std::generic_category(),
-                            "metrics listen on 127.0.0.1:" + std::to_string(port));
+                            "listen on " + address + ":" + std::to_string(port));
   }
   socklen_t len = sizeof(addr);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -77,7 +57,7 @@ MetricsServer::MetricsServer(uint16_t port, Render render) : render_(std::move(r
   thread_ = std::thread([this] { serve(); });
 }
 
-MetricsServer::~MetricsServer() {
+DocumentServer::~DocumentServer() {
   uint64_t one = 1;
   (void)::write(stop_fd_, &one, sizeof(one));
   thread_.join();
@@ -85,7 +65,7 @@ MetricsServer::~MetricsServer() {
   ::close(stop_fd_);
 }
 
-void MetricsServer::serve() {
+void DocumentServer::serve() {
   while (true) {
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) continue;
@@ -102,10 +82,23 @@ void MetricsServer::serve() {
       if (n <= 0) break;
       request.append(buf, static_cast<size_t>(n));
     }
-    if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics\r", 0) == 0)
-      send_all(fd, response(200, "OK", "text/plain; version=0.0.4", render_()));
-    else
-      send_all(fd, response(404, "Not Found", "text/plain", "try /metrics\n"));
+    const Document* found = nullptr;
+    for (const Document& d : documents_)
+      if (request.rfind("GET " + d.path + " ", 0) == 0 || request.rfind("GET " + d.path + "\r", 0) == 0)
+        found = &d;
+    if (found) {
+      std::string body;
+      try {
+        body = found->render();
+      } catch (const std::exception&) {
+        send_all(fd, response(503, "Service Unavailable", "text/plain", "unavailable\n"));
+        ::close(fd);
+        continue;
+      }
+      send_all(fd, response(200, "OK", found->content_type, body));
+    } else {
+      send_all(fd, response(404, "Not Found", "text/plain", "try " + documents_.front().path + "\n"));
+    }
     ::close(fd);
   }
 }
