@@ -425,9 +425,9 @@ Resource parse_resource(const std::string& name, const json& fields, const Path&
       if (secret.size() == 0) fail(npath / key, "must not be empty");
       // Goes into a header or a query as it is (basic: base64'd, any byte
       // but ':' in the user).
+      const bool is_user = key == "user";  // a structured binding: not capturable before C++20's clang 16
       const bool fits = secret.reveal([&](std::string_view v) {
-        if (resource.kind == ResourceKind::kBasic)
-          return key != "user" || v.find(':') == std::string_view::npos;
+        if (resource.kind == ResourceKind::kBasic) return !is_user || v.find(':') == std::string_view::npos;
         return header_safe(v);
       });
       if (!fits)
