@@ -13,6 +13,8 @@ namespace {
 // clang-format off
 constexpr std::string_view kEventNames[] = {
     "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
+    "egress:denied",       // an operator denied a held request ("egress:deny" is the policy's)
+    "egress:ask_timeout",  // a held request nobody decided in time
     "egress:rate_limited",
     "egress:error",  // allowed, but no upstream could be connected
     "dns:allow",      "dns:deny",
@@ -22,11 +24,13 @@ constexpr std::string_view kEventNames[] = {
     "session:create", "session:update",  "session:delete",
     "secret:reflected",  // an upstream sent an injected secret back; scrubbed
     "key:rotate",        // the host key sealing resources at rest was replaced
+    "grant:created",     // a standing approval (znctl approval allow --for)
+    "grant:expired",     "grant:revoked",
 };
 // clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:",
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:", "grant:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

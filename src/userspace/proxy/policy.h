@@ -54,6 +54,12 @@ struct RequestFacts {
   // The connection's first request: an allowed decision carries every
   // secret the session could inject (session_secrets), to scrub responses of.
   bool want_session_secrets = false;
+  // What an operator is shown of a request held for approval ("ask"): the
+  // header names as sent (lowercased, in order; never a value) and up to 256
+  // bytes of the decoded body already received with the head. Raw: may hold
+  // secrets; the broker redacts it before anyone sees it.
+  std::vector<std::string> header_names;
+  std::string body_preview;
 };
 
 using Injection = http::Injection;
