@@ -77,4 +77,15 @@ std::string redact_body_preview(std::string_view raw, const Policy& policy) {
   return out;
 }
 
+std::vector<std::string> shown_header_names(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.size() && i < BodyPreview::kMaxHeaderNames; ++i) {
+    const std::string_view name = std::string_view(names[i]).substr(0, BodyPreview::kMaxHeaderName);
+    std::string shown;
+    for (char c : name) escape_into(shown, static_cast<unsigned char>(c));
+    out.push_back(std::move(shown));
+  }
+  return out;
+}
+
 }  // namespace zn::broker

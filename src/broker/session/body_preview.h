@@ -31,6 +31,10 @@ struct BodyPreview {
   static constexpr size_t kMax = 256;       // raw bytes looked at
   static constexpr size_t kMinPartial = 4;  // a shorter trailing prefix is kept
   static constexpr std::string_view kRedacted = "<redacted>";
+  // Header names shown: the first kMaxHeaderNames, each cut at
+  // kMaxHeaderName bytes (an audit event stays far below its size limit).
+  static constexpr size_t kMaxHeaderNames = 64;
+  static constexpr size_t kMaxHeaderName = 128;
 };
 
 // `raw` (only its first BodyPreview::kMax bytes are used) with every
@@ -39,5 +43,7 @@ std::string redact_body_preview(std::string_view raw, const std::vector<std::str
 // The same with every resource value of `policy`, revealed for this call
 // only (the copies are wiped).
 std::string redact_body_preview(std::string_view raw, const Policy& policy);
+// The header names as shown: capped as above, escaped like the preview.
+std::vector<std::string> shown_header_names(const std::vector<std::string>& names);
 
 }  // namespace zn::broker

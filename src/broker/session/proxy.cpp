@@ -315,7 +315,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
     held.host = host->name;
     held.method = facts.method;
     held.path = facts.path;
-    held.header_names = facts.header_names;
+    held.header_names = shown_header_names(facts.header_names);
     // Shown to operators, the audit and the webhook: never a secret of the policy.
     held.body_preview = redact_body_preview(facts.body_preview, s->policy->policy());
     d.hold_ticket = approvals_.hold(held);

@@ -91,5 +91,18 @@ TEST(BodyPreview, EveryResourceValueOfThePolicyIsLookedFor) {
             "a=<redacted>&b=<redacted>&c=3");
 }
 
+TEST(BodyPreview, HeaderNamesAreCappedAndEscaped) {
+  std::vector<std::string> many(100, "x-custom");
+  many[0] = "content-type";
+  many[1] = std::string(300, 'a');
+  many[2] = "bad\x01name";
+  const std::vector<std::string> shown = shown_header_names(many);
+  ASSERT_EQ(shown.size(), BodyPreview::kMaxHeaderNames);
+  EXPECT_EQ(shown[0], "content-type");
+  EXPECT_EQ(shown[1], std::string(BodyPreview::kMaxHeaderName, 'a'));
+  EXPECT_EQ(shown[2], "bad\\x01name");
+  EXPECT_EQ(shown[3], "x-custom");
+}
+
 }  // namespace
 }  // namespace zn::broker
