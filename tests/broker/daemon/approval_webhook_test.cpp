@@ -215,7 +215,10 @@ TEST(ApprovalWebhook, TheReceiverVerifiesBothSignaturesOverWhatItGot) {
   // The same signing key on the next start.
   ApprovalWebhook again(ApprovalWebhook::options_for(config, signing_path));
   EXPECT_EQ(again.signing_key()->public_key(), pk);
+  // Counted once the reply is read (after the receiver recorded the request).
+  for (int i = 0; i < 500 && hook.stats().sent == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(hook.stats().sent, 1u);
+  EXPECT_EQ(hook.stats().failed, 0u);
 }
 
 TEST(ApprovalWebhook, AKeyFileOthersCanReadIsRefused) {
