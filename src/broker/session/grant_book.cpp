@@ -105,15 +105,19 @@ std::optional<Grant> GrantBook::covers(const std::string& session, const std::st
 }
 
 std::optional<Grant> GrantBook::revoke(uint64_t id, Clock::time_point now) {
-  std::optional<Grant> ended;
+  Grant ended;
+  bool expired = false;
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return std::nullopt;
-    if (now < it->second.expires) ended = it->second.grant;
-    entries_.erase(it);  // an expired one goes too; the sweep would have reported it
+    expired = now >= it->second.expires;
+    ended = std::move(it->second.grant);
+    entries_.erase(it);
   }
-  if (ended && notify_) notify_(*ended, GrantEvent::kRevoked);
+  // Already over (not yet swept): reported as expired, and not revoked here.
+  if (notify_) notify_(ended, expired ? GrantEvent::kExpired : GrantEvent::kRevoked);
+  if (expired) return std::nullopt;
   return ended;
 }
 

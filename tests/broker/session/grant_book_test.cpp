@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "broker/session/approval_book.h"
 
 namespace zn::broker {
@@ -102,6 +105,11 @@ TEST(GrantBook, RevokeEndsAGrantAtOnce) {
   ASSERT_TRUE(book.revoke(other.id, t0 + 1s));
   EXPECT_FALSE(book.covers("s1", "https", "DELETE", "api.github.com", "/repos/a", t0 + 1s));
   EXPECT_TRUE(book.live(t0 + 1s).empty());
+  // Revoked after its time, before any sweep: reported as expired, not revoked.
+  const Grant late = book.create(kScope, 5s, 0, 0, t0);
+  EXPECT_FALSE(book.revoke(late.id, t0 + 6s));
+  EXPECT_EQ(r.events.back(), std::make_pair(late.id, GrantEvent::kExpired));
+  EXPECT_EQ(book.sweep(t0 + 7s), 0u);
 }
 
 TEST(GrantBook, ADeletedSessionsGrantsGoWithIt) {
@@ -127,6 +135,40 @@ TEST(GrantBook, DurationsAreSecondsMinutesOrHours) {
   EXPECT_EQ(parse_grant_duration("0s"), 0s);  // parsed; refused by create()
   for (const char* bad : {"", "s", "10", "10d", "-1m", "1.5h", "1h30m", " 1m", "99999999999999h"})
     EXPECT_FALSE(parse_grant_duration(bad)) << bad;
+}
+
+// The proxy's loops look grants up while the control plane creates and
+// revokes them and the periodic thread sweeps (run under TSan by
+// scripts/sanitize.sh). Every lookup answers consistently: a grant covering
+// the request or none; the one grant never revoked covers throughout.
+TEST(GrantBookConcurrency, LookupsWhileGrantsComeAndGo) {
+  std::atomic<int> reported{0};
+  GrantBook book(24h, [&](const Grant&, GrantEvent) { ++reported; });
+  const Grant kept = book.create(kScope, 1h, 0);
+  GrantScope other = kScope;
+  other.path = "/repos/b";
+  std::atomic<bool> stop{false};
+  std::atomic<int> misses{0};
+  std::vector<std::thread> loops;
+  for (int t = 0; t < 3; ++t)
+    loops.emplace_back([&] {
+      while (!stop) {
+        if (!book.covers("s1", "https", "DELETE", "api.github.com", "/repos/a")) ++misses;
+        (void)book.covers("s1", "https", "DELETE", "api.github.com", "/repos/b");
+      }
+    });
+  for (int i = 0; i < 300; ++i) {
+    const Grant g = book.create(other, 1s, 0);
+    if (i % 2) book.revoke(g.id);
+    book.sweep(GrantBook::Clock::now() + 2s);  // ends every short one
+    (void)book.live();
+  }
+  stop = true;
+  for (auto& t : loops) t.join();
+  EXPECT_EQ(misses, 0);
+  ASSERT_EQ(book.live().size(), 1u);
+  EXPECT_EQ(book.live()[0].id, kept.id);
+  EXPECT_EQ(reported, 1 + 300 * 2);  // created once; each short one created and ended once
 }
 
 }  // namespace
