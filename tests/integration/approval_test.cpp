@@ -135,19 +135,27 @@ class ApprovalTest : public ProxyTest {
 };
 
 TEST_F(ApprovalTest, AGrantPassesMatchingRequestsUntilRevokedOrExpired) {
-  // An operator watching.
+  // An operator watching (stopped and joined however the test ends: a
+  // heartbeat every 500 ms lets it see stop_watch).
   std::atomic<bool> stop_watch{false};
   std::mutex watch_mu;
   std::vector<json> watched;
-  std::thread watcher([&] {
-    broker::control_stream(socket_, "approval.watch", json::object(), [&](const json& line) {
-      if (!line.contains("heartbeat") && !line.contains("ok")) {
-        std::lock_guard lock(watch_mu);
-        watched.push_back(line);
-      }
-      return !stop_watch;
-    });
-  });
+  struct Joined {
+    std::atomic<bool>& stop;
+    std::thread thread;
+    ~Joined() {
+      stop = true;
+      if (thread.joinable()) thread.join();
+    }
+  } watcher{stop_watch, std::thread([&] {
+              broker::control_stream(socket_, "approval.watch", json::object(), [&](const json& line) {
+                if (!line.contains("heartbeat") && !line.contains("ok")) {
+                  std::lock_guard lock(watch_mu);
+                  watched.push_back(line);
+                }
+                return !stop_watch;
+              });
+            })};
 
   // Held; approved with a grant for this request's shape (znctl, as an operator types it).
   auto first = fetch_async("/repos/a/b");
@@ -220,7 +228,7 @@ TEST_F(ApprovalTest, AGrantPassesMatchingRequestsUntilRevokedOrExpired) {
 
   // The watcher saw the first ticket held and approved, by uid 0.
   stop_watch = true;
-  watcher.join();
+  watcher.thread.join();
   bool saw_held = false, saw_approved = false;
   for (const json& w : watched) {
     if (w.value("ticket", uint64_t{0}) != t1) continue;
