@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   clang llvm libclang-rt-14-dev libbpf-dev bpftool clang-format clang-tidy
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
-  libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev
+  libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3

@@ -92,13 +92,17 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   SessionIndexTest, SessionProxyPolicyAudit
 #                                session snapshots swapped under readers; verdicts
 #                                while the audit's writer is stuck
-#   ProxyTest, InterceptTest, ZerodTest
+#   GrantBookConcurrency         grant lookups on the proxy's loops against the
+#                                control plane and the periodic sweep
+#   ApprovalWebhook              the webhook's notifier thread against enqueue
+#   ProxyTest, InterceptTest, ZerodTest, ApprovalTest
 #                                zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop and control server, with real traffic
-tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests)
+tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
              AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
-             KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.)
+             KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
+             GrantBookConcurrency. ApprovalWebhook. ApprovalTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

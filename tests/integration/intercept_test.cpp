@@ -424,13 +424,18 @@ TEST_F(InterceptTest, AskHoldsTheRequestUntilAnOperatorDecidesThatOneRequest) {
   EXPECT_EQ(pending.get(), "zeroness: blocked by policy (denied by operator)\n\n403");
   EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 1u);
   EXPECT_FALSE(call("approval.allow", {{"ticket", 12345}})["ok"]);
+  // An operator's denial is egress:denied (egress:deny is the policy's), a
+  // ticket nobody answered egress:ask_timeout.
   const std::string events =
-      egress_events({"egress:ask", "egress:approved", "\"reason\":\"denied by operator\"",
-                     "\"reason\":\"approval timed out\""});
+      egress_events({"egress:ask", "egress:approved", "egress:denied {", "egress:ask_timeout {",
+                     "\"reason\":\"denied by operator\"", "\"reason\":\"approval timed out\""});
   EXPECT_NE(events.find("egress:ask"), std::string::npos) << events;
   EXPECT_NE(events.find("egress:approved"), std::string::npos) << events;
+  EXPECT_EQ(count(events, "egress:denied {"), 2u) << events;
+  EXPECT_EQ(count(events, "egress:ask_timeout {"), 1u) << events;
   EXPECT_NE(events.find("\"reason\":\"denied by operator\""), std::string::npos) << events;
   EXPECT_NE(events.find("\"reason\":\"approval timed out\""), std::string::npos) << events;
+  EXPECT_EQ(count(events, "\"reason\":\"denied by operator\""), 2u) << events;  // on egress:denied only
 }
 
 }  // namespace

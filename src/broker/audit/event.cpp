@@ -13,6 +13,8 @@ namespace {
 // clang-format off
 constexpr std::string_view kEventNames[] = {
     "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
+    "egress:denied",       // an operator denied a held request ("egress:deny" is the policy's)
+    "egress:ask_timeout",  // a held request nobody decided in time
     "egress:rate_limited",
     "egress:error",  // allowed, but no upstream could be connected
     "dns:allow",      "dns:deny",
@@ -24,11 +26,13 @@ constexpr std::string_view kEventNames[] = {
     "secret:canary",     // a planted fake credential left in egress; refused
     "secret:misuse",     // a placeholder headed where its rule does not send it; refused
     "key:rotate",        // the host key sealing resources at rest was replaced
+    "grant:created",     // a standing approval (znctl approval allow --for)
+    "grant:expired",     "grant:revoked",
 };
 // clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:",
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:", "grant:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

@@ -26,20 +26,23 @@ void EventFeed::publish(const json& event) {
   }
 }
 
-void EventFeed::serve(const std::function<bool(const json&)>& emit, const std::atomic<bool>& stopping) {
+void EventFeed::serve(const std::function<bool(const json&)>& emit, const std::atomic<bool>& stopping,
+                      const std::function<std::vector<json>()>& initial) {
   auto sub = std::make_shared<Subscriber>();
   {
     std::lock_guard lock(mu_);
     subscribers_.push_back(sub);
   }
-  while (!stopping && !closed_) {
+  bool alive = true;
+  if (initial)
+    for (const json& e : initial()) alive = alive && emit(e);
+  while (alive && !stopping && !closed_) {
     std::deque<json> batch;
     {
       std::unique_lock lock(sub->mu);
       sub->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !sub->queue.empty(); });
       batch.swap(sub->queue);
     }
-    bool alive = true;
     for (const json& e : batch) alive = alive && emit(e);
     // A heartbeat finds a client that went away while nothing happened.
     if (!alive || (batch.empty() && !emit(json{{"heartbeat", true}}))) break;

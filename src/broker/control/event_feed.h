@@ -1,6 +1,9 @@
-// Live drop events for `znctl events`: zerod's drop-event thread publishes,
-// and each streaming client reads its own bounded queue, so a slow reader
-// loses its oldest events and never holds up the publisher or the others.
+// A live feed for a streaming verb: live drop events for `znctl events`
+// (zerod's drop-event thread publishes), held requests and their decisions
+// for `znctl approval watch` (the approval book's hook publishes, from a
+// proxy I/O loop or a control thread). Each streaming client reads its own
+// bounded queue, so a slow reader loses its oldest events and never holds up
+// the publisher or the others.
 #pragma once
 
 #include <atomic>
@@ -28,7 +31,11 @@ class EventFeed {
   // Streams events through `emit` until it fails (client gone), `stopping`
   // or close(); sends a heartbeat after each 500 ms without an event, which
   // finds a client that went away meanwhile. Blocks: a control client's thread.
-  void serve(const std::function<bool(const nlohmann::json&)>& emit, const std::atomic<bool>& stopping);
+  // `initial`, when set, is called once the subscriber is in place and what
+  // it returns is sent first (what is pending already: nothing published
+  // meanwhile is missed, though an event may then show twice).
+  void serve(const std::function<bool(const nlohmann::json&)>& emit, const std::atomic<bool>& stopping,
+             const std::function<std::vector<nlohmann::json>()>& initial = {});
   // Ends every serve() at its next wake-up (within 500 ms). Any thread.
   void close();
 

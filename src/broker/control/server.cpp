@@ -89,7 +89,12 @@ ControlServer::ControlServer(std::string socket_path, uid_t allowed_uid)
 
 ControlServer::~ControlServer() { stop(); }
 
-void ControlServer::handle(const std::string& verb, Handler handler) { handlers_[verb] = std::move(handler); }
+void ControlServer::handle(const std::string& verb, Handler handler) {
+  handlers_[verb] = [h = std::move(handler)](const json& args, const ControlCaller&) { return h(args); };
+}
+void ControlServer::handle_with_caller(const std::string& verb, CallerHandler handler) {
+  handlers_[verb] = std::move(handler);
+}
 void ControlServer::stream(const std::string& verb, StreamHandler handler) {
   streams_[verb] = std::move(handler);
 }
@@ -209,7 +214,7 @@ void ControlServer::serve_client(int fd) {
     return;
   }
   try {
-    send_line(fd, {{"ok", true}, {"result", h->second(args)}});
+    send_line(fd, {{"ok", true}, {"result", h->second(args, ControlCaller{cred.uid, cred.pid})}});
   } catch (const PolicyError& e) {
     send_line(fd, error_reply(e.what(), e.path()));
   } catch (const std::exception& e) {

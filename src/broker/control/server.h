@@ -6,6 +6,8 @@
 // Streaming verbs (events) keep writing lines until the client hangs up.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <functional>
 #include <list>
@@ -18,10 +20,20 @@
 
 namespace zn::broker {
 
+// Who sent a request: the peer's credentials as the kernel reports them
+// (SO_PEERCRED), for verbs that record who decided (approvals, grants).
+struct ControlCaller {
+  uid_t uid = 0;
+  pid_t pid = 0;
+};
+
 class ControlServer {
  public:
   // Returns the result; throws to answer an error (PolicyError keeps its path).
   using Handler = std::function<nlohmann::json(const nlohmann::json& args)>;
+  // The same, told who is calling.
+  using CallerHandler =
+      std::function<nlohmann::json(const nlohmann::json& args, const ControlCaller& caller)>;
   // Writes lines with `emit` until it returns false (client gone) or stop.
   using StreamHandler =
       std::function<void(const nlohmann::json& args, const std::function<bool(const nlohmann::json&)>& emit,
@@ -34,6 +46,7 @@ class ControlServer {
   ~ControlServer();  // stops
 
   void handle(const std::string& verb, Handler handler);
+  void handle_with_caller(const std::string& verb, CallerHandler handler);
   void stream(const std::string& verb, StreamHandler handler);
   void start();  // binds and serves on a thread; throws if the socket cannot be made
   void stop();
@@ -56,7 +69,7 @@ class ControlServer {
   int listen_fd_ = -1;
   int stop_fd_ = -1;
   std::atomic<bool> stopping_{false};
-  std::map<std::string, Handler> handlers_;
+  std::map<std::string, CallerHandler> handlers_;
   std::map<std::string, StreamHandler> streams_;
   std::thread thread_;
   std::mutex clients_mu_;

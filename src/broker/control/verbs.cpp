@@ -162,39 +162,190 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
   });
 }
 
+json held_request_json(const HeldRequest& h, std::chrono::system_clock::time_point now) {
+  const auto held = std::chrono::duration_cast<std::chrono::seconds>(now - h.held_at);
+  return {{"ticket", h.ticket},
+          {"session", h.session},
+          {"scheme", h.scheme},
+          {"host", h.host},
+          {"method", h.method},
+          {"path", h.path},
+          {"url", h.scheme + "://" + h.host + h.path},
+          {"header_names", h.header_names},
+          {"body_preview", h.body_preview},
+          {"held_at", format_audit_ts(h.held_at)},
+          {"held_s", std::max<int64_t>(0, held.count())},
+          {"expires", format_audit_ts(h.expires_at)}};
+}
+
+json grant_json(const Grant& g) {
+  return {{"id", g.id},
+          {"session", g.scope.session},
+          {"scheme", g.scope.scheme},
+          {"method", g.scope.method},
+          {"host", g.scope.host},
+          {"path", g.scope.path},
+          {"path_pattern", g.scope.pattern},
+          {"ticket", g.ticket},
+          {"uid", g.uid},
+          {"created", format_audit_ts(g.created)},
+          {"expires", format_audit_ts(g.expires)}};
+}
+
+json ticket_notice(const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid) {
+  static constexpr const char* kNames[] = {"held", "approved", "denied", "expired"};
+  json out = held_request_json(h);
+  out["event"] = kNames[static_cast<int>(event)];
+  if (uid) out["uid"] = *uid;
+  return out;
+}
+
+json grant_notice(const Grant& g, GrantEvent event) {
+  static constexpr const char* kNames[] = {"grant_created", "grant_revoked", "grant_expired",
+                                           "grant_session_deleted"};
+  return {{"event", kNames[static_cast<int>(event)]}, {"grant", grant_json(g)}};
+}
+
+namespace {
+
+uint64_t require_id(const json& args, const char* key) {
+  if (!args.contains(key) || !args[key].is_number_unsigned())
+    throw SessionError(std::string("missing \"") + key + "\" (number)");
+  return args[key].get<uint64_t>();
+}
+
+// What approval.allow grants besides the one request; nullopt: --once.
+// Checked before the ticket is decided, so a refused grant decides nothing.
+std::optional<GrantScope> requested_grant(const json& args, ApprovalBook& approvals, uint64_t ticket,
+                                          std::chrono::seconds& duration) {
+  if (!args.contains("for_s")) {
+    if (args.contains("path")) throw SessionError("\"path\" widens a grant: it needs \"for_s\"");
+    return std::nullopt;
+  }
+  if (!args["for_s"].is_number_integer()) throw SessionError("\"for_s\" must be a number of seconds");
+  duration = std::chrono::seconds(args["for_s"].get<int64_t>());
+  const std::chrono::seconds max = approvals.grants().max_duration();
+  if (duration.count() <= 0) throw SessionError("a grant's duration must be at least 1s");
+  if (duration > max)
+    throw SessionError("a grant's duration must be at most " + std::to_string(max.count()) +
+                       "s (zerod's approval_grant_max_s)");
+  std::optional<HeldRequest> held;
+  for (const HeldRequest& h : approvals.pending())
+    if (h.ticket == ticket) held = h;
+  if (!held) throw SessionError("no pending request with ticket " + std::to_string(ticket));
+  GrantScope scope{held->session, held->scheme, held->method, held->host, held->path, false};
+  if (args.contains("path")) {
+    if (!args["path"].is_string()) throw SessionError("\"path\" must be a path pattern");
+    std::string why;
+    auto pattern = PathPattern::parse(args["path"].get<std::string>(), &why);
+    if (!pattern) throw SessionError("bad path pattern: " + why);
+    // A grant widens the approval of this request, never replaces it.
+    if (!pattern->matches(held->path))
+      throw SessionError("path pattern '" + pattern->text() + "' does not cover the held path " + held->path);
+    scope.path = pattern->text();
+    scope.pattern = true;
+  }
+  return scope;
+}
+
+}  // namespace
+
 void register_approval_verbs(ControlServer& server, ApprovalBook& approvals, AuditLog& audit) {
   server.handle("approval.list", [&approvals](const json&) {
     json out = json::array();
-    for (const HeldRequest& h : approvals.pending())
-      out.push_back({{"ticket", h.ticket},
-                     {"session", h.session},
-                     {"scheme", h.scheme},
-                     {"host", h.host},
-                     {"method", h.method},
-                     {"path", h.path},
-                     {"url", h.scheme + "://" + h.host + h.path},
-                     {"expires", format_audit_ts(h.expires_at)}});
+    const auto now = std::chrono::system_clock::now();
+    for (const HeldRequest& h : approvals.pending()) out.push_back(held_request_json(h, now));
     return out;
   });
-  for (const bool approve : {true, false}) {
-    const char* verb = approve ? "approval.allow" : "approval.deny";
-    server.handle(verb, [&approvals, &audit, approve](const json& args) {
-      if (!args.contains("ticket") || !args["ticket"].is_number_unsigned())
-        throw SessionError("missing \"ticket\" (number)");
-      const json& t = args["ticket"];
-      // Only a pending ticket can be decided: a replayed command is refused.
-      std::optional<HeldRequest> h = approvals.decide(t.get<uint64_t>(), approve);
-      if (!h) throw SessionError("no pending request with ticket " + std::to_string(t.get<uint64_t>()));
-      audit.append({approve ? "egress:approved" : "egress:deny",
-                    h->session,
-                    {{"host", h->host},
-                     {"method", h->method},
-                     {"path", h->path},
-                     {"ticket", h->ticket},
-                     {"reason", approve ? "approved by operator" : "denied by operator"}}});
-      return json{{"ticket", h->ticket}, {"approved", approve}};
-    });
-  }
+  server.handle_with_caller(
+      "approval.allow", [&approvals, &audit](const json& args, const ControlCaller& by) {
+        const uint64_t ticket = require_id(args, "ticket");
+        std::chrono::seconds duration{0};
+        const std::optional<GrantScope> scope = requested_grant(args, approvals, ticket, duration);
+        // Only a pending ticket can be decided: a replayed command is refused.
+        std::optional<HeldRequest> h = approvals.decide(ticket, true, ApprovalBook::Clock::now(), by.uid);
+        if (!h) throw SessionError("no pending request with ticket " + std::to_string(ticket));
+        audit.append({"egress:approved",
+                      h->session,
+                      {{"host", h->host},
+                       {"method", h->method},
+                       {"path", h->path},
+                       {"ticket", h->ticket},
+                       {"reason", "approved by operator"},
+                       {"by", "operator"},
+                       {"uid", by.uid},
+                       {"pid", by.pid}}});
+        json out = {{"ticket", h->ticket}, {"approved", true}};
+        if (scope) {
+          const Grant g = approvals.grants().create(*scope, duration, by.uid, h->ticket);
+          audit.append({"grant:created",
+                        g.scope.session,
+                        {{"grant", g.id},
+                         {"ticket", g.ticket},
+                         {"scheme", g.scope.scheme},
+                         {"method", g.scope.method},
+                         {"host", g.scope.host},
+                         {"path", g.scope.path},
+                         {"path_pattern", g.scope.pattern},
+                         {"expires", format_audit_ts(g.expires)},
+                         {"uid", by.uid}}});
+          out["grant"] = grant_json(g);
+        }
+        return out;
+      });
+  server.handle_with_caller("approval.deny", [&approvals, &audit](const json& args, const ControlCaller& by) {
+    const uint64_t ticket = require_id(args, "ticket");
+    std::optional<HeldRequest> h = approvals.decide(ticket, false, ApprovalBook::Clock::now(), by.uid);
+    if (!h) throw SessionError("no pending request with ticket " + std::to_string(ticket));
+    // egress:denied is an operator's; egress:deny stays the policy's.
+    audit.append({"egress:denied",
+                  h->session,
+                  {{"host", h->host},
+                   {"method", h->method},
+                   {"path", h->path},
+                   {"ticket", h->ticket},
+                   {"reason", "denied by operator"},
+                   {"by", "operator"},
+                   {"uid", by.uid},
+                   {"pid", by.pid}}});
+    return json{{"ticket", h->ticket}, {"approved", false}};
+  });
+  server.handle("approval.grants", [&approvals](const json&) {
+    json out = json::array();
+    for (const Grant& g : approvals.grants().live()) out.push_back(grant_json(g));
+    return out;
+  });
+  server.handle_with_caller("approval.revoke",
+                            [&approvals, &audit](const json& args, const ControlCaller& by) {
+                              const uint64_t id = require_id(args, "grant");
+                              std::optional<Grant> g = approvals.grants().revoke(id);
+                              if (!g) throw SessionError("no live grant " + std::to_string(id));
+                              audit.append({"grant:revoked",
+                                            g->scope.session,
+                                            {{"grant", g->id},
+                                             {"method", g->scope.method},
+                                             {"host", g->scope.host},
+                                             {"path", g->scope.path},
+                                             {"uid", by.uid},
+                                             {"pid", by.pid}}});
+                              return json{{"revoked", g->id}};
+                            });
+}
+
+void register_approval_watch_verb(ControlServer& server, ApprovalBook& approvals, EventFeed& feed) {
+  server.stream("approval.watch",
+                [&approvals, &feed](const json&, const std::function<bool(const json&)>& emit,
+                                    const std::atomic<bool>& stopping) {
+                  feed.serve(emit, stopping, [&approvals] {
+                    std::vector<json> pending;
+                    for (const HeldRequest& h : approvals.pending()) {
+                      json n = held_request_json(h);
+                      n["event"] = "pending";
+                      pending.push_back(std::move(n));
+                    }
+                    return pending;
+                  });
+                });
 }
 
 void register_stats_verb(ControlServer& server, const SessionRegistry& registry,

@@ -42,8 +42,27 @@ struct SessionVerbs {
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 
 // approval.list, approval.allow and approval.deny: held requests, each
-// decision audited.
+// decision audited with the deciding uid (egress:approved, egress:denied).
+// approval.allow {"ticket", "for_s", "path"} with for_s also grants the
+// request's shape for that long (grant:created); approval.grants lists the
+// live grants, approval.revoke {"grant"} ends one (grant:revoked).
 void register_approval_verbs(ControlServer& server, ApprovalBook& approvals, AuditLog& audit);
+// approval.watch (streaming): the pending tickets, then each change of a
+// ticket or grant as the approval book reports it (published to `feed`).
+void register_approval_watch_verb(ControlServer& server, ApprovalBook& approvals, EventFeed& feed);
+
+// A held request as approval.list, watch and the webhook show it (header
+// names and the redacted preview, never a header value); held_s is the time
+// held at `now`.
+nlohmann::json held_request_json(
+    const HeldRequest& h, std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+nlohmann::json grant_json(const Grant& g);
+// What approval.watch streams for each change: {"event": "held" | "approved" |
+// "denied" | "expired" | "pending", ...the request, "uid" of who decided}, or
+// {"event": "grant_created" | "grant_revoked" | "grant_expired" |
+// "grant_session_deleted", "grant": ...}.
+nlohmann::json ticket_notice(const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid);
+nlohmann::json grant_notice(const Grant& g, GrantEvent event);
 
 // stats: each session's (or the one asked for) non-zero datapath verdict counters.
 void register_stats_verb(ControlServer& server, const SessionRegistry& registry,

@@ -22,9 +22,10 @@ using json = nlohmann::json;
   throw PolicyError(path, message);
 }
 
-std::string get_string(const json& obj, const char* key, const std::string& fallback) {
+std::string get_string(const json& obj, const char* key, const std::string& fallback,
+                       const std::string& at = "$") {
   if (!obj.contains(key)) return fallback;
-  if (!obj[key].is_string()) fail(std::string("$.") + key, "must be a string");
+  if (!obj[key].is_string()) fail(at + "." + key, "must be a string");
   return obj[key].get<std::string>();
 }
 
@@ -42,7 +43,41 @@ bool is_address(const std::string& text) {
   return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
 }
 
+ApprovalWebhookConfig parse_webhook(const json& w) {
+  const std::string at = "$.approval_webhook";
+  if (!w.is_object()) fail(at, "must be an object");
+  for (const auto& [key, value] : w.items()) {
+    (void)value;
+    if (key != "url" && key != "hmac_key_file" && key != "signing" && key != "timeout_ms")
+      fail(at + "." + key, "unknown field");
+  }
+  ApprovalWebhookConfig c;
+  c.url = get_string(w, "url", "", at);
+  if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0)
+    fail(at + ".url", "must be an http:// or https:// URL");
+  if (c.url.find_first_of(" \t\r\n") != std::string::npos) fail(at + ".url", "must not hold spaces");
+  c.hmac_key_file = get_string(w, "hmac_key_file", "", at);
+  if (!c.hmac_key_file.empty() && c.hmac_key_file.front() != '/')
+    fail(at + ".hmac_key_file", "must be an absolute path");
+  const std::string signing = get_string(w, "signing", "", at);
+  if (!signing.empty() && signing != "ed25519") fail(at + ".signing", "must be \"ed25519\"");
+  c.ed25519 = signing == "ed25519";
+  if (c.hmac_key_file.empty() && !c.ed25519)
+    fail(at, "must be signed: \"hmac_key_file\", \"signing\": \"ed25519\" or both");
+  if (w.contains("timeout_ms")) {
+    const json& t = w["timeout_ms"];
+    if (!t.is_number_unsigned() || t.get<uint64_t>() < 100 || t.get<uint64_t>() > 60000)
+      fail(at + ".timeout_ms", "must be an integer between 100 and 60000");
+    c.timeout_ms = t.get<uint32_t>();
+  }
+  return c;
+}
+
 }  // namespace
+
+std::string DaemonConfig::webhook_signing_key() const {
+  return (std::filesystem::path(host_key).parent_path() / "webhook-ed25519.key").string();
+}
 
 DaemonConfig parse_daemon_config(const std::string& text) {
   json doc;
@@ -76,6 +111,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "jwt_lifetime_s",
                                  "jwks_listen",
                                  "approval_timeout_ms",
+                                 "approval_grant_max_s",
+                                 "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
                                  "nat64_prefix"};
@@ -119,6 +156,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     c.proxy_kernel_splice = doc["proxy_kernel_splice"].get<bool>();
   }
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
+  c.approval_grant_max_s = get_uint(doc, "approval_grant_max_s", c.approval_grant_max_s, 1, 7 * 24 * 3600);
+  if (doc.contains("approval_webhook")) c.approval_webhook = parse_webhook(doc["approval_webhook"]);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
   c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,22 @@
 #include "zn_abi.h"
 
 namespace zn::broker {
+
+// Where zerod POSTs each request held for approval (an HTTP POST of the
+// held request as approval.watch shows it, with the redacted preview: never
+// a secret), signed so the receiver can trust it: X-Zeroness-Signature:
+// t=<unix seconds>,v1=<hex HMAC-SHA256>,ed25519=<hex signature>, each over
+// "<t>.<body>" (the parts configured). At least one signature is required.
+struct ApprovalWebhookConfig {
+  std::string url;  // http:// or https://
+  // A 32-byte key (head -c 32 /dev/urandom), mode 0600, owned by zerod's
+  // user: refused otherwise. "" = no HMAC.
+  std::string hmac_key_file;
+  // Ed25519 with zerod's webhook signing key (made on the first start in
+  // the host key's directory; `znctl approval webhook-key` shows its public half).
+  bool ed25519 = false;
+  uint32_t timeout_ms = 5000;  // per attempt; 3 attempts
+};
 
 struct DaemonConfig {
   std::string netns;  // enter this named network namespace at start ("" = stay)
@@ -52,6 +69,9 @@ struct DaemonConfig {
   // these machines (see ProxyConfig::kernel_splice).
   bool proxy_kernel_splice = false;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
+  // The longest standing approval `znctl approval allow --for` may grant.
+  uint32_t approval_grant_max_s = 24 * 3600;
+  std::optional<ApprovalWebhookConfig> approval_webhook;
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.
   std::string upstream_ca_bundle;
@@ -73,6 +93,8 @@ struct DaemonConfig {
   }
   std::string state_file() const { return state_dir + "/sessions.json"; }
   std::string audit_db() const { return state_dir + "/audit.db"; }
+  // The webhook's Ed25519 signing key: beside the host key (outside state_dir).
+  std::string webhook_signing_key() const;
 };
 
 // Throws PolicyError (with the JSON path) on a bad file.

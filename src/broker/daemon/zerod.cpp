@@ -1,12 +1,14 @@
 #include "broker/daemon/zerod.h"
 
 #include <arpa/inet.h>
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <future>
 
 #include "broker/audit/drop_events.h"
+#include "broker/audit/event.h"
 #include "broker/control/metrics.h"
 #include "broker/control/verbs.h"
 #include "broker/policy/parser.h"
@@ -141,7 +143,35 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
-  approvals_ = std::make_unique<ApprovalBook>(std::chrono::milliseconds(config_.approval_timeout_ms));
+  if (config_.approval_webhook) {
+    webhook_ = std::make_unique<ApprovalWebhook>(
+        ApprovalWebhook::options_for(*config_.approval_webhook, config_.webhook_signing_key()));
+    spdlog::info("approval webhook: {}", config_.approval_webhook->url);
+  }
+  ApprovalBook::Options approval_options;
+  approval_options.ttl = std::chrono::milliseconds(config_.approval_timeout_ms);
+  approval_options.max_grant = std::chrono::seconds(config_.approval_grant_max_s);
+  // Both hooks run where the change happened (a proxy I/O loop, a control
+  // thread, the periodic thread): they only queue and post.
+  approval_options.on_ticket = [this](const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid) {
+    json notice = ticket_notice(h, event, uid);
+    if (event == TicketEvent::kHeld && webhook_) webhook_->enqueue(notice);
+    approval_events_.publish(notice);
+  };
+  approval_options.on_grant = [this](const Grant& g, GrantEvent event) {
+    // Created and revoked are audited by the verb, with who did it.
+    if (event == GrantEvent::kExpired || event == GrantEvent::kSessionDeleted)
+      audit_->post({event == GrantEvent::kExpired ? "grant:expired" : "grant:revoked",
+                    g.scope.session,
+                    {{"grant", g.id},
+                     {"method", g.scope.method},
+                     {"host", g.scope.host},
+                     {"path", g.scope.path},
+                     {"expires", format_audit_ts(g.expires)},
+                     {"reason", event == GrantEvent::kExpired ? "expired" : "session deleted"}}});
+    approval_events_.publish(grant_notice(g, event));
+  };
+  approvals_ = std::make_unique<ApprovalBook>(std::move(approval_options));
   JwtMinterOptions mint_options;
   mint_options.token_lifetime = std::chrono::seconds(config_.jwt_lifetime_s);
   minter_ = std::make_shared<JwtMinter>(config_.jwt_issuer, mint_options);
@@ -187,12 +217,14 @@ ZerodDaemon::~ZerodDaemon() { stop(); }
 void ZerodDaemon::stop() {
   if (stopping_.exchange(true)) return;
   events_.close();
+  approval_events_.close();
   if (control_) control_->stop();
   metrics_.reset();
   jwks_.reset();
   proxy_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
+  if (webhook_) webhook_->stop();
   spdlog::info("zerod stopped; the datapath stays attached and denying");
 }
 
@@ -202,6 +234,20 @@ void ZerodDaemon::register_verbs() {
   register_session_verbs(*control_,
                          {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert});
   register_approval_verbs(*control_, *approvals_, *audit_);
+  register_approval_watch_verb(*control_, *approvals_, approval_events_);
+  control_->handle("approval.webhook_key", [this](const json&) {
+    const std::shared_ptr<const SigningKey> key = webhook_ ? webhook_->signing_key() : nullptr;
+    if (!key)
+      throw std::runtime_error("no Ed25519 webhook key (approval_webhook.signing is not \"ed25519\")");
+    const Ed25519PublicKey& pk = key->public_key();
+    std::string hex(pk.size() * 2 + 1, '\0');
+    sodium_bin2hex(hex.data(), hex.size(), pk.data(), pk.size());
+    hex.resize(pk.size() * 2);
+    return json{{"algorithm", "ed25519"},
+                {"public_key_hex", hex},
+                {"jwk", key->jwk()},
+                {"path", config_.webhook_signing_key()}};
+  });
   register_stats_verb(*control_, *registry_, *maps_);
   register_events_verb(*control_, events_);
   control_->handle("identity.jwks", [this](const json&) { return minter_->jwks(); });
@@ -246,6 +292,8 @@ void ZerodDaemon::drop_event_loop() {
     }
     if (std::chrono::steady_clock::now() >= next_flush) {
       aggregator.flush();
+      // Expired grants are reported within a second, looked at or not.
+      approvals_->grants().sweep();
       // Off the I/O loops: key generation happens here when a key is due.
       try {
         minter_->rotate_if_due();

@@ -12,6 +12,7 @@
 #include "broker/audit/log.h"
 #include "broker/control/event_feed.h"
 #include "broker/control/server.h"
+#include "broker/daemon/approval_webhook.h"
 #include "broker/daemon/config.h"
 #include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
@@ -62,6 +63,10 @@ class ZerodDaemon {
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;
+  // Held requests and their decisions for `znctl approval watch`, and the
+  // webhook: both fed by the approval book's hooks; outlive control_.
+  EventFeed approval_events_;
+  std::unique_ptr<ApprovalWebhook> webhook_;  // null: no "approval_webhook"
   std::unique_ptr<ApprovalBook> approvals_;
   std::shared_ptr<JwtMinter> minter_;  // minted identities ("identity": "jwt")
   std::unique_ptr<SessionProxyPolicy> proxy_policy_;

@@ -12,27 +12,38 @@ void ApprovalBook::expire(Entry& e, Clock::time_point now) {
 
 uint64_t ApprovalBook::hold(const std::string& session, const std::string& scheme, const std::string& host,
                             const std::string& method, const std::string& path, Clock::time_point now) {
-  std::lock_guard lock(mu_);
-  uint64_t ticket = 0;
-  // Tickets name a request in operator commands: random, so one cannot be
-  // approved by guessing the next number.
-  while (ticket == 0 || entries_.count(ticket)) {
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(&ticket), sizeof(ticket)) != 1)
-      throw std::runtime_error("no randomness for an approval ticket");
-    ticket &= 0x001fffffffffffffULL;  // exact in JSON numbers
+  HeldRequest r;
+  r.session = session;
+  r.scheme = scheme;
+  r.host = host;
+  r.method = method;
+  r.path = path;
+  return hold(std::move(r), now);
+}
+
+uint64_t ApprovalBook::hold(HeldRequest request, Clock::time_point now) {
+  HeldRequest held;
+  {
+    std::lock_guard lock(mu_);
+    uint64_t ticket = 0;
+    // Tickets name a request in operator commands: random, so one cannot be
+    // approved by guessing the next number.
+    while (ticket == 0 || entries_.count(ticket)) {
+      if (RAND_bytes(reinterpret_cast<unsigned char*>(&ticket), sizeof(ticket)) != 1)
+        throw std::runtime_error("no randomness for an approval ticket");
+      ticket &= 0x001fffffffffffffULL;  // exact in JSON numbers
+    }
+    Entry e;
+    e.request = std::move(request);
+    e.request.ticket = ticket;
+    e.request.held_at = std::chrono::system_clock::now();
+    e.request.expires_at = e.request.held_at + ttl_;
+    e.expires = now + ttl_;
+    held = e.request;
+    entries_.emplace(ticket, std::move(e));
   }
-  Entry e;
-  e.request = {ticket,
-               session,
-               scheme,
-               host,
-               method,
-               path,
-               std::chrono::system_clock::now(),
-               std::chrono::system_clock::now() + ttl_};
-  e.expires = now + ttl_;
-  entries_.emplace(ticket, std::move(e));
-  return ticket;
+  report(held, TicketEvent::kHeld, std::nullopt);
+  return held.ticket;
 }
 
 std::optional<ApprovalBook::Clock::time_point> ApprovalBook::expires_at(uint64_t ticket) {
@@ -55,16 +66,24 @@ void ApprovalBook::watch(uint64_t ticket, std::function<void()> wake) {
 }
 
 ApprovalState ApprovalBook::take(uint64_t ticket, Clock::time_point now) {
-  std::lock_guard lock(mu_);
-  auto it = entries_.find(ticket);
-  if (it == entries_.end()) return ApprovalState::kUnknown;
-  expire(it->second, now);
-  const ApprovalState s = it->second.state;
-  if (s != ApprovalState::kPending) entries_.erase(it);
+  std::optional<HeldRequest> expired;
+  ApprovalState s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(ticket);
+    if (it == entries_.end()) return ApprovalState::kUnknown;
+    expire(it->second, now);
+    s = it->second.state;
+    if (s == ApprovalState::kExpired) expired = std::move(it->second.request);
+    if (s != ApprovalState::kPending) entries_.erase(it);
+  }
+  // Reported once: the ticket is gone now.
+  if (expired) report(*expired, TicketEvent::kExpired, std::nullopt);
   return s;
 }
 
-std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, Clock::time_point now) {
+std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, Clock::time_point now,
+                                                std::optional<uint32_t> uid) {
   std::unique_lock lock(mu_);
   auto it = entries_.find(ticket);
   if (it == entries_.end()) return std::nullopt;
@@ -75,6 +94,7 @@ std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, C
   HeldRequest decided = it->second.request;
   lock.unlock();
   if (wake) wake();
+  report(decided, approve ? TicketEvent::kApproved : TicketEvent::kDenied, uid);
   return decided;
 }
 
@@ -90,15 +110,19 @@ std::vector<HeldRequest> ApprovalBook::pending(Clock::time_point now) {
 
 void ApprovalBook::forget_session(const std::string& session) {
   std::vector<std::function<void()>> woken;
+  std::vector<HeldRequest> denied;
   {
     std::lock_guard lock(mu_);
     for (auto& [ticket, e] : entries_)
       if (e.request.session == session && e.state == ApprovalState::kPending) {
         e.state = ApprovalState::kDenied;
+        denied.push_back(e.request);
         if (e.wake) woken.push_back(std::move(e.wake));
       }
   }
   for (auto& wake : woken) wake();
+  for (const HeldRequest& h : denied) report(h, TicketEvent::kDenied, std::nullopt);
+  grants_.forget_session(session);
 }
 
 }  // namespace zn::broker

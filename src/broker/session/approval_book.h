@@ -2,7 +2,14 @@
 // ticket; an operator approves or denies that one ticket (znctl approval),
 // or it expires. An approval is scoped to its request: it is consumed when
 // the proxy reads it and never covers another request. The proxy is woken
-// when a ticket is decided (watch), never polls.
+// when a ticket is decided (watch), never polls. Standing approvals (an
+// approval "--for 10m") are the grants() book beside it (grant_book.h).
+//
+// Every change of a ticket (held, approved, denied, expired) is reported
+// through Options::on_ticket, outside the book's lock, in the thread that
+// made it: zerod hands each to `znctl approval watch` and the webhook. The
+// hook must only hand off (queue, post), never block: hold() runs on the
+// proxy's I/O loops.
 #pragma once
 
 #include <chrono>
@@ -14,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/session/grant_book.h"
+
 namespace zn::broker {
 
 enum class ApprovalState { kPending, kApproved, kDenied, kExpired, kUnknown };
@@ -23,15 +32,34 @@ struct HeldRequest {
   std::string session;
   std::string scheme;  // "https" (intercepted TLS) or "http" (port 80)
   std::string host, method, path;
+  // What the operator is shown besides: the header names (never values) and
+  // the first body bytes, redacted (body_preview.h).
+  std::vector<std::string> header_names;
+  std::string body_preview;
   std::chrono::system_clock::time_point held_at, expires_at;
 };
+
+enum class TicketEvent { kHeld, kApproved, kDenied, kExpired };
 
 class ApprovalBook {
  public:
   using Clock = std::chrono::steady_clock;
+  // uid: the operator who decided (nullopt: not an operator, e.g. a deleted
+  // session's requests).
+  using TicketNotify = std::function<void(const HeldRequest&, TicketEvent, std::optional<uint32_t> uid)>;
+  struct Options {
+    std::chrono::milliseconds ttl{120000};
+    std::chrono::seconds max_grant = GrantBook::kDefaultMaxDuration;
+    TicketNotify on_ticket;
+    GrantBook::Notify on_grant;
+  };
   explicit ApprovalBook(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  explicit ApprovalBook(Options o)
+      : ttl_(o.ttl), on_ticket_(std::move(o.on_ticket)), grants_(o.max_grant, std::move(o.on_grant)) {}
 
-  // A new pending ticket (unguessable, never 0).
+  // A new pending ticket (unguessable, never 0) for `request` (its ticket and
+  // times are set here).
+  uint64_t hold(HeldRequest request, Clock::time_point now = Clock::now());
   uint64_t hold(const std::string& session, const std::string& scheme, const std::string& host,
                 const std::string& method, const std::string& path, Clock::time_point now = Clock::now());
   // When the ticket expires (the proxy arms its own timer for it).
@@ -46,10 +74,14 @@ class ApprovalBook {
   void watch(uint64_t ticket, std::function<void()> wake);
   // An operator's decision; nullopt if the ticket is unknown or no longer
   // pending (decided, expired), so a replayed command changes nothing.
-  std::optional<HeldRequest> decide(uint64_t ticket, bool approve, Clock::time_point now = Clock::now());
+  // `uid`: the deciding operator's, reported with the decision.
+  std::optional<HeldRequest> decide(uint64_t ticket, bool approve, Clock::time_point now = Clock::now(),
+                                    std::optional<uint32_t> uid = std::nullopt);
   std::vector<HeldRequest> pending(Clock::time_point now = Clock::now());
-  // A deleted session's held requests are denied.
+  // A deleted session's held requests are denied, its grants revoked.
   void forget_session(const std::string& session);
+  // Standing approvals. Any thread (see grant_book.h).
+  GrantBook& grants() { return grants_; }
 
  private:
   struct Entry {
@@ -59,7 +91,12 @@ class ApprovalBook {
     std::function<void()> wake;  // the proxy's, while it waits
   };
   void expire(Entry& e, Clock::time_point now);
+  void report(const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid) const {
+    if (on_ticket_) on_ticket_(h, event, uid);
+  }
   std::chrono::milliseconds ttl_;
+  TicketNotify on_ticket_;
+  GrantBook grants_;
   std::mutex mu_;
   std::unordered_map<uint64_t, Entry> entries_;
 };

@@ -8,6 +8,7 @@
 
 #include "broker/policy/host_header.h"
 #include "broker/session/canary_names.h"
+#include "broker/session/body_preview.h"
 #include "userspace/proxy/destination_class.h"
 #include "userspace/net/transparent_socket.h"
 
@@ -356,18 +357,44 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   // From the snapshot the verdict was made on: the request takes one trip.
   if (facts.want_session_secrets) d.session_secrets = secrets_of(*s);
   d.substitutions = substitutions_for(*s, *v.rule);
-  if (v.action != RequestAction::kAsk && v.rule->injects_identity()) {
+  const std::string scheme = facts.sni ? "https" : "http";
+  // An "ask" a live standing approval covers passes as if approved (never
+  // blocks: the grant book's lock covers a scan of a few grants).
+  std::optional<Grant> grant;
+  if (v.action == RequestAction::kAsk)
+    grant = approvals_.grants().covers(facts.session, scheme, facts.method, host->name, facts.path);
+  if ((v.action != RequestAction::kAsk || grant) && v.rule->injects_identity()) {
     d.injection = injection_in(*s, *d.rule);
     if (!d.injection) return refuse(d, 403, "identity unavailable", facts);
   }
-  if (v.action == RequestAction::kAsk) {
-    d.hold_ticket =
-        approvals_.hold(facts.session, facts.sni ? "https" : "http", host->name, facts.method, facts.path);
+  if (grant) {
+    audit_.post({"egress:approved",
+                 facts.session,
+                 {{"host", host->name},
+                  {"method", facts.method},
+                  {"path", facts.path},
+                  {"grant", grant->id},
+                  {"by", "grant"}}});
+  } else if (v.action == RequestAction::kAsk) {
+    HeldRequest held;
+    held.session = facts.session;
+    held.scheme = scheme;
+    held.host = host->name;
+    held.method = facts.method;
+    held.path = facts.path;
+    held.header_names = shown_header_names(facts.header_names);
+    // Shown to operators, the audit and the webhook: never a secret of the policy.
+    held.body_preview = redact_body_preview(facts.body_preview, s->policy->policy());
+    d.hold_ticket = approvals_.hold(held);
     d.hold_expires = approvals_.expires_at(d.hold_ticket).value_or(std::chrono::steady_clock::now());
-    audit_.post(
-        {"egress:ask",
-         facts.session,
-         {{"host", host->name}, {"method", facts.method}, {"path", facts.path}, {"ticket", d.hold_ticket}}});
+    audit_.post({"egress:ask",
+                 facts.session,
+                 {{"host", host->name},
+                  {"method", facts.method},
+                  {"path", facts.path},
+                  {"ticket", d.hold_ticket},
+                  {"header_names", held.header_names},
+                  {"body_preview", held.body_preview}}});
   }
   return d;
 }
@@ -381,7 +408,7 @@ proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint
     case ApprovalState::kDenied:
       return {proxy::HoldOutcome::kRefused, "denied by operator"};
     case ApprovalState::kExpired:
-      audit_.post({"egress:deny", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
+      audit_.post({"egress:ask_timeout", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
       return {proxy::HoldOutcome::kRefused, "approval timed out"};
     case ApprovalState::kUnknown:
       break;

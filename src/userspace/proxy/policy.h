@@ -55,9 +55,10 @@ struct RequestFacts {
   // secret the session could inject (session_secrets), to scrub responses
   // of, and every decision the session's tripwires.
   bool want_session_secrets = false;
-  // For a request held for a human: what they are shown. Header names
-  // (lowercase, in order; never values) and the first bytes of the decoded
-  // body already received (raw: the broker redacts before showing).
+  // What an operator is shown of a request held for approval ("ask"): the
+  // header names as sent (lowercased, in order; never a value) and up to 256
+  // bytes of the decoded body already received with the head. Raw: may hold
+  // secrets; the broker redacts it before anyone sees it.
   std::vector<std::string> header_names;
   std::string body_preview;
 };

@@ -13,11 +13,12 @@ using nlohmann::json;
 using test::ev;
 
 TEST(AuditEventNames, AcceptsExactlyTheDesignSet) {
-  const char* good[] = {"egress:allow",        "egress:deny",    "egress:ask",     "egress:approved",
-                        "egress:rate_limited", "dns:allow",      "dns:deny",       "packet:deny",
-                        "resource:read",       "resource:write", "resource:deny",  "command:run",
-                        "command:reject",      "session:create", "session:update", "session:delete",
-                        "secret:reflected"};
+  const char* good[] = {"egress:allow",        "egress:deny",    "egress:ask",         "egress:approved",
+                        "egress:rate_limited", "dns:allow",      "dns:deny",           "packet:deny",
+                        "resource:read",       "resource:write", "resource:deny",      "command:run",
+                        "command:reject",      "session:create", "session:update",     "session:delete",
+                        "secret:reflected",    "egress:denied",  "egress:ask_timeout", "grant:created",
+                        "grant:expired",       "grant:revoked"};
   for (const char* n : good) {
     EXPECT_TRUE(is_audit_event_name(n)) << n;
     EXPECT_NO_THROW(validate_audit_event(ev(n, "user-1"))) << n;

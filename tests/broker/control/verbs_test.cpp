@@ -81,5 +81,46 @@ TEST(Verbs, SessionShowIncludesTheRate) {
   EXPECT_NE(shown.find(R"("rate":{"burst":5,"per_second":2})"), std::string::npos) << shown;
 }
 
+// What approval.list, approval.watch and the webhook show of a held request,
+// and approval.grants of a grant.
+TEST(Verbs, AHeldRequestAndAGrantAsShown) {
+  const auto t0 =
+      std::chrono::system_clock::time_point(std::chrono::seconds(1764553200));  // 2025-12-01T01:40Z
+  HeldRequest h;
+  h.ticket = 42;
+  h.session = "user-1";
+  h.scheme = "https";
+  h.host = "api.github.com";
+  h.method = "DELETE";
+  h.path = "/repos/a";
+  h.header_names = {"host", "content-type"};
+  h.body_preview = "token=<redacted>";
+  h.held_at = t0;
+  h.expires_at = t0 + std::chrono::seconds(120);
+  EXPECT_EQ(
+      held_request_json(h, t0 + std::chrono::seconds(7)).dump(),
+      R"({"body_preview":"token=<redacted>","expires":"2025-12-01T01:42:00.000Z",)"
+      R"("header_names":["host","content-type"],"held_at":"2025-12-01T01:40:00.000Z","held_s":7,)"
+      R"("host":"api.github.com","method":"DELETE","path":"/repos/a","scheme":"https","session":"user-1",)"
+      R"("ticket":42,"url":"https://api.github.com/repos/a"})");
+  const nlohmann::json approved = ticket_notice(h, TicketEvent::kApproved, 1000u);
+  EXPECT_EQ(approved["event"], "approved");
+  EXPECT_EQ(approved["uid"], 1000);
+  EXPECT_FALSE(ticket_notice(h, TicketEvent::kHeld, std::nullopt).contains("uid"));
+  Grant g;
+  g.id = 7;
+  g.scope = {"user-1", "https", "DELETE", "api.github.com", "/repos/**", true};
+  g.ticket = 42;
+  g.uid = 0;
+  g.created = t0;
+  g.expires = t0 + std::chrono::seconds(600);
+  EXPECT_EQ(
+      grant_json(g).dump(),
+      R"({"created":"2025-12-01T01:40:00.000Z","expires":"2025-12-01T01:50:00.000Z","host":"api.github.com",)"
+      R"("id":7,"method":"DELETE","path":"/repos/**","path_pattern":true,"scheme":"https","session":"user-1",)"
+      R"("ticket":42,"uid":0})");
+  EXPECT_EQ(grant_notice(g, GrantEvent::kExpired)["event"], "grant_expired");
+}
+
 }  // namespace
 }  // namespace zn::broker::test

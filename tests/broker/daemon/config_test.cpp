@@ -83,5 +83,40 @@ TEST(ZerodConfigJwks, AnIpv4AndAPortOrNothing) {
   EXPECT_EQ(config_error(R"({"jwks_listen":"198.18.255.1:8089"})"), "accepted");
 }
 
+TEST(ZerodConfigApprovals, GrantMaximumAndWebhook) {
+  const DaemonConfig d = parse_daemon_config("{}");
+  EXPECT_EQ(d.approval_grant_max_s, 86400u);
+  EXPECT_FALSE(d.approval_webhook);
+  EXPECT_EQ(d.webhook_signing_key(), "/etc/zeroness/webhook-ed25519.key");
+  const DaemonConfig c = parse_daemon_config(
+      R"({"approval_grant_max_s":600,"host_key":"/etc/zn/host.key","approval_webhook":{
+          "url":"https://hooks.example/zn","hmac_key_file":"/etc/zn/webhook.key","signing":"ed25519",
+          "timeout_ms":2000}})");
+  EXPECT_EQ(c.approval_grant_max_s, 600u);
+  ASSERT_TRUE(c.approval_webhook);
+  EXPECT_EQ(c.approval_webhook->url, "https://hooks.example/zn");
+  EXPECT_EQ(c.approval_webhook->hmac_key_file, "/etc/zn/webhook.key");
+  EXPECT_TRUE(c.approval_webhook->ed25519);
+  EXPECT_EQ(c.approval_webhook->timeout_ms, 2000u);
+  EXPECT_EQ(c.webhook_signing_key(), "/etc/zn/webhook-ed25519.key");
+  EXPECT_EQ(config_error(R"({"approval_webhook":{"url":"http://127.0.0.1:9999/hook","signing":"ed25519"}})"),
+            "accepted");
+  for (const auto& [bad, path] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"approval_grant_max_s":0})", "$.approval_grant_max_s"},
+           {R"({"approval_grant_max_s":604801})", "$.approval_grant_max_s"},
+           {R"({"approval_webhook":"http://x"})", "$.approval_webhook"},
+           {R"({"approval_webhook":{"url":"ftp://x/","signing":"ed25519"}})", "$.approval_webhook.url"},
+           {R"({"approval_webhook":{"url":"http://x/"}})", "$.approval_webhook"},  // unsigned
+           {R"({"approval_webhook":{"url":"http://x/","signing":"rsa"}})", "$.approval_webhook.signing"},
+           {R"({"approval_webhook":{"url":"http://x/","hmac_key_file":"k"}})",
+            "$.approval_webhook.hmac_key_file"},
+           {R"({"approval_webhook":{"url":"http://x/","signing":"ed25519","x":1}})", "$.approval_webhook.x"},
+           {R"({"approval_webhook":{"url":"http://x/","signing":"ed25519","timeout_ms":5}})",
+            "$.approval_webhook.timeout_ms"}}) {
+    const std::string e = config_error(bad);
+    EXPECT_NE(e.find(path), std::string::npos) << bad << ": " << e;
+  }
+}
+
 }  // namespace
 }  // namespace zn::broker

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 namespace zn::broker {
 namespace {
@@ -115,6 +116,45 @@ TEST(ApprovalBook, ExpiryIsTheWaitersOwnTimer) {
   EXPECT_EQ(book.take(t, t0 + 3s), ApprovalState::kExpired);
   EXPECT_EQ(woken, 0);
   EXPECT_FALSE(book.expires_at(t));
+}
+
+// Each change of a ticket is reported once, with what the operator is shown
+// and who decided: what `znctl approval watch` and the webhook carry.
+TEST(ApprovalBook, EveryChangeOfATicketIsReportedOnce) {
+  std::vector<std::tuple<uint64_t, TicketEvent, std::optional<uint32_t>>> seen;
+  ApprovalBook::Options o;
+  o.ttl = 2s;
+  o.on_ticket = [&](const HeldRequest& h, TicketEvent e, std::optional<uint32_t> uid) {
+    seen.emplace_back(h.ticket, e, uid);
+  };
+  ApprovalBook book(o);
+  const auto t0 = ApprovalBook::Clock::now();
+  HeldRequest r;
+  r.session = "s";
+  r.scheme = "https";
+  r.host = "h";
+  r.method = "POST";
+  r.path = "/p";
+  r.header_names = {"host", "content-type"};
+  r.body_preview = "a=1";
+  const uint64_t a = book.hold(r, t0);
+  const uint64_t b = book.hold(r, t0);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_tuple(a, TicketEvent::kHeld, std::optional<uint32_t>()));
+  const auto pending = book.pending(t0);
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].header_names, r.header_names);
+  EXPECT_EQ(pending[0].body_preview, "a=1");
+  ASSERT_TRUE(book.decide(a, true, t0, 1000u));
+  EXPECT_FALSE(book.decide(a, false, t0, 1000u));  // a replay reports nothing
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2], std::make_tuple(a, TicketEvent::kApproved, std::optional<uint32_t>(1000u)));
+  EXPECT_EQ(book.take(a, t0), ApprovalState::kApproved);
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_EQ(book.take(b, t0 + 3s), ApprovalState::kExpired);
+  EXPECT_EQ(book.take(b, t0 + 3s), ApprovalState::kUnknown);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[3], std::make_tuple(b, TicketEvent::kExpired, std::optional<uint32_t>()));
 }
 
 }  // namespace

@@ -1073,7 +1073,57 @@ TEST(SessionProxyPolicyAsk, AnUnansweredHoldIsRefusedAndAudited) {
   const proxy::HoldState s = b.proxy.hold_state("s1", held.hold_ticket);
   EXPECT_EQ(s.outcome, proxy::HoldOutcome::kRefused);
   EXPECT_EQ(s.reason, "approval timed out");
-  EXPECT_EQ(b.events_since(before), std::vector<std::string>{"egress:deny"});
+  EXPECT_EQ(b.events_since(before), std::vector<std::string>{"egress:ask_timeout"});
+}
+
+// A standing approval lets a matching "ask" through without a hold (audited
+// as approved by that grant); another path, method or session is still held,
+// and a revoked grant covers nothing.
+TEST(SessionProxyPolicyAsk, ALiveGrantPassesOnlyTheRequestsItCovers) {
+  Broker b;
+  b.sessions.put("s1", policy(), 0);
+  const Grant g =
+      b.approvals.grants().create({"s1", "https", "DELETE", "api.github.com", "/repos/a", false}, 60s, 0, 0);
+  const size_t before = b.records().size();
+  const proxy::RequestDecision passed = b.proxy.decide_request(delete_request("/repos/a"));
+  EXPECT_TRUE(passed.allow);
+  EXPECT_EQ(passed.hold_ticket, 0u);
+  EXPECT_TRUE(b.approvals.pending().empty());
+  const auto records = b.records();
+  ASSERT_EQ(records.size(), before + 1);
+  EXPECT_EQ(records.back().event, "egress:approved");
+  EXPECT_EQ(records.back().detail["grant"], g.id);
+  EXPECT_EQ(records.back().detail["by"], "grant");
+  // Not covered: another path; plain HTTP (another scheme).
+  EXPECT_NE(b.proxy.decide_request(delete_request("/repos/b")).hold_ticket, 0u);
+  proxy::RequestFacts plain = delete_request("/repos/a");
+  plain.sni.reset();
+  plain.port = 80;
+  EXPECT_NE(b.proxy.decide_request(plain).hold_ticket, 0u);
+  ASSERT_TRUE(b.approvals.grants().revoke(g.id));
+  EXPECT_NE(b.proxy.decide_request(delete_request("/repos/a")).hold_ticket, 0u);
+}
+
+// What the operator is shown of a held request: header names and a body
+// preview with the policy's secrets redacted, in the book and in egress:ask.
+TEST(SessionProxyPolicyAsk, TheHeldRequestsPreviewCarriesNoSecret) {
+  Broker b;
+  b.sessions.put("s1", policy(), 0);
+  proxy::RequestFacts f = delete_request("/repos/a");
+  f.header_names = {"host", "content-type", "authorization"};
+  f.body_preview = std::string("{\"token\":\"") + kToken + "\",\n\"x\":1}";
+  const size_t before = b.records().size();
+  ASSERT_NE(b.proxy.decide_request(f).hold_ticket, 0u);
+  const auto pending = b.approvals.pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].header_names, f.header_names);
+  EXPECT_EQ(pending[0].body_preview, "{\"token\":\"<redacted>\",\\x0a\"x\":1}");
+  const auto records = b.records();
+  ASSERT_EQ(records.size(), before + 1);
+  EXPECT_EQ(records.back().event, "egress:ask");
+  EXPECT_EQ(records.back().detail["body_preview"], pending[0].body_preview);
+  EXPECT_EQ(records.back().detail["header_names"], nlohmann::json(f.header_names));
+  EXPECT_EQ(records.back().detail.dump().find(kToken), std::string::npos);
 }
 
 TEST(SessionProxyPolicyAsk, PlainHttpHoldsAreListedAsHttp) {
