@@ -146,4 +146,6 @@ awaitable<void> TlsStream::close_write() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
 }
 
+bool TlsStream::has_buffered() const { return SSL_pending(ssl_.get()) > 0 || BIO_ctrl_pending(in_) > 0; }
+
 }  // namespace zn::proxy

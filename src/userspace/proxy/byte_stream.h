@@ -32,6 +32,10 @@ class ByteStream {
   // Orderly end of what we send (TLS close_notify, then FIN).
   virtual asio::awaitable<void> close_write() = 0;
   virtual asio::ip::tcp::socket& socket() = 0;
+  // Bytes read from the socket and not yet returned by read_some (TLS:
+  // records already in the memory BIO, or decrypted and pending), which the
+  // socket's readability does not show.
+  virtual bool has_buffered() const { return false; }
 };
 
 class PlainStream : public ByteStream {
@@ -58,6 +62,7 @@ class TlsStream : public ByteStream {
   asio::awaitable<void> write_all(std::string_view data) override;
   asio::awaitable<void> close_write() override;
   asio::ip::tcp::socket& socket() override { return socket_; }
+  bool has_buffered() const override;
   SSL* ssl() const { return ssl_.get(); }
 
  private:

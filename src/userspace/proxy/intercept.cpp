@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -223,7 +224,7 @@ class Exchange {
       for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
       facts.header_names.push_back(std::move(name));
     }
-    facts.body_preview = body_preview(req, std::string_view(in_).substr(head.consumed), ctx_.limits);
+    facts.body_preview = co_await preview_body(req, head.consumed);
     ctx_.counters.requests++;
     // One call to the broker: the verdict, the identity to inject and (on a
     // connection's first request) the secrets to scrub, together. It never
@@ -339,6 +340,41 @@ class Exchange {
       co_return false;
     }
     co_return true;
+  }
+
+  // The first bytes of the request's body for the broker (what an operator
+  // approving it is shown). A body sent right behind its head may not have
+  // arrived with it: waited for briefly (it is read next anyway), never when
+  // the guest waits for "100 Continue" first.
+  awaitable<std::string> preview_body(const http::RequestHead& req, size_t head_bytes) {
+    constexpr size_t kPreview = 256;
+    if (req.framing == http::BodyFraming::kNone) co_return std::string();
+    const size_t want = req.framing == http::BodyFraming::kContentLength
+                            ? std::min<uint64_t>(kPreview, req.content_length)
+                            : 1;
+    std::string preview = body_preview(req, std::string_view(in_).substr(head_bytes), ctx_.limits);
+    using namespace asio::experimental::awaitable_operators;
+    const auto until = Clock::now() + 100ms;
+    while (preview.size() < want && !req.expect_continue) {
+      // Waiting for readability, never cancelling a read: a read cut off by
+      // a timer could drop bytes it already took.
+      if (!guest_.has_buffered()) {
+        const auto left = until - Clock::now();
+        if (left <= Clock::duration::zero()) break;
+        asio::steady_timer timer(co_await asio::this_coro::executor, left);
+        auto ready = co_await (
+            guest_.socket().async_wait(tcp::socket::wait_read, asio::experimental::as_tuple(use_awaitable)) ||
+            timer.async_wait(asio::experimental::as_tuple(use_awaitable)));
+        if (ready.index() != 0 || std::get<0>(std::get<0>(ready))) break;
+      }
+      // Readable: a read that times out now is a stalled guest, and ends the
+      // connection as it would in the body read proper.
+      const size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+      if (n == 0) break;
+      in_.append(buf_, n);
+      preview = body_preview(req, std::string_view(in_).substr(head_bytes), ctx_.limits);
+    }
+    co_return preview;
   }
 
   // Sleeps until the broker says the ticket was decided or the ticket

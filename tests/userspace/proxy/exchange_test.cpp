@@ -67,6 +67,8 @@ class ScriptedGuest : public ByteStream {
     co_return;
   }
   tcp::socket& socket() override { return socket_; }
+  // Whatever is scripted has arrived (the socket is never opened to wait on).
+  bool has_buffered() const override { return next_ < reads_.size(); }
 
   std::string written;
   bool closed_write = false;
@@ -698,6 +700,27 @@ TEST_F(ExchangeTest, PipelinedRequestsAreEachDecidedOnTheirOwn) {
     EXPECT_EQ(policy_->requests.size(), c.decisions);
     EXPECT_LE(upstream_->connections, 1);  // kept alive across the allowed ones
   }
+}
+
+// What the broker is given to show an operator: header names, lowercase and
+// in order, and the first bytes of the decoded body even when the body came
+// in a later read than the head.
+TEST_F(ExchangeTest, TheBrokerGetsHeaderNamesAndTheBodysFirstBytes) {
+  policy_->verdict = [](const RequestFacts&) { return refused(403, "held elsewhere"); };
+  const std::string head = std::string("POST /v1/x HTTP/1.1\r\nHost: ") + kHost +
+                           "\r\nX-Trace: 1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n";
+  fetch({head, "5\r\nhello\r\n", "6\r\n world\r\n0\r\n\r\n"});
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].header_names,
+            (std::vector<std::string>{"host", "x-trace", "content-type", "transfer-encoding"}));
+  EXPECT_EQ(policy_->requests[0].body_preview.substr(0, 5), "hello");
+  // A Content-Length body: as much of it as the preview holds, across reads.
+  reset();
+  policy_->verdict = [](const RequestFacts&) { return refused(403, "held elsewhere"); };
+  fetch({std::string("POST /v1/x HTTP/1.1\r\nHost: ") + kHost + "\r\nContent-Length: 11\r\n\r\nhel",
+         "lo world"});
+  ASSERT_EQ(policy_->requests.size(), 1u);
+  EXPECT_EQ(policy_->requests[0].body_preview, "hello world");
 }
 
 TEST_F(ExchangeTest, AHeldRequestGoesUpstreamOnlyOnceApproved) {
