@@ -275,6 +275,29 @@ TEST_F(SecretUseTest, AMintedTokenVerifiesWithTheJwksServedToUpstreams) {
   EXPECT_EQ(other.output, "404");
 }
 
+// What the guest was handed — a placeholder, capability handles — is the
+// same after zerod restarts (the guest still holds it), and a handle goes
+// with its capability.
+TEST_F(SecretUseTest, PlaceholdersAndCapabilityHandlesOutliveARestart) {
+  json doc = json::parse(placement_policy());
+  doc["caps"] = {{"data", {{"kind", "kv"}}}, {"ledger", {{"kind", "sql"}, {"mode", "ro"}, {"db", "ledger"}}}};
+  ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", doc.dump()}})["ok"]);
+  const json env = call("session.show", {{"id", "user-1"}})["result"]["guest_env"];
+  ASSERT_EQ(env.value("ZN_CAP_DATA", "").rfind("cap:", 0), 0u) << env.dump();
+  ASSERT_EQ(env.value("ZN_CAP_LEDGER", "").rfind("cap:", 0), 0u) << env.dump();
+  EXPECT_NE(env["ZN_CAP_DATA"], env["ZN_CAP_LEDGER"]);
+  EXPECT_EQ(env["STRIPE_API_KEY"], placeholder_);
+  stop_zerod(SIGTERM);
+  start_zerod();
+  EXPECT_EQ(call("session.show", {{"id", "user-1"}})["result"]["guest_env"], env);
+  // A capability removed takes its handle with it.
+  doc["caps"].erase("ledger");
+  ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", doc.dump()}})["ok"]);
+  const json after = call("session.show", {{"id", "user-1"}})["result"]["guest_env"];
+  EXPECT_EQ(after["ZN_CAP_DATA"], env["ZN_CAP_DATA"]);
+  EXPECT_FALSE(after.contains("ZN_CAP_LEDGER")) << after.dump();
+}
+
 // After credentials were placed, swapped and reflected: none of them, raw,
 // base64 or hex, in what the guest received, zerod's log, the audit store or
 // the state directory (resources are sealed there).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/audit/event.h"
+#include "broker/session/cap_handles.h"
 #include "userspace/datapath/verdict_names.h"
 #include "userspace/net/address.h"
 #include "vmm/host/guest_network.h"
@@ -91,6 +92,16 @@ json session_json(const Session& s, const std::string& ca_certificate, bool with
       auto ph = s.record.placeholders.find(name);
       if (r.placeholder_env && ph != s.record.placeholders.end()) env[*r.placeholder_env] = ph->second;
     }
+    // A handle per capability: what the guest presents to reach it.
+    json caps = json::object();
+    for (const auto& [name, cap] : s.policy->policy().caps) {
+      caps[name] = {{"kind", capability_kind_name(cap.kind)},
+                    {"mode", cap.read_only ? "ro" : "rw"},
+                    {"store", cap.store}};
+      auto h = s.record.cap_handles.find(name);
+      if (h != s.record.cap_handles.end()) env[cap_env_name(name)] = h->second;
+    }
+    out["policy"]["caps"] = caps;
     out["guest_env"] = env;
     if (auto rate = s.policy->policy().rate)
       out["policy"]["rate"] = {{"burst", rate->burst}, {"per_second", rate->per_second}};

@@ -446,6 +446,42 @@ Resource parse_resource(const std::string& name, const json& fields, const Path&
   return resource;
 }
 
+// One capability: its kind, its mode, the operator's name for its store.
+Capability parse_capability(const json& spec, const Path& path) {
+  const auto field = only_fields(spec, path, std::array<std::string_view, 4>{"kind", "mode", "store", "db"});
+  Capability cap;
+  if (!field[0]) fail(path / "kind", "required");
+  const std::string& kind = as_string(*field[0], path / "kind");
+  if (kind == "kv")
+    cap.kind = CapabilityKind::kKv;
+  else if (kind == "blob")
+    cap.kind = CapabilityKind::kBlob;
+  else if (kind == "sql")
+    cap.kind = CapabilityKind::kSql;
+  else if (kind == "queue")
+    cap.kind = CapabilityKind::kQueue;
+  else
+    fail(path / "kind", "must be \"kv\", \"blob\", \"sql\" or \"queue\"");
+  if (field[1]) {
+    const std::string& mode = as_string(*field[1], path / "mode");
+    if (mode != "ro" && mode != "rw") fail(path / "mode", "must be \"ro\" or \"rw\"");
+    cap.read_only = mode == "ro";
+    // A queue is only worth having to send to and take from.
+    if (cap.read_only && cap.kind == CapabilityKind::kQueue) fail(path / "mode", "a queue is \"rw\" only");
+  }
+  // "db" is the sql spelling of "store": one of them, and "db" only for sql.
+  if (field[3] && cap.kind != CapabilityKind::kSql)
+    fail(path / "db", "only for \"kind\": \"sql\" (use \"store\")");
+  if (field[2] && field[3]) fail(path / "db", "\"db\" and \"store\" name the same thing: give one");
+  if (const json* store = field[3] ? field[3] : field[2]) {
+    const Path spath = path / (field[3] ? "db" : "store");
+    cap.store = as_string(*store, spath);
+    if (!valid_resource_name(cap.store))
+      fail(spath, "names a store of zerod's config: [a-z0-9_-], 1-64 characters");
+  }
+  return cap;
+}
+
 // A rule's identity names a resource that has a credential, placed where
 // that kind of credential can go.
 void check_identity(const AllowRule& rule, const std::map<std::string, Resource>& resources, const Path& path,
@@ -471,7 +507,8 @@ void check_identity(const AllowRule& rule, const std::map<std::string, Resource>
 
 Policy parse_document(const json& doc, const SecretReader& read, const PolicyLimits& limits) {
   const Path root = Path::root();
-  const auto top = only_fields(doc, root, std::array<std::string_view, 3>{"policy", "resources", "canaries"});
+  const auto top =
+      only_fields(doc, root, std::array<std::string_view, 4>{"policy", "resources", "canaries", "caps"});
   const Path ppath = root / "policy";
   if (!top[0]) fail(ppath, "required");
   const auto field =
@@ -489,6 +526,17 @@ Policy parse_document(const json& doc, const SecretReader& read, const PolicyLim
       const Path npath = rpath / name;
       if (!valid_resource_name(name)) fail(npath, "resource names are [a-z0-9_-], 1-64 characters");
       policy.resources[name] = parse_resource(name, fields, npath, read, limits);
+    }
+  }
+  if (const json* caps = top[3]) {
+    const Path cpath = root / "caps";
+    if (!caps->is_object()) fail(cpath, "must be an object");
+    if (caps->size() > limits.max_caps)
+      fail(cpath, "more than " + std::to_string(limits.max_caps) + " capabilities");
+    for (const auto& [name, spec] : caps->get_ref<const json::object_t&>()) {
+      const Path npath = cpath / name;
+      if (!valid_resource_name(name)) fail(npath, "capability names are [a-z0-9_-], 1-64 characters");
+      policy.caps[name] = parse_capability(spec, npath);
     }
   }
   if (const json* canaries = top[2]) {

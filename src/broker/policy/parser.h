@@ -31,6 +31,7 @@ struct PolicyLimits {
   size_t max_resources = 256;
   size_t max_resource_fields = 32;
   size_t max_canaries = 64;
+  size_t max_caps = 64;
   size_t max_secret_bytes = 16384;
   uint32_t max_rate = 100000;
 };

@@ -12,4 +12,18 @@ const Secret* Resource::credential() const {
   return it == fields.end() ? nullptr : &it->second;
 }
 
+std::string_view capability_kind_name(CapabilityKind kind) {
+  switch (kind) {
+    case CapabilityKind::kKv:
+      return "kv";
+    case CapabilityKind::kBlob:
+      return "blob";
+    case CapabilityKind::kSql:
+      return "sql";
+    case CapabilityKind::kQueue:
+      return "queue";
+  }
+  return "?";
+}
+
 }  // namespace zn::broker

@@ -82,6 +82,18 @@ struct Resource {
   const Secret* credential() const;
 };
 
+// A storage capability the session's code reaches by an unforgeable handle
+// (issue 13): "caps": {"data": {"kind": "kv", "mode": "rw"}, ...}. The
+// backing store is one zerod's config names ("store"; "db" for sql), never
+// a path the policy or the guest gives.
+enum class CapabilityKind { kKv, kBlob, kSql, kQueue };
+struct Capability {
+  CapabilityKind kind = CapabilityKind::kKv;
+  bool read_only = false;         // "mode": "ro"
+  std::string store = "default";  // the operator's name for the backing store
+};
+std::string_view capability_kind_name(CapabilityKind kind);
+
 struct Policy {
   std::vector<AllowRule> allow;
   std::vector<DenyRule> deny;
@@ -90,6 +102,7 @@ struct Policy {
   // Fake credentials planted in the guest: any appearance in egress (header,
   // query, body, SNI, DNS name) is blocked and raises secret:canary.
   std::vector<std::string> canaries;
+  std::map<std::string, Capability> caps;  // by name ([a-z0-9_-], 1-64)
 };
 
 }  // namespace zn::broker

@@ -1,21 +1,10 @@
 #include "broker/session/placeholders.h"
 
-#include <sodium.h>
-
-#include <array>
-#include <stdexcept>
+#include "broker/session/random_token.h"
 
 namespace zn::broker {
 
-std::string new_placeholder() {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
-  if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");  // idempotent
-  std::array<unsigned char, 32> random{};
-  randombytes_buf(random.data(), random.size());
-  std::string out(kPlaceholderPrefix);
-  for (unsigned char b : random) out.push_back(kAlphabet[b & 31]);  // 5 bits of each byte
-  return out;
-}
+std::string new_placeholder() { return random_token(kPlaceholderPrefix, 32); }
 
 std::map<std::string, std::string> assign_placeholders(const Policy& policy,
                                                        const std::map<std::string, std::string>& previous) {

@@ -1,4 +1,5 @@
 #include "broker/session/registry.h"
+#include "broker/session/cap_handles.h"
 #include "broker/session/placeholders.h"
 
 #include <malloc.h>
@@ -200,6 +201,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   s->record.slot = free_slot_locked(spec.slot);
   s->record.policy_json = sealed_locked(spec.id, spec.policy_json, compiled->policy());
   s->record.placeholders = assign_placeholders(compiled->policy(), {});
+  s->record.cap_handles = assign_cap_handles(compiled->policy(), {});
   s->record.created_unix =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -250,6 +252,7 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
   next->plan = plan_datapath(*compiled, options_.resolve);
   next->record.policy_json = sealed_locked(id, policy_json, compiled->policy());
   next->record.placeholders = assign_placeholders(compiled->policy(), previous->record.placeholders);
+  next->record.cap_handles = assign_cap_handles(compiled->policy(), previous->record.cap_handles);
   next->record.policy_version += 1;
   // New entries in, stale ones out; steered ports do not change with policy.
   apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
@@ -321,6 +324,11 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
       auto placeholders = assign_placeholders(o.policy->policy(), o.record.placeholders);
       if (placeholders != o.record.placeholders) {
         o.record.placeholders = std::move(placeholders);
+        rewrite = true;
+      }
+      auto handles = assign_cap_handles(o.policy->policy(), o.record.cap_handles);
+      if (handles != o.record.cap_handles) {
+        o.record.cap_handles = std::move(handles);
         rewrite = true;
       }
     } catch (const SealedStateError&) {

@@ -26,6 +26,8 @@ struct SessionRecord {
   // Resource name -> the random stand-in the guest holds for its credential
   // (session/placeholders.h). Not secret: worthless outside the proxy.
   std::map<std::string, std::string> placeholders;
+  // Capability name -> its handle (session/cap_handles.h). Guest-visible.
+  std::map<std::string, std::string> cap_handles;
 };
 
 struct Session {

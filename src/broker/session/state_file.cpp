@@ -74,6 +74,7 @@ json to_json(const SessionRecord& r) {
               {"policy_version", r.policy_version},
               {"created_unix", r.created_unix}};
   if (!r.placeholders.empty()) out["placeholders"] = r.placeholders;
+  if (!r.cap_handles.empty()) out["cap_handles"] = r.cap_handles;
   return out;
 }
 
@@ -89,6 +90,8 @@ SessionRecord from_json(const json& s) {
   r.created_unix = s.at("created_unix").get<int64_t>();
   if (auto p = s.find("placeholders"); p != s.end())
     r.placeholders = p->get<std::map<std::string, std::string>>();
+  if (auto h = s.find("cap_handles"); h != s.end())
+    r.cap_handles = h->get<std::map<std::string, std::string>>();
   return r;
 }
 

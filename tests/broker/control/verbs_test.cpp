@@ -69,7 +69,7 @@ TEST(Verbs, SessionShowAddsThePolicyButNeverItsSecrets) {
           R"({"host":"api.stripe.com","identity":"cap:stripe","inject":{"header":"Authorization","prefix":"Bearer "}},)"
           R"({"host":"*.npmjs.org"},)"
           R"({"action":"ask","host":"api.github.com","methods":["DELETE"],"paths":["/repos/**"]},)"
-          R"({"host":"db.internal","port":5432}],"canaries":0,"default":"deny","deny":[{"host":"evil.example"}],)"
+          R"({"host":"db.internal","port":5432}],"canaries":0,"caps":{},"default":"deny","deny":[{"host":"evil.example"}],)"
           R"("resources":["stripe"]},"policy_version":2,"session_idx":1})");
   EXPECT_EQ(shown.find("sk_live"), std::string::npos);
 }

@@ -224,6 +224,23 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"canary_duplicate", R"({"policy":{},"canaries":["AKIAFAKE0001","AKIAFAKE0001"]})",
             "$.canaries[1]", "duplicate"},
         Bad{"canaries_not_array", R"({"policy":{},"canaries":"AKIAFAKE0001"})", "$.canaries", "array"},
+        Bad{"caps_not_object", R"({"policy":{},"caps":[]})", "$.caps", "object"},
+        Bad{"cap_bad_name", R"({"policy":{},"caps":{"Data":{"kind":"kv"}}})", "$.caps.Data",
+            "capability names"},
+        Bad{"cap_no_kind", R"({"policy":{},"caps":{"data":{"mode":"ro"}}})", "$.caps.data.kind", "required"},
+        Bad{"cap_bad_kind", R"({"policy":{},"caps":{"data":{"kind":"s3"}}})", "$.caps.data.kind", "\"kv\""},
+        Bad{"cap_bad_mode", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"wo"}}})", "$.caps.data.mode",
+            "\"ro\" or \"rw\""},
+        Bad{"cap_ro_queue", R"({"policy":{},"caps":{"jobs":{"kind":"queue","mode":"ro"}}})",
+            "$.caps.jobs.mode", "queue"},
+        Bad{"cap_db_not_sql", R"({"policy":{},"caps":{"data":{"kind":"kv","db":"x"}}})", "$.caps.data.db",
+            "only for"},
+        Bad{"cap_db_and_store", R"({"policy":{},"caps":{"l":{"kind":"sql","db":"x","store":"y"}}})",
+            "$.caps.l.db", "give one"},
+        Bad{"cap_store_path", R"({"policy":{},"caps":{"l":{"kind":"sql","db":"/etc/shadow"}}})",
+            "$.caps.l.db", "zerod's config"},
+        Bad{"cap_unknown_field", R"({"policy":{},"caps":{"l":{"kind":"blob","path":"/x"}}})", "$.caps.l.path",
+            "unknown field"},
         Bad{"identity_without_token",
             R"({"policy":{"allow":[{"host":"a.example","identity":"cap:s"}]},"resources":{"s":{"user":"x"}}})",
             "$.policy.allow[0].identity", "accessToken"}),
@@ -258,6 +275,22 @@ TEST(PolicyParser, TypedResourcesAndPlacements) {
   EXPECT_TRUE(p.resources.at("jira").credential()->equals("pw:with colon"));
   EXPECT_EQ(p.resources.at("gh").fields.count("placeholder"), 0u);  // metadata, not a secret
   EXPECT_EQ(p.canaries, (std::vector<std::string>{"AKIAFAKECANARY01", "sk-canary-0001"}));
+}
+
+TEST(PolicyParser, Capabilities) {
+  Policy p = parse_policy(R"({"policy":{},"caps":{
+      "data":{"kind":"kv","mode":"rw"},"reports":{"kind":"blob","mode":"ro","store":"reports"},
+      "ledger":{"kind":"sql","mode":"ro","db":"ledger"},"jobs":{"kind":"queue"}}})");
+  ASSERT_EQ(p.caps.size(), 4u);
+  EXPECT_EQ(p.caps.at("data").kind, CapabilityKind::kKv);
+  EXPECT_FALSE(p.caps.at("data").read_only);
+  EXPECT_EQ(p.caps.at("data").store, "default");
+  EXPECT_TRUE(p.caps.at("reports").read_only);
+  EXPECT_EQ(p.caps.at("reports").store, "reports");
+  EXPECT_EQ(p.caps.at("ledger").kind, CapabilityKind::kSql);
+  EXPECT_EQ(p.caps.at("ledger").store, "ledger");
+  EXPECT_EQ(p.caps.at("jobs").kind, CapabilityKind::kQueue);
+  EXPECT_EQ(capability_kind_name(CapabilityKind::kBlob), "blob");
 }
 
 // Found by fuzz/policy_fuzz: a number no type can hold made nlohmann throw

@@ -75,6 +75,34 @@ TEST_F(StateFileTest, EachChangeAppendsOneRecordAndLeavesTheSnapshotAlone) {
             fs::perms::owner_read | fs::perms::owner_write);
 }
 
+// What a guest was handed (placeholders, capability handles) survives a
+// restart: journalled and compacted alike; a record without them reads as none.
+TEST_F(StateFileTest, GuestHandedTokensAreKept) {
+  SessionRecord a = record("a", 0);
+  a.placeholders = {{"stripe", "zn_ph_aaaa"}};
+  a.cap_handles = {{"data", "cap:bbbb"}, {"jobs", "cap:cccc"}};
+  {
+    StateFile f(path());
+    f.put(a);
+    f.put(record("b", 1));
+  }
+  auto check = [&](const std::vector<SessionRecord>& loaded) {
+    ASSERT_EQ(loaded.size(), 2u);
+    const SessionRecord& got = loaded[0].id == "a" ? loaded[0] : loaded[1];
+    const SessionRecord& other = loaded[0].id == "a" ? loaded[1] : loaded[0];
+    EXPECT_EQ(got.placeholders, a.placeholders);
+    EXPECT_EQ(got.cap_handles, a.cap_handles);
+    EXPECT_TRUE(other.placeholders.empty());
+    EXPECT_TRUE(other.cap_handles.empty());
+  };
+  check(load_session_records(path()));
+  {
+    StateFile f(path());
+    f.compact(load_session_records(path()));
+  }
+  check(load_session_records(path()));
+}
+
 TEST_F(StateFileTest, ATornLastRecordIsIgnoredAndCutOffBeforeTheNextAppend) {
   {
     StateFile f(path());
