@@ -220,6 +220,8 @@ TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
   EXPECT_EQ(status("'https://api.github.com/repos/a?id=ghp%5Fzncanary%5F0002'"), "403");
   EXPECT_EQ(status("'https://api.github.com/repos/a?id=%41KIA%5ANCANARY0000%31'"),
             "403");  // any byte escaped
+  EXPECT_EQ(status("-H 'X-Aws-Key: akiazncanary00001' https://api.github.com/repos/a"),
+            "403");  // case folded
   EXPECT_EQ(status("-H 'Content-Type: application/json' -d '{\"k\":\"\\u0041KIAZNCANARY00001\"}' "
                    "https://api.stripe.com/open/b"),
             "403");

@@ -5,6 +5,7 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "broker/policy/host_header.h"
 #include "broker/session/canary_names.h"
@@ -106,8 +107,17 @@ std::vector<proxy::ScrubSecret> secrets_of(const Session& s) {
 std::vector<proxy::Tripwire> tripwires_of(const Session& s) {
   std::vector<proxy::Tripwire> out;
   const Policy& p = s.policy->policy();
-  for (size_t i = 0; i < p.canaries.size(); ++i)
-    out.push_back({p.canaries[i], "canary:" + std::to_string(i)});
+  for (size_t i = 0; i < p.canaries.size(); ++i) {
+    // Also as all-lower and all-upper case: a whole-value case change keeps
+    // the credential recoverable (and DNS names fold case anyway).
+    const std::string label = "canary:" + std::to_string(i);
+    std::string lower = p.canaries[i], upper = p.canaries[i];
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out.push_back({p.canaries[i], label});
+    if (lower != p.canaries[i]) out.push_back({lower, label});
+    if (upper != p.canaries[i] && upper != lower) out.push_back({upper, label});
+  }
   for (const auto& [resource, placeholder] : s.record.placeholders)
     out.push_back({placeholder, "placeholder:" + resource});
   return out;

@@ -82,10 +82,12 @@ TEST_F(SecretUse, APlaceholderIsOfferedForSwappingOnlyUnderItsOwnRule) {
   EXPECT_TRUE(decide("api.github.com", "/x").substitutions.empty());
   // The tripwires, with the first request of a connection, allowed or not.
   proxy::RequestDecision first = decide("api.github.com", "/x", true);
-  ASSERT_EQ(first.tripwires.size(), 2u);
+  ASSERT_EQ(first.tripwires.size(), 3u);  // the canary as planted and in lower case; the placeholder
   EXPECT_EQ(first.tripwires[0].label, "canary:0");
-  EXPECT_EQ(first.tripwires[1].pattern, ph);
-  EXPECT_EQ(decide("evil.example", "/x", true).tripwires.size(), 2u);
+  EXPECT_EQ(first.tripwires[1].pattern, "akiazncanary00001");
+  EXPECT_EQ(first.tripwires[1].label, "canary:0");
+  EXPECT_EQ(first.tripwires[2].pattern, ph);
+  EXPECT_EQ(decide("evil.example", "/x", true).tripwires.size(), 3u);
   EXPECT_TRUE(decide("api.github.com", "/x").tripwires.empty());
   // A policy update keeps a running guest's placeholder.
   b.sessions.put("s1", kPolicy, 0);
