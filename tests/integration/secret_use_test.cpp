@@ -222,6 +222,11 @@ TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
             "403");  // any byte escaped
   EXPECT_EQ(status("-H 'X-Aws-Key: akiazncanary00001' https://api.github.com/repos/a"),
             "403");  // case folded
+  // A body past the bound, streamed, the canary escaped byte by byte near its end.
+  const fs::path big = dir_ / "big-canary.body";
+  std::ofstream(big) << "k=" << std::string(300 * 1024, 'a') << "%41KIA%5ANCANARY0000%31&z=1";
+  EXPECT_EQ(status("--data-binary @" + big.string() + " https://api.stripe.com/open/big"), "403");
+  EXPECT_EQ(upstream_log().find("%41KIA"), std::string::npos);
   EXPECT_EQ(status("-H 'Content-Type: application/json' -d '{\"k\":\"\\u0041KIAZNCANARY00001\"}' "
                    "https://api.stripe.com/open/b"),
             "403");

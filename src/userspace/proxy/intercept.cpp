@@ -687,9 +687,10 @@ class Exchange {
       co_return;
     }
     // Streamed: through the screen when the session has tripwires, which
-    // holds back a partial match so no tripwire byte goes before it is seen.
-    std::optional<SecretScrubber::Stream> screen;
-    if (screen_.armed()) screen.emplace(screen_.scrubber());
+    // keeps back a window so that no tripwire, however escaped, goes before
+    // it is seen.
+    std::optional<StreamScreen> screen;
+    if (screen_.armed()) screen.emplace(screen_, subs);
     if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     std::string piece = std::move(body_), clean;
     body_.clear();
@@ -701,9 +702,8 @@ class Exchange {
       if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
       if (screen) {
         clean.clear();
-        screen->feed(piece, clean);
-        if (step.done) screen->finish(clean);
-        std::vector<std::string> hits = screen_.hits(screen->report(), subs);
+        std::vector<std::string> hits = screen->feed(piece, clean);
+        if (hits.empty() && step.done) hits = screen->finish(clean);
         if (!hits.empty()) throw TripwireInBody(std::move(hits));
         piece.swap(clean);
       }

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "userspace/http/rewrite.h"
 
@@ -143,6 +144,84 @@ std::vector<std::string> RequestScreen::check(std::string_view bytes,
     merge(out, check_as_is(percent_decoded(bytes), exempt));
   if (bytes.find('\\') != std::string_view::npos) merge(out, check_as_is(json_unescaped(bytes), exempt));
   return out;
+}
+
+namespace {
+
+// Where a trailing escape that the next piece may complete starts ('%' and
+// up to two more bytes; '\\' and up to five), or npos.
+size_t cut_escape(std::string_view s, char lead, size_t span) {
+  const size_t from = s.size() > span ? s.size() - span : 0;
+  const size_t at = s.find(lead, from);
+  return at;
+}
+
+void sink(SecretScrubber::Stream& stream, std::string_view bytes) {
+  std::string discard;
+  stream.feed(bytes, discard);
+  OPENSSL_cleanse(discard.data(), discard.size());
+}
+
+}  // namespace
+
+StreamScreen::StreamScreen(const RequestScreen& screen, const std::vector<Substitution>& exempt)
+    : screen_(screen),
+      exempt_(exempt),
+      raw_(screen.scrubber()),
+      percent_(screen.scrubber()),
+      json_(screen.scrubber()),
+      // "\\u00XX" is six bytes for one: the longest way to spell a pattern.
+      window_(6 * screen.scrubber().longest() + 16) {}
+
+StreamScreen::~StreamScreen() {
+  OPENSSL_cleanse(held_.data(), held_.size());
+  OPENSSL_cleanse(pending_percent_.data(), pending_percent_.size());
+  OPENSSL_cleanse(pending_json_.data(), pending_json_.size());
+}
+
+std::vector<std::string> StreamScreen::found() const {
+  std::vector<std::string> out = screen_.hits(raw_.report(), exempt_);
+  merge(out, screen_.hits(percent_.report(), exempt_));
+  merge(out, screen_.hits(json_.report(), exempt_));
+  return out;
+}
+
+std::vector<std::string> StreamScreen::feed(std::string_view in, std::string& out) {
+  sink(raw_, in);
+  for (auto [pending, lead, span, decode] : {std::tuple{&pending_percent_, '%', size_t{2}, &percent_decoded},
+                                             std::tuple{&pending_json_, '\\', size_t{5}, &json_unescaped}}) {
+    pending->append(in);
+    const size_t cut = cut_escape(*pending, lead, span);
+    const std::string_view ready =
+        std::string_view(*pending).substr(0, cut == std::string::npos ? pending->size() : cut);
+    std::string decoded = decode(ready);
+    sink(lead == '%' ? percent_ : json_, decoded);
+    OPENSSL_cleanse(decoded.data(), decoded.size());
+    pending->erase(0, ready.size());
+  }
+  held_.append(in);
+  std::vector<std::string> hits = found();
+  if (!hits.empty()) return hits;
+  if (held_.size() > window_) {
+    out.append(held_, 0, held_.size() - window_);
+    held_.erase(0, held_.size() - window_);
+  }
+  return {};
+}
+
+std::vector<std::string> StreamScreen::finish(std::string& out) {
+  std::string decoded = percent_decoded(pending_percent_);
+  sink(percent_, decoded);
+  decoded = json_unescaped(pending_json_);
+  sink(json_, decoded);
+  std::string discard;
+  for (SecretScrubber::Stream* s : {&raw_, &percent_, &json_}) s->finish(discard);
+  OPENSSL_cleanse(discard.data(), discard.size());
+  std::vector<std::string> hits = found();
+  if (!hits.empty()) return hits;
+  out.append(held_);
+  held_.clear();
+  return {};
 }
 
 BodyKind body_kind(const http::RequestHead& head) {

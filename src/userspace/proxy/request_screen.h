@@ -47,6 +47,34 @@ class RequestScreen {
   SecretScrubber scrubber_;
 };
 
+// A body too large to read whole, screened as it streams: as sent, and
+// percent-decoded and JSON-unescaped, like RequestScreen::check. Bytes are
+// released only once no tripwire that could start in them can still be
+// completed: a window of the longest spelling of a tripwire (escaped byte
+// by byte) is kept back, so a tripwire found in a decoded view has not left
+// in its encoded form either.
+class StreamScreen {
+ public:
+  StreamScreen(const RequestScreen& screen, const std::vector<Substitution>& exempt);
+  ~StreamScreen();
+  StreamScreen(const StreamScreen&) = delete;
+  StreamScreen& operator=(const StreamScreen&) = delete;
+  // Takes `in`; appends to `out` what may go on. Non-empty: the labels of
+  // the tripwires found (stop: nothing held may go).
+  std::vector<std::string> feed(std::string_view in, std::string& out);
+  // The end of the body: appends the rest, or returns what it found.
+  std::vector<std::string> finish(std::string& out);
+
+ private:
+  std::vector<std::string> found() const;
+  const RequestScreen& screen_;
+  const std::vector<Substitution>& exempt_;
+  SecretScrubber::Stream raw_, percent_, json_;
+  std::string pending_percent_, pending_json_;  // an escape cut off at the end of a piece
+  std::string held_;                            // the window not yet released
+  size_t window_;
+};
+
 // Bodies up to this size are read whole before the head is sent: screened
 // before anything leaves, and swapped if JSON or form.
 inline constexpr size_t kMaxSwappedBody = 256 * 1024;
