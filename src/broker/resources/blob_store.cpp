@@ -44,20 +44,21 @@ StoreFailure from_errno(int err, const char* step) {
   switch (err) {
     case ENOENT:
     case ENOTDIR:
-      return fail(StoreError::kNotFound, "no such object");
+      return store_fail(StoreError::kNotFound, "no such object");
     case ELOOP:
     case EXDEV:
-      return fail(StoreError::kForbidden, "the path crosses a symbolic link or leaves the directory");
+      return store_fail(StoreError::kForbidden, "the path crosses a symbolic link or leaves the directory");
     case EACCES:
     case EPERM:
-      return fail(StoreError::kForbidden, "permission denied");
+      return store_fail(StoreError::kForbidden, "permission denied");
     case ENOSPC:
     case EDQUOT:
-      return fail(StoreError::kQuotaExceeded, "the disk is full");
+      return store_fail(StoreError::kQuotaExceeded, "the disk is full");
     case ENOSYS:
-      return fail(StoreError::kInternal, "kernel lacks openat2 (Linux 5.6)");
+      return store_fail(StoreError::kInternal, "kernel lacks openat2 (Linux 5.6)");
     default:
-      return fail(StoreError::kInternal, std::string("blob store: ") + step + ": " + std::strerror(err));
+      return store_fail(StoreError::kInternal,
+                        std::string("blob store: ") + step + ": " + std::strerror(err));
   }
 }
 
@@ -151,16 +152,16 @@ std::optional<std::string> BlobStore::malformed(std::string_view path, size_t ma
 }
 
 StoreResult<std::string> BlobStore::get(std::string_view path) {
-  if (auto why = malformed(path, options_.max_path_bytes)) return fail(StoreError::kBadRequest, *why);
+  if (auto why = malformed(path, options_.max_path_bytes)) return store_fail(StoreError::kBadRequest, *why);
   // O_NONBLOCK: a FIFO placed in the directory must not hang the call.
   Fd fd(open_beneath(dirfd_, std::string(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
   if (fd.fd < 0) return from_errno(errno, "open");
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) return from_errno(errno, "fstat");
-  if (!S_ISREG(st.st_mode)) return fail(StoreError::kNotFound, "no such object");
+  if (!S_ISREG(st.st_mode)) return store_fail(StoreError::kNotFound, "no such object");
   if (static_cast<uint64_t>(st.st_size) > options_.max_object_bytes)
-    return fail(StoreError::kTooLarge,
-                "object above the limit (" + std::to_string(options_.max_object_bytes) + " bytes)");
+    return store_fail(StoreError::kTooLarge,
+                      "object above the limit (" + std::to_string(options_.max_object_bytes) + " bytes)");
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < out.size()) {
@@ -177,11 +178,12 @@ StoreResult<std::string> BlobStore::get(std::string_view path) {
 }
 
 StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
-  if (options_.mode == AccessMode::kReadOnly) return fail(StoreError::kReadOnly, "read-only capability");
-  if (auto why = malformed(path, options_.max_path_bytes)) return fail(StoreError::kBadRequest, *why);
+  if (options_.mode == AccessMode::kReadOnly)
+    return store_fail(StoreError::kReadOnly, "read-only capability");
+  if (auto why = malformed(path, options_.max_path_bytes)) return store_fail(StoreError::kBadRequest, *why);
   if (bytes.size() > options_.max_object_bytes)
-    return fail(StoreError::kTooLarge,
-                "object above the limit (" + std::to_string(options_.max_object_bytes) + " bytes)");
+    return store_fail(StoreError::kTooLarge,
+                      "object above the limit (" + std::to_string(options_.max_object_bytes) + " bytes)");
   std::lock_guard lock(mutex_);
 
   // The parent directory, made as needed, one segment at a time.
@@ -197,7 +199,7 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
     }
     if (fd < 0) {
       if (errno == ENOTDIR)
-        return fail(StoreError::kBadRequest, "a path segment is an object, not a directory");
+        return store_fail(StoreError::kBadRequest, "a path segment is an object, not a directory");
       return from_errno(errno, "open directory");
     }
     Fd next(fd);
@@ -213,14 +215,14 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   if (::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(st.st_mode)) return from_errno(ELOOP, "stat");
     if (!S_ISREG(st.st_mode))
-      return fail(StoreError::kBadRequest, "a directory or special file is at that path");
+      return store_fail(StoreError::kBadRequest, "a directory or special file is at that path");
     old = static_cast<uint64_t>(st.st_size);
   } else if (errno != ENOENT) {
     return from_errno(errno, "stat");
   }
   if (used_ - old + bytes.size() > options_.quota_bytes)
-    return fail(StoreError::kQuotaExceeded,
-                "byte quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
+    return store_fail(StoreError::kQuotaExceeded,
+                      "byte quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
 
   const std::string tmp = temp_name();
   {

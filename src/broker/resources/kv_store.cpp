@@ -42,8 +42,9 @@ bool bind_blob(sqlite3_stmt* s, int i, std::string_view v) {
 
 std::optional<StoreFailure> check_key(std::string_view key) {
   if (key.empty() || key.size() > KvStore::kMaxKeyBytes)
-    return fail(StoreError::kBadRequest, "a key is 1 to " + std::to_string(KvStore::kMaxKeyBytes) + " bytes");
-  if (key.find('\0') != std::string_view::npos) return fail(StoreError::kBadRequest, "NUL in the key");
+    return store_fail(StoreError::kBadRequest,
+                      "a key is 1 to " + std::to_string(KvStore::kMaxKeyBytes) + " bytes");
+  if (key.find('\0') != std::string_view::npos) return store_fail(StoreError::kBadRequest, "NUL in the key");
   return std::nullopt;
 }
 
@@ -97,8 +98,8 @@ KvStore::~KvStore() {
 bool KvStore::exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
 
 StoreFailure KvStore::internal(const char* what) {
-  return fail(StoreError::kInternal,
-              std::string("kv store: ") + what + ": " + sqlite3_errstr(sqlite3_errcode(db_)));
+  return store_fail(StoreError::kInternal,
+                    std::string("kv store: ") + what + ": " + sqlite3_errstr(sqlite3_errcode(db_)));
 }
 
 StoreResult<KvStore::Usage> KvStore::usage(std::string_view cap_id) {
@@ -127,18 +128,18 @@ StoreResult<std::string> KvStore::get(const KvCapability& cap, std::string_view 
   Reset r(get_);
   if (!bind_text(get_, 1, cap.id) || !bind_blob(get_, 2, key)) return internal("bind");
   const int rc = sqlite3_step(get_);
-  if (rc == SQLITE_DONE) return fail(StoreError::kNotFound, "no such key");
+  if (rc == SQLITE_DONE) return store_fail(StoreError::kNotFound, "no such key");
   if (rc != SQLITE_ROW) return internal("get");
   const auto* p = static_cast<const char*>(sqlite3_column_blob(get_, 0));
   return std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(get_, 0)));
 }
 
 StoreStatus KvStore::put(const KvCapability& cap, std::string_view key, std::string_view value) {
-  if (cap.mode == AccessMode::kReadOnly) return fail(StoreError::kReadOnly, "read-only capability");
+  if (cap.mode == AccessMode::kReadOnly) return store_fail(StoreError::kReadOnly, "read-only capability");
   if (auto f = check_key(key)) return *f;
   if (value.size() > cap.quota.max_value_bytes)
-    return fail(StoreError::kTooLarge,
-                "value above the limit (" + std::to_string(cap.quota.max_value_bytes) + " bytes)");
+    return store_fail(StoreError::kTooLarge,
+                      "value above the limit (" + std::to_string(cap.quota.max_value_bytes) + " bytes)");
   std::lock_guard lock(mutex_);
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
   auto result = [&]() -> StoreStatus {
@@ -159,11 +160,11 @@ StoreStatus KvStore::put(const KvCapability& cap, std::string_view key, std::str
     u.bytes += key.size() + value.size();
     u.keys += 1;
     if (u.keys > cap.quota.max_keys)
-      return fail(StoreError::kQuotaExceeded,
-                  "key quota (" + std::to_string(cap.quota.max_keys) + " keys) reached");
+      return store_fail(StoreError::kQuotaExceeded,
+                        "key quota (" + std::to_string(cap.quota.max_keys) + " keys) reached");
     if (u.bytes > cap.quota.max_bytes)
-      return fail(StoreError::kQuotaExceeded,
-                  "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
+      return store_fail(StoreError::kQuotaExceeded,
+                        "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
     {
       Reset r(put_);
       if (!bind_text(put_, 1, cap.id) || !bind_blob(put_, 2, key) || !bind_blob(put_, 3, value))
@@ -178,7 +179,7 @@ StoreStatus KvStore::put(const KvCapability& cap, std::string_view key, std::str
 }
 
 StoreStatus KvStore::erase(const KvCapability& cap, std::string_view key) {
-  if (cap.mode == AccessMode::kReadOnly) return fail(StoreError::kReadOnly, "read-only capability");
+  if (cap.mode == AccessMode::kReadOnly) return store_fail(StoreError::kReadOnly, "read-only capability");
   if (auto f = check_key(key)) return *f;
   std::lock_guard lock(mutex_);
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
@@ -190,7 +191,7 @@ StoreStatus KvStore::erase(const KvCapability& cap, std::string_view key) {
       Reset r(size_);
       if (!bind_text(size_, 1, cap.id) || !bind_blob(size_, 2, key)) return internal("bind");
       const int rc = sqlite3_step(size_);
-      if (rc == SQLITE_DONE) return fail(StoreError::kNotFound, "no such key");
+      if (rc == SQLITE_DONE) return store_fail(StoreError::kNotFound, "no such key");
       if (rc != SQLITE_ROW) return internal("size");
       u.bytes -= key.size() + static_cast<uint64_t>(sqlite3_column_int64(size_, 0));
       u.keys -= 1;

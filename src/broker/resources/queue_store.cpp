@@ -102,8 +102,8 @@ bool QueueStore::exec(const char* sql) {
 }
 
 StoreFailure QueueStore::internal(const char* what) {
-  return fail(StoreError::kInternal,
-              std::string("queue store: ") + what + ": " + sqlite3_errstr(sqlite3_errcode(db_)));
+  return store_fail(StoreError::kInternal,
+                    std::string("queue store: ") + what + ": " + sqlite3_errstr(sqlite3_errcode(db_)));
 }
 
 std::chrono::milliseconds QueueStore::now() const {
@@ -114,8 +114,8 @@ std::chrono::milliseconds QueueStore::now() const {
 
 StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::string_view body) {
   if (body.size() > cap.quota.max_message_bytes)
-    return fail(StoreError::kTooLarge,
-                "message above the limit (" + std::to_string(cap.quota.max_message_bytes) + " bytes)");
+    return store_fail(StoreError::kTooLarge,
+                      "message above the limit (" + std::to_string(cap.quota.max_message_bytes) + " bytes)");
   std::lock_guard lock(mutex_);
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
   auto result = [&]() -> StoreResult<std::string> {
@@ -126,11 +126,11 @@ StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::strin
       const auto count = static_cast<uint64_t>(sqlite3_column_int64(usage_, 0));
       const auto bytes = static_cast<uint64_t>(sqlite3_column_int64(usage_, 1));
       if (count + 1 > cap.quota.max_messages)
-        return fail(StoreError::kQuotaExceeded,
-                    "message quota (" + std::to_string(cap.quota.max_messages) + " messages) reached");
+        return store_fail(StoreError::kQuotaExceeded,
+                          "message quota (" + std::to_string(cap.quota.max_messages) + " messages) reached");
       if (bytes + body.size() > cap.quota.max_bytes)
-        return fail(StoreError::kQuotaExceeded,
-                    "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
+        return store_fail(StoreError::kQuotaExceeded,
+                          "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
     }
     std::string id = random_hex();
     Reset r(insert_);
@@ -150,8 +150,8 @@ StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::strin
 StoreResult<std::optional<QueueMessage>> QueueStore::receive(const QueueCapability& cap,
                                                              std::chrono::milliseconds visibility) {
   if (visibility.count() < 1 || visibility > kMaxVisibility)
-    return fail(StoreError::kBadRequest,
-                "visibility timeout is 1 ms to " + std::to_string(kMaxVisibility.count()) + " ms");
+    return store_fail(StoreError::kBadRequest,
+                      "visibility timeout is 1 ms to " + std::to_string(kMaxVisibility.count()) + " ms");
   std::lock_guard lock(mutex_);
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
   auto result = [&]() -> StoreResult<std::optional<QueueMessage>> {
@@ -191,7 +191,7 @@ StoreStatus QueueStore::ack(const QueueCapability& cap, std::string_view receipt
     return internal("bind");
   if (sqlite3_step(ack_) != SQLITE_DONE) return internal("ack");
   if (sqlite3_changes64(db_) == 0)
-    return fail(StoreError::kNotFound, "no such delivery (acked, expired or redelivered)");
+    return store_fail(StoreError::kNotFound, "no such delivery (acked, expired or redelivered)");
   return Done{};
 }
 

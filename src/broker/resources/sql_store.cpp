@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <optional>
@@ -221,7 +222,11 @@ int SqlStore::decide(int action, const char* a1, const char* a2, const char* db)
     case SQLITE_INSERT:
     case SQLITE_UPDATE:
     case SQLITE_DELETE:
-      if (!ro && db && std::string_view(db) == "temp") return temp("a write to temp");
+      // No TEMP object can exist, so the only temp table is its schema,
+      // which ALTER TABLE's nested statements rewrite (to no effect).
+      if (!ro && db && std::string_view(db) == "temp" && name1 != "sqlite_temp_master" &&
+          name1 != "sqlite_temp_schema")
+        return temp("a write to temp");
       return write(action == SQLITE_INSERT ? "INSERT" : action == SQLITE_UPDATE ? "UPDATE" : "DELETE");
     case SQLITE_CREATE_TEMP_INDEX:
     case SQLITE_CREATE_TEMP_TABLE:
@@ -283,7 +288,7 @@ std::optional<StoreFailure> bind_one(sqlite3_stmt* s, int i, const nlohmann::jso
     case nlohmann::json::value_t::number_unsigned: {
       const auto u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        return fail(StoreError::kBadRequest, where + ": integer out of range");
+        return store_fail(StoreError::kBadRequest, where + ": integer out of range");
       rc = sqlite3_bind_int64(s, i, static_cast<int64_t>(u));
       break;
     }
@@ -293,27 +298,27 @@ std::optional<StoreFailure> bind_one(sqlite3_stmt* s, int i, const nlohmann::jso
     case nlohmann::json::value_t::string: {
       const auto& text = v.get_ref<const std::string&>();
       if (text.size() > limits.max_value_bytes)
-        return fail(StoreError::kTooLarge,
-                    where + ": above the value limit (" + std::to_string(limits.max_value_bytes) + " bytes)");
+        return store_fail(StoreError::kTooLarge, where + ": above the value limit (" +
+                                                     std::to_string(limits.max_value_bytes) + " bytes)");
       rc = sqlite3_bind_text64(s, i, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
       break;
     }
     case nlohmann::json::value_t::object: {
       auto it = v.find("base64");
       if (v.size() != 1 || it == v.end() || !it->is_string())
-        return fail(StoreError::kBadRequest, where + ": an object must be {\"base64\": \"...\"}");
+        return store_fail(StoreError::kBadRequest, where + ": an object must be {\"base64\": \"...\"}");
       std::optional<std::string> bytes = base64_decode(it->get_ref<const std::string&>());
-      if (!bytes) return fail(StoreError::kBadRequest, where + ": not canonical base64");
+      if (!bytes) return store_fail(StoreError::kBadRequest, where + ": not canonical base64");
       if (bytes->size() > limits.max_value_bytes)
-        return fail(StoreError::kTooLarge,
-                    where + ": above the value limit (" + std::to_string(limits.max_value_bytes) + " bytes)");
+        return store_fail(StoreError::kTooLarge, where + ": above the value limit (" +
+                                                     std::to_string(limits.max_value_bytes) + " bytes)");
       rc = sqlite3_bind_blob64(s, i, bytes->data(), bytes->size(), SQLITE_TRANSIENT);
       break;
     }
     default:
-      return fail(StoreError::kBadRequest, where + ": unsupported JSON type");
+      return store_fail(StoreError::kBadRequest, where + ": unsupported JSON type");
   }
-  if (rc != SQLITE_OK) return fail(StoreError::kBadRequest, where + ": " + sqlite3_errstr(rc));
+  if (rc != SQLITE_OK) return store_fail(StoreError::kBadRequest, where + ": " + sqlite3_errstr(rc));
   return std::nullopt;
 }
 
@@ -321,22 +326,20 @@ std::optional<StoreFailure> bind_all(sqlite3_stmt* s, const nlohmann::json& para
   const int count = sqlite3_bind_parameter_count(s);
   if (params.is_null()) {
     if (count != 0)
-      return fail(StoreError::kBadRequest,
-                  "the statement has " + std::to_string(count) + " parameters, none given");
+      return store_fail(StoreError::kBadRequest,
+                        "the statement has " + std::to_string(count) + " parameters, none given");
     return std::nullopt;
   }
-  if (params.size() > static_cast<size_t>(limits.max_params))
-    return fail(StoreError::kLimitExceeded,
-                "parameter limit (" + std::to_string(limits.max_params) + ") passed");
   if (params.is_array()) {
     if (params.size() != static_cast<size_t>(count))
-      return fail(StoreError::kBadRequest, "the statement has " + std::to_string(count) + " parameters, " +
-                                               std::to_string(params.size()) + " given");
+      return store_fail(StoreError::kBadRequest, "the statement has " + std::to_string(count) +
+                                                     " parameters, " + std::to_string(params.size()) +
+                                                     " given");
     for (int i = 1; i <= count; ++i) {
       const char* name = sqlite3_bind_parameter_name(s, i);
       if (name && name[0] != '?')
-        return fail(StoreError::kBadRequest,
-                    std::string("named parameter ") + name + " needs an object of parameters");
+        return store_fail(StoreError::kBadRequest,
+                          std::string("named parameter ") + name + " needs an object of parameters");
       if (auto f = bind_one(s, i, params[static_cast<size_t>(i - 1)], limits)) return f;
     }
     return std::nullopt;
@@ -346,19 +349,19 @@ std::optional<StoreFailure> bind_all(sqlite3_stmt* s, const nlohmann::json& para
     for (int i = 1; i <= count; ++i) {
       const char* name = sqlite3_bind_parameter_name(s, i);
       if (!name || name[0] == '?')
-        return fail(StoreError::kBadRequest,
-                    "positional parameter " + std::to_string(i) + " needs an array of parameters");
+        return store_fail(StoreError::kBadRequest,
+                          "positional parameter " + std::to_string(i) + " needs an array of parameters");
       auto it = params.find(name + 1);
       if (it == params.end())
-        return fail(StoreError::kBadRequest, std::string("parameter ") + name + " missing");
+        return store_fail(StoreError::kBadRequest, std::string("parameter ") + name + " missing");
       ++used;
       if (auto f = bind_one(s, i, *it, limits)) return f;
     }
     if (used != params.size())
-      return fail(StoreError::kBadRequest, "parameters given that the statement does not name");
+      return store_fail(StoreError::kBadRequest, "parameters given that the statement does not name");
     return std::nullopt;
   }
-  return fail(StoreError::kBadRequest, "parameters must be an array, an object or null");
+  return store_fail(StoreError::kBadRequest, "parameters must be an array, an object or null");
 }
 
 }  // namespace
@@ -367,10 +370,15 @@ StoreResult<SqlOutcome> SqlStore::run(std::string_view statement, const nlohmann
   const SqlLimits& limits = options_.limits;
   const bool ro = options_.mode == AccessMode::kReadOnly;
   if (statement.size() > limits.max_statement_bytes)
-    return fail(StoreError::kLimitExceeded,
-                "statement length limit (" + std::to_string(limits.max_statement_bytes) + " bytes) passed");
+    return store_fail(
+        StoreError::kLimitExceeded,
+        "statement length limit (" + std::to_string(limits.max_statement_bytes) + " bytes) passed");
   if (statement.find('\0') != std::string_view::npos)
-    return fail(StoreError::kBadRequest, "NUL in the statement");
+    return store_fail(StoreError::kBadRequest, "NUL in the statement");
+  // Before the prepare, which would refuse the same with a vaguer error.
+  if ((params.is_array() || params.is_object()) && params.size() > static_cast<size_t>(limits.max_params))
+    return store_fail(StoreError::kLimitExceeded,
+                      "parameter limit (" + std::to_string(limits.max_params) + ") passed");
 
   // Maps a SQLite failure, preferring what the callbacks recorded.
   auto failure = [&](int rc) -> StoreFailure {
@@ -378,36 +386,36 @@ StoreResult<SqlOutcome> SqlStore::run(std::string_view statement, const nlohmann
     const int primary = rc & 0xff;
     if (primary == SQLITE_INTERRUPT && call_->stopped) {
       if (std::string_view(call_->stopped) == "time budget")
-        return fail(StoreError::kLimitExceeded,
-                    "time budget (" + std::to_string(limits.time_budget.count()) + " ms) passed");
-      return fail(StoreError::kLimitExceeded,
-                  "VM step budget (" + std::to_string(limits.max_vm_steps) + ") passed");
+        return store_fail(StoreError::kLimitExceeded,
+                          "time budget (" + std::to_string(limits.time_budget.count()) + " ms) passed");
+      return store_fail(StoreError::kLimitExceeded,
+                        "VM step budget (" + std::to_string(limits.max_vm_steps) + ") passed");
     }
     switch (primary) {
       case SQLITE_FULL:
         if (options_.quota_bytes > 0)
-          return fail(StoreError::kQuotaExceeded,
-                      "database quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
-        return fail(StoreError::kInternal, "the disk is full");
+          return store_fail(StoreError::kQuotaExceeded,
+                            "database quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
+        return store_fail(StoreError::kInternal, "the disk is full");
       case SQLITE_TOOBIG:
-        return fail(StoreError::kLimitExceeded,
-                    "value size limit (" + std::to_string(limits.max_value_bytes) + " bytes) passed");
+        return store_fail(StoreError::kLimitExceeded,
+                          "value size limit (" + std::to_string(limits.max_value_bytes) + " bytes) passed");
       case SQLITE_READONLY:
-        return fail(StoreError::kReadOnly, "read-only: the statement would write");
+        return store_fail(StoreError::kReadOnly, "read-only: the statement would write");
       case SQLITE_AUTH:
-        return fail(StoreError::kForbidden, "not authorized");
+        return store_fail(StoreError::kForbidden, "not authorized");
       case SQLITE_BUSY:
       case SQLITE_LOCKED:
-        return fail(StoreError::kInternal, "the database is busy");
+        return store_fail(StoreError::kInternal, "the database is busy");
       case SQLITE_ERROR:
       case SQLITE_CONSTRAINT:
       case SQLITE_MISMATCH:
       case SQLITE_RANGE:
         // The statement's own error (syntax, a constraint's name): it quotes
         // the guest's statement at most, never stored values.
-        return fail(StoreError::kBadRequest, sqlite3_errmsg(db_));
+        return store_fail(StoreError::kBadRequest, sqlite3_errmsg(db_));
       default:
-        return fail(StoreError::kInternal, std::string("sqlite: ") + sqlite3_errstr(rc));
+        return store_fail(StoreError::kInternal, std::string("sqlite: ") + sqlite3_errstr(rc));
     }
   };
 
@@ -416,12 +424,12 @@ StoreResult<SqlOutcome> SqlStore::run(std::string_view statement, const nlohmann
   const int prc =
       sqlite3_prepare_v3(db_, statement.data(), static_cast<int>(statement.size()), 0, &st.s, &tail);
   if (prc != SQLITE_OK) return failure(prc);
-  if (!st.s) return fail(StoreError::kBadRequest, "no statement");
+  if (!st.s) return store_fail(StoreError::kBadRequest, "no statement");
   for (const char* p = tail; p && p < statement.data() + statement.size(); ++p)
     if (*p != ';' && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-      return fail(StoreError::kBadRequest, "exactly one statement per call");
+      return store_fail(StoreError::kBadRequest, "exactly one statement per call");
   const bool reads_only = sqlite3_stmt_readonly(st.s) != 0;
-  if (ro && !reads_only) return fail(StoreError::kReadOnly, "read-only: the statement would write");
+  if (ro && !reads_only) return store_fail(StoreError::kReadOnly, "read-only: the statement would write");
   if (auto f = bind_all(st.s, params, limits)) return *f;
 
   // A rw write runs in its own transaction so that a limit or the quota
@@ -452,15 +460,16 @@ StoreResult<SqlOutcome> SqlStore::run(std::string_view statement, const nlohmann
         const char* n = sqlite3_column_name(st.s, c);
         names.emplace_back(n ? n : "");
         if (!seen.insert(names.back()).second) {
-          stop =
-              fail(StoreError::kBadRequest, "two result columns are named " + names.back() + "; alias one");
+          stop = store_fail(StoreError::kBadRequest,
+                            "two result columns are named " + names.back() + "; alias one");
           break;
         }
       }
       if (stop) break;
     }
     if (++rows > limits.max_rows) {
-      stop = fail(StoreError::kLimitExceeded, "row limit (" + std::to_string(limits.max_rows) + ") passed");
+      stop = store_fail(StoreError::kLimitExceeded,
+                        "row limit (" + std::to_string(limits.max_rows) + ") passed");
       break;
     }
     nlohmann::json row = nlohmann::json::object();
@@ -499,8 +508,8 @@ StoreResult<SqlOutcome> SqlStore::run(std::string_view statement, const nlohmann
           break;
       }
       if (bytes > limits.max_result_bytes) {
-        stop = fail(StoreError::kLimitExceeded,
-                    "result size limit (" + std::to_string(limits.max_result_bytes) + " bytes) passed");
+        stop = store_fail(StoreError::kLimitExceeded,
+                          "result size limit (" + std::to_string(limits.max_result_bytes) + " bytes) passed");
         break;
       }
       row[names[static_cast<size_t>(c)]] = std::move(value);

@@ -42,8 +42,9 @@ struct StoreFailure {
 template <typename T>
 class [[nodiscard]] StoreResult {
  public:
-  StoreResult(T value) : v_(std::move(value)) {}                 // implicit: return a value or fail(...)
-  StoreResult(StoreFailure failure) : v_(std::move(failure)) {}  // implicit: return a value or fail(...)
+  StoreResult(T value) : v_(std::move(value)) {}  // implicit: return a value or store_fail(...)
+  StoreResult(StoreFailure failure)
+      : v_(std::move(failure)) {}  // implicit: return a value or store_fail(...)
 
   bool ok() const { return v_.index() == 0; }
   const T& value() const& { return std::get<0>(v_); }
@@ -61,6 +62,6 @@ class [[nodiscard]] StoreResult {
 struct Done {};
 using StoreStatus = StoreResult<Done>;
 
-inline StoreFailure fail(StoreError code, std::string message) { return {code, std::move(message)}; }
+inline StoreFailure store_fail(StoreError code, std::string message) { return {code, std::move(message)}; }
 
 }  // namespace zn::broker

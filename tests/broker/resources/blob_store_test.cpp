@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -110,7 +111,8 @@ TEST_F(BlobStoreTest, MalformedPathsAreRefused) {
   EXPECT_EQ(read_file(outside_ / "secret"), "outside-secret");
   EXPECT_EQ(tree(outside_), std::vector<std::string>{"secret"});
   // Positive control: names that merely look alike are fine.
-  for (const std::string& path : {"..x", "a..b/c", "x.", std::string(255, 'n'), "zn-tmp-0123"})
+  for (const std::string& path : {std::string("..x"), std::string("a..b/c"), std::string("x."),
+                                  std::string(255, 'n'), std::string("zn-tmp-0123")})
     EXPECT_TRUE(store.put(path, "v").ok()) << path;
 }
 
