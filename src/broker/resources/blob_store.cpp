@@ -121,6 +121,7 @@ BlobStore::BlobStore(BlobStoreOptions options) : options_(std::move(options)) {
     const fs::file_status st = it->symlink_status(ec);
     if (ec) break;
     if (fs::is_regular_file(st)) used_ += it->file_size(ec);
+    if (fs::is_regular_file(st) || fs::is_directory(st)) ++objects_;
   }
   if (ec) {
     ::close(dirfd_);
@@ -135,6 +136,11 @@ BlobStore::~BlobStore() {
 uint64_t BlobStore::used_bytes() const {
   std::lock_guard lock(mutex_);
   return used_;
+}
+
+uint64_t BlobStore::used_objects() const {
+  std::lock_guard lock(mutex_);
+  return objects_;
 }
 
 std::optional<std::string> BlobStore::malformed(std::string_view path, size_t max_bytes) {
@@ -177,6 +183,11 @@ StoreResult<std::string> BlobStore::get(std::string_view path) {
   return out;
 }
 
+StoreFailure BlobStore::objects_quota() const {
+  return store_fail(StoreError::kQuotaExceeded, "object quota (" + std::to_string(options_.max_objects) +
+                                                    " files and directories) reached");
+}
+
 StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   if (options_.mode == AccessMode::kReadOnly)
     return store_fail(StoreError::kReadOnly, "read-only capability");
@@ -194,7 +205,11 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
     const uint64_t flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
     int fd = open_beneath(at, parts[i], flags);
     if (fd < 0 && errno == ENOENT) {
-      if (::mkdirat(at, parts[i].c_str(), 0750) != 0 && errno != EEXIST) return from_errno(errno, "mkdir");
+      if (objects_ + 1 > options_.max_objects) return objects_quota();
+      if (::mkdirat(at, parts[i].c_str(), 0750) == 0)
+        ++objects_;
+      else if (errno != EEXIST)
+        return from_errno(errno, "mkdir");
       fd = open_beneath(at, parts[i], flags);
     }
     if (fd < 0) {
@@ -211,15 +226,18 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   // What the object replaces, for the quota. `at` was opened beneath the
   // directory and name is one segment, so a plain lstat-style look is safe.
   uint64_t old = 0;
+  bool exists = false;
   struct stat st {};
   if (::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(st.st_mode)) return from_errno(ELOOP, "stat");
     if (!S_ISREG(st.st_mode))
       return store_fail(StoreError::kBadRequest, "a directory or special file is at that path");
     old = static_cast<uint64_t>(st.st_size);
+    exists = true;
   } else if (errno != ENOENT) {
     return from_errno(errno, "stat");
   }
+  if (!exists && objects_ + 1 > options_.max_objects) return objects_quota();
   if (used_ - old + bytes.size() > options_.quota_bytes)
     return store_fail(StoreError::kQuotaExceeded,
                       "byte quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
@@ -241,6 +259,7 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   }
   ::fsync(at);  // the rename itself; the object is in place either way
   used_ = used_ - old + bytes.size();
+  if (!exists) ++objects_;
   return Done{};
 }
 

@@ -15,9 +15,10 @@
 // fsyncs the directory. Missing intermediate directories are made with
 // mkdirat relative to descriptors opened the same way.
 //
-// The quota counts the bytes of regular files under the directory: a walk at
-// open, then the store's own puts. Files the operator changes behind the
-// store are seen at the next open.
+// The quota counts the bytes of regular files under the directory and the
+// number of files and directories (so empty objects cannot exhaust inodes):
+// a walk at open, then the store's own puts. Files the operator changes
+// behind the store are seen at the next open.
 //
 // Threads: calls may block (disk); call off the proxy's loop, from any
 // thread. puts are serialised (the quota), gets are not.
@@ -37,6 +38,7 @@ struct BlobStoreOptions {
   std::string directory;  // the operator's; must exist
   AccessMode mode = AccessMode::kReadOnly;
   uint64_t quota_bytes = 1024ull * 1024 * 1024;  // all regular files under the directory
+  uint64_t max_objects = 100000;                 // files and directories under it
   size_t max_object_bytes = 64 * 1024 * 1024;
   size_t max_path_bytes = 1024;
 };
@@ -53,18 +55,22 @@ class BlobStore {
   StoreResult<std::string> get(std::string_view path);
   StoreStatus put(std::string_view path, std::string_view bytes);
 
-  // The bytes the quota counts now.
+  // What the quota counts now.
   uint64_t used_bytes() const;
+  uint64_t used_objects() const;
 
   // Whether path is well-formed (kBadRequest's reason when not). Public for
   // the HTTP layer, which may refuse early.
   static std::optional<std::string> malformed(std::string_view path, size_t max_bytes);
 
  private:
+  StoreFailure objects_quota() const;
+
   BlobStoreOptions options_;
   int dirfd_ = -1;
   mutable std::mutex mutex_;  // puts, and the quota
   uint64_t used_ = 0;
+  uint64_t objects_ = 0;
 };
 
 }  // namespace zn::broker

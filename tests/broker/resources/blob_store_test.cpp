@@ -200,6 +200,24 @@ TEST_F(BlobStoreTest, QuotaAndObjectSizeHold) {
   EXPECT_EQ(BlobStore(o).get("a").error(), StoreError::kTooLarge);
 }
 
+TEST_F(BlobStoreTest, TheObjectCountHolds) {
+  fs::create_directory(root_ / "old");  // counted at open
+  BlobStoreOptions o = options();
+  o.max_objects = 4;
+  BlobStore store(o);
+  EXPECT_EQ(store.used_objects(), 1u);
+  ASSERT_TRUE(store.put("a", "").ok());       // 2
+  ASSERT_TRUE(store.put("d/b", "").ok());     // 4: d and b
+  ASSERT_TRUE(store.put("a", "again").ok());  // a replacement is not a new object
+  auto file = store.put("c", "");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.error(), StoreError::kQuotaExceeded);
+  EXPECT_EQ(store.put("e/f", "").error(), StoreError::kQuotaExceeded);
+  EXPECT_FALSE(fs::exists(root_ / "e"));
+  EXPECT_EQ(store.used_objects(), 4u);
+  EXPECT_EQ(BlobStore(o).used_objects(), 4u);
+}
+
 TEST_F(BlobStoreTest, AMissingDirectoryIsASetupError) {
   BlobStoreOptions o = options();
   o.directory = (dir_.path() / "absent").string();
