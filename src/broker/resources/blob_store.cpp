@@ -87,10 +87,11 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// Empty when the kernel has no randomness to give (never in practice): the
+// data path returns kInternal rather than throwing.
 std::string temp_name() {
   unsigned char r[8];
-  if (::getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
-    throw std::runtime_error("getrandom failed");
+  if (::getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string name(kTempPrefix);
   for (unsigned char b : r) {
@@ -238,11 +239,13 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
     return from_errno(errno, "stat");
   }
   if (!exists && objects_ + 1 > options_.max_objects) return objects_quota();
-  if (used_ - old + bytes.size() > options_.quota_bytes)
+  const uint64_t others = used_ >= old ? used_ - old : 0;  // the operator may have shrunk a file meanwhile
+  if (others + bytes.size() > options_.quota_bytes)
     return store_fail(StoreError::kQuotaExceeded,
                       "byte quota (" + std::to_string(options_.quota_bytes) + " bytes) reached");
 
   const std::string tmp = temp_name();
+  if (tmp.empty()) return store_fail(StoreError::kInternal, "blob store: getrandom failed");
   {
     Fd out(open_beneath(at, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
     if (out.fd < 0) return from_errno(errno, "create");
@@ -258,7 +261,7 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
     return from_errno(err, "rename");
   }
   ::fsync(at);  // the rename itself; the object is in place either way
-  used_ = used_ - old + bytes.size();
+  used_ = others + bytes.size();
   if (!exists) ++objects_;
   return Done{};
 }

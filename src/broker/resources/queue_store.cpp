@@ -37,10 +37,11 @@ bool bind_text(sqlite3_stmt* s, int i, std::string_view v) {
   return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8) == SQLITE_OK;
 }
 
+// Empty when the kernel has no randomness to give (never in practice): the
+// data path returns kInternal rather than throwing.
 std::string random_hex() {
   unsigned char r[16];
-  if (::getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
-    throw std::runtime_error("getrandom failed");
+  if (::getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned char b : r) {
@@ -133,6 +134,7 @@ StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::strin
                           "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
     }
     std::string id = random_hex();
+    if (id.empty()) return store_fail(StoreError::kInternal, "queue store: getrandom failed");
     Reset r(insert_);
     if (!bind_text(insert_, 1, cap.id) || !bind_text(insert_, 2, id) ||
         sqlite3_bind_blob64(insert_, 3, body.empty() ? "" : body.data(), body.size(), SQLITE_STATIC) !=
@@ -171,6 +173,7 @@ StoreResult<std::optional<QueueMessage>> QueueStore::receive(const QueueCapabili
       m.deliveries = static_cast<uint32_t>(sqlite3_column_int64(next_, 3)) + 1;
     }
     m.receipt = random_hex();
+    if (m.receipt.empty()) return store_fail(StoreError::kInternal, "queue store: getrandom failed");
     Reset r(hide_);
     if (sqlite3_bind_int64(hide_, 1, seq) != SQLITE_OK ||
         sqlite3_bind_int64(hide_, 2, t + visibility.count()) != SQLITE_OK || !bind_text(hide_, 3, m.receipt))
