@@ -203,7 +203,9 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   Fd parent;
   int at = dirfd_;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    const uint64_t flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+    // No O_NOFOLLOW: with O_DIRECTORY it turns a symlink into ENOTDIR;
+    // RESOLVE_NO_SYMLINKS refuses it as ELOOP, which says what it is.
+    const uint64_t flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
     int fd = open_beneath(at, parts[i], flags);
     if (fd < 0 && errno == ENOENT) {
       if (objects_ + 1 > options_.max_objects) return objects_quota();

@@ -188,7 +188,7 @@ int SqlStore::decide(int action, const char* a1, const char* a2, const char* db)
   if (internal_) return SQLITE_OK;
   const bool ro = options_.mode == AccessMode::kReadOnly;
   auto deny = [&](StoreError code, std::string why) {
-    if (call_ && !call_->refused) call_->refused = fail(code, std::move(why));
+    if (call_ && !call_->refused) call_->refused = store_fail(code, std::move(why));
     return SQLITE_DENY;
   };
   auto write = [&](const char* what) {

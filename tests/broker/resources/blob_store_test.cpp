@@ -130,7 +130,7 @@ TEST_F(BlobStoreTest, SymlinksCannotLeadOut) {
     EXPECT_EQ(g.error(), StoreError::kForbidden) << path << ": " << g.message();
     EXPECT_EQ(g.message().find("outside-secret"), std::string::npos);
   }
-  for (const std::string& path : {"sib/new", "sib/deeper/new", "link", "dangling", "etc/zn-test"}) {
+  for (std::string_view path : {"sib/new", "sib/deeper/new", "link", "dangling", "etc/zn-test"}) {
     auto p = store.put(path, "escaped");
     ASSERT_FALSE(p.ok()) << path;
     EXPECT_EQ(p.error(), StoreError::kForbidden) << path << ": " << p.message();
