@@ -9,15 +9,17 @@ namespace {
 
 constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-constexpr std::array<int8_t, 256> make_decode_table() {
-  std::array<int8_t, 256> t{};
-  for (auto& v : t) v = -1;
+constexpr uint8_t kInvalid = 0xff;
+
+constexpr std::array<uint8_t, 256> make_decode_table() {
+  std::array<uint8_t, 256> t{};
+  for (auto& v : t) v = kInvalid;
   for (size_t i = 0; i < kAlphabet.size(); ++i)
-    t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
+    t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<uint8_t>(i);
   return t;
 }
 
-constexpr std::array<int8_t, 256> kDecode = make_decode_table();
+constexpr std::array<uint8_t, 256> kDecode = make_decode_table();
 
 }  // namespace
 
@@ -62,8 +64,9 @@ std::optional<std::string> base64_decode(std::string_view text) {
         continue;
       }
       if (pad > 0) return std::nullopt;  // data after padding
-      v[j] = kDecode[static_cast<unsigned char>(c)];
-      if (v[j] < 0) return std::nullopt;
+      const uint8_t d = kDecode[static_cast<unsigned char>(c)];
+      if (d == kInvalid) return std::nullopt;
+      v[j] = d;
     }
     const uint32_t n = (static_cast<uint32_t>(v[0]) << 18) | (static_cast<uint32_t>(v[1]) << 12) |
                        (static_cast<uint32_t>(v[2]) << 6) | static_cast<uint32_t>(v[3]);
