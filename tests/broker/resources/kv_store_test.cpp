@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/temp_dir.h"
 
@@ -121,6 +124,33 @@ TEST_F(KvStoreTest, UsageSurvivesAReopen) {
   KvStore store(path_);
   EXPECT_EQ(store.put(a, "l", std::string(20, 'v')).error(), StoreError::kQuotaExceeded);
   EXPECT_EQ(store.get(a, "k").value().size(), 90u);
+}
+
+TEST_F(KvStoreTest, ConcurrentWritersCannotOvershootTheQuota) {
+  KvStore store(path_);
+  KvQuota q;
+  q.max_keys = 100;
+  const KvCapability a = cap("a", AccessMode::kReadWrite, q);
+  std::atomic<int> stored{0}, refused{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        auto r = store.put(a, "k" + std::to_string(t) + "-" + std::to_string(i), "0123456789");
+        if (r.ok())
+          ++stored;
+        else if (r.error() == StoreError::kQuotaExceeded)
+          ++refused;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(stored.load(), 100);
+  EXPECT_EQ(refused.load(), 100);
+  EXPECT_EQ(store.put(a, "one-more", "").error(), StoreError::kQuotaExceeded);
+  ASSERT_TRUE(store.erase(a, "k0-0").ok() || store.erase(a, "k1-0").ok() || store.erase(a, "k2-0").ok() ||
+              store.erase(a, "k3-0").ok());
+  EXPECT_TRUE(store.put(a, "one-more", "").ok());
 }
 
 }  // namespace

@@ -494,6 +494,22 @@ TEST_F(SqlStoreTest, AReadWriteCallIsAllOrNothing) {
   EXPECT_EQ(count(store, "r"), 100);
 }
 
+TEST_F(SqlStoreTest, AWriteStoppedByTheClockLeavesNothing) {
+  const std::string path = dir_.file("rw.db");
+  SqlLimits limits;
+  limits.time_budget = std::chrono::milliseconds(200);
+  SqlStore store(rw(path, 0, limits));
+  ASSERT_TRUE(store.execute("CREATE TABLE r(a)", nullptr).ok());
+  auto r = store.execute(
+      "INSERT INTO r WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+      nullptr);
+  expect_refused(r, StoreError::kLimitExceeded, "endless insert");
+  EXPECT_NE(r.message().find("time budget"), std::string::npos) << r.message();
+  EXPECT_EQ(count(store, "r"), 0) << "the interrupted insert was not rolled back";
+  EXPECT_TRUE(store.execute("INSERT INTO r VALUES(1)", nullptr).ok());  // the store is usable after
+  EXPECT_EQ(count(store, "r"), 1);
+}
+
 TEST_F(SqlStoreTest, OpeningIsTheOperatorsBusiness) {
   SqlStoreOptions missing = ro();
   missing.path = dir_.file("absent.db");
