@@ -5,14 +5,22 @@
 // store opens the file SQLITE_OPEN_READONLY with query_only on, and every
 // statement passes an authorizer that allows only reads (SELECT, READ,
 // RECURSIVE, functions not on a deny list, informational PRAGMAs from an
-// allow list); sqlite3_stmt_readonly is checked again before it runs. Both
-// modes refuse ATTACH/DETACH (and with them VACUUM, which attaches; the
-// attach limit is 0 too), load_extension, PRAGMAs off the allow list
-// (writable_schema, journal_mode, max_page_count...), transaction control and
-// savepoints (each call is its own transaction, so a guest cannot hold a lock
-// across calls), and in rw mode TEMP objects (they would live outside the
-// quota). The connection runs with DEFENSIVE on, TRUSTED_SCHEMA and extension
-// loading off, double-quoted string literals off.
+// allow list); sqlite3_stmt_readonly is checked again before it runs (each
+// of the two refuses every write in the tests on its own). Both modes refuse
+// ATTACH/DETACH (the attach limit is 0 too), load_extension, PRAGMAs off the
+// allow list (writable_schema, journal_mode, max_page_count...), transaction
+// control and savepoints (each call is its own transaction, so a guest cannot
+// hold a lock across calls), and in rw mode TEMP objects (they would live
+// outside the quota). VACUUM (INTO) meets the authorizer only when it runs,
+// as its inner ATTACH; before that a ro store refuses it as a write and a rw
+// store runs it inside the call's transaction, where SQLite refuses it. The
+// connection runs with DEFENSIVE on, TRUSTED_SCHEMA and extension loading
+// off, double-quoted string literals off. The schema is readable
+// (sqlite_schema, table_info): the capability grants the database.
+//
+// A ro reader of a WAL-mode database still makes SQLite's -wal and -shm
+// files next to it (the database file itself is not written); a dataset
+// shipped in rollback-journal mode leaves its directory untouched.
 //
 // Eponymous virtual tables (json_each, pragma_table_info...) are built on
 // first use through a nested parse the authorizer sees as a write to
