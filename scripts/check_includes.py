@@ -30,13 +30,16 @@ ALLOWED = {
     "vmm/host": ["common", "userspace/net"],
     "vmm/lab": ["common", "userspace/net", "vmm/host"],
     "broker/secrets": LOWER,
+    "broker/resources": LOWER,
     "broker/policy": LOWER + ["broker/secrets"],
     "broker/audit": LOWER + ["broker/secrets", "broker/policy"],
     "broker/identity": LOWER + ["broker/secrets"],
-    "broker/session": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/identity"],
-    "broker/control": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/session"],
-    "broker/daemon": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/identity",
-                              "broker/session", "broker/control"],
+    "broker/session": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
+                               "broker/identity"],
+    "broker/control": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
+                               "broker/session"],
+    "broker/daemon": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
+                              "broker/identity", "broker/session", "broker/control"],
 }
 CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
 LIBRARY = re.compile(r"\bzn_\w+")
