@@ -156,6 +156,14 @@ size_t cut_escape(std::string_view s, char lead, size_t span) {
   return at;
 }
 
+// What exempts a tripwire is its label; the caller's list may not outlive
+// the screen, and its credentials are not the screen's to keep.
+std::vector<Substitution> labels_of(const std::vector<Substitution>& subs) {
+  std::vector<Substitution> out;
+  for (const Substitution& s : subs) out.push_back({"", "", s.label});
+  return out;
+}
+
 void sink(SecretScrubber::Stream& stream, std::string_view bytes) {
   std::string discard;
   stream.feed(bytes, discard);
@@ -166,7 +174,7 @@ void sink(SecretScrubber::Stream& stream, std::string_view bytes) {
 
 StreamScreen::StreamScreen(const RequestScreen& screen, const std::vector<Substitution>& exempt)
     : screen_(screen),
-      exempt_(exempt),
+      exempt_(labels_of(exempt)),
       raw_(screen.scrubber()),
       percent_(screen.scrubber()),
       json_(screen.scrubber()),

@@ -68,7 +68,7 @@ class StreamScreen {
  private:
   std::vector<std::string> found() const;
   const RequestScreen& screen_;
-  const std::vector<Substitution>& exempt_;
+  std::vector<Substitution> exempt_;  // labels only: no credential is copied
   SecretScrubber::Stream raw_, percent_, json_;
   std::string pending_percent_, pending_json_;  // an escape cut off at the end of a piece
   std::string held_;                            // the window not yet released
