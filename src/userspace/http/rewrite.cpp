@@ -44,30 +44,21 @@ void append_header(std::string& out, std::string_view name, std::string_view val
   out.append(name).append(": ").append(value).append("\r\n");
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+}  // namespace
 
-// Form decoding of a parameter name: %XX and '+'; a bad escape is kept as is.
-std::string form_decoded(std::string_view s) {
+std::string form_decode(std::string_view s) {
   std::string out;
+  out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
       i += 2;
     } else {
-      out.push_back(s[i]);
+      out.push_back(s[i] == '+' ? ' ' : s[i]);
     }
   }
   return out;
 }
-
-}  // namespace
 
 std::string percent_encode(std::string_view value) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -95,7 +86,7 @@ std::string query_with_parameter(std::string_view query, std::string_view name, 
     const std::string_view pair = query.substr(pos, amp - pos);
     const std::string_view key = pair.substr(0, pair.find('='));
     // ';' is never a separator here: the normalised target refuses it raw.
-    if (!pair.empty() && form_decoded(key) != name) {
+    if (!pair.empty() && form_decode(key) != name) {
       if (!out.empty()) out.push_back('&');
       out.append(pair);
     }

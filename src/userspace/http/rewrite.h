@@ -27,6 +27,10 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
 // and `name=value` appended, value percent-encoded (RFC 3986 unreserved kept).
 std::string query_with_parameter(std::string_view query, std::string_view name, std::string_view value);
 
+// How a server reads a query or a form: %XX decoded, '+' as a space; an
+// escape that is not two hex digits is kept as it is.
+std::string form_decode(std::string_view s);
+
 // Percent-encodes all but RFC 3986 unreserved characters.
 std::string percent_encode(std::string_view value);
 

@@ -43,31 +43,11 @@ std::string encoded(std::string_view credential, BodyKind as) {
   return std::string(credential);
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A guest chooses its encoding byte by byte ("AKIA%5A..." or "\u0041KIA"),
+// A guest chooses its encoding byte by byte ("AKIA%5A..." or "\\u0041KIA"),
 // where an echoing server encodes whole values the usual way: what it
 // sends is also screened decoded, percent-escapes and '+' (how a server
-// reads a target or a form), and JSON escapes (how it reads a JSON body).
-std::string percent_decoded(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i] == '+' ? ' ' : s[i]);
-    }
-  }
-  return out;
-}
-
+// reads a target or a form: http::form_decode), and JSON escapes (how it
+// reads a JSON body).
 std::string json_unescaped(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -80,8 +60,11 @@ std::string json_unescaped(std::string_view s) {
     if (e == 'u' && i + 5 < s.size()) {
       int v = 0;
       bool ok = true;
-      for (size_t k = 2; k < 6; ++k)
-        ok = ok && hex_digit(s[i + k]) >= 0, v = v * 16 + std::max(0, hex_digit(s[i + k]));
+      for (size_t k = 2; k < 6; ++k) {
+        const int digit = http::hex_value(s[i + k]);
+        ok = ok && digit >= 0;
+        v = v * 16 + std::max(0, digit);
+      }
       if (ok && v < 0x80) {
         out.push_back(static_cast<char>(v));
         i += 5;
@@ -141,7 +124,7 @@ std::vector<std::string> RequestScreen::check(std::string_view bytes,
   if (!armed() || bytes.empty()) return {};
   std::vector<std::string> out = check_as_is(bytes, exempt);
   if (bytes.find_first_of("%+") != std::string_view::npos)
-    merge(out, check_as_is(percent_decoded(bytes), exempt));
+    merge(out, check_as_is(http::form_decode(bytes), exempt));
   if (bytes.find('\\') != std::string_view::npos) merge(out, check_as_is(json_unescaped(bytes), exempt));
   return out;
 }
@@ -196,8 +179,9 @@ std::vector<std::string> StreamScreen::found() const {
 
 std::vector<std::string> StreamScreen::feed(std::string_view in, std::string& out) {
   sink(raw_, in);
-  for (auto [pending, lead, span, decode] : {std::tuple{&pending_percent_, '%', size_t{2}, &percent_decoded},
-                                             std::tuple{&pending_json_, '\\', size_t{5}, &json_unescaped}}) {
+  for (auto [pending, lead, span, decode] :
+       {std::tuple{&pending_percent_, '%', size_t{2}, &http::form_decode},
+        std::tuple{&pending_json_, '\\', size_t{5}, &json_unescaped}}) {
     pending->append(in);
     const size_t cut = cut_escape(*pending, lead, span);
     const std::string_view ready =
@@ -218,7 +202,7 @@ std::vector<std::string> StreamScreen::feed(std::string_view in, std::string& ou
 }
 
 std::vector<std::string> StreamScreen::finish(std::string& out) {
-  std::string decoded = percent_decoded(pending_percent_);
+  std::string decoded = http::form_decode(pending_percent_);
   sink(percent_, decoded);
   decoded = json_unescaped(pending_json_);
   sink(json_, decoded);
