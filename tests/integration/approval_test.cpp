@@ -111,26 +111,6 @@ class ApprovalTest : public ProxyTest {
       return json();
     }
   }
-  std::string audit_of(const std::string& prefix) {
-    broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
-    broker::AuditQuery q;
-    q.event = prefix;
-    std::string out;
-    for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
-    return out;
-  }
-  // The audit lines of `prefix` once each of `needles` is in them (or after 5 s).
-  std::string audit_with(const std::string& prefix, const std::vector<std::string>& needles) {
-    std::string events;
-    for (int i = 0; i < 100; ++i) {
-      events = audit_of(prefix);
-      bool all = true;
-      for (const auto& n : needles) all = all && events.find(n) != std::string::npos;
-      if (all) break;
-      std::this_thread::sleep_for(50ms);
-    }
-    return events;
-  }
   std::string hmac_key_;
 };
 
@@ -220,12 +200,13 @@ TEST_F(ApprovalTest, AGrantPassesMatchingRequestsUntilRevokedOrExpired) {
   EXPECT_EQ(count(upstream_log(), "\"method\": \"DELETE\""), 4u);
 
   // The audit: who decided, by grant or by operator, each grant's life.
-  const std::string egress = audit_with("egress:", {"\"by\":\"grant\"", "egress:denied"});
+  const std::string egress = audit_events("egress:", {"\"by\":\"grant\"", "egress:denied"});
   EXPECT_EQ(count(egress, "\"by\":\"grant\""), 2u) << egress;
   EXPECT_EQ(count(egress, "egress:denied"), 2u) << egress;
   EXPECT_NE(egress.find("\"grant\":" + std::to_string(g1)), std::string::npos) << egress;
   EXPECT_NE(egress.find("\"uid\":0"), std::string::npos) << egress;
-  const std::string grant_events = audit_with("grant:", {"grant:created", "grant:revoked", "grant:expired"});
+  const std::string grant_events =
+      audit_events("grant:", {"grant:created", "grant:revoked", "grant:expired"});
   EXPECT_EQ(count(grant_events, "grant:created"), 2u) << grant_events;
   EXPECT_EQ(count(grant_events, "grant:revoked"), 1u) << grant_events;
   EXPECT_EQ(count(grant_events, "grant:expired"), 1u) << grant_events;

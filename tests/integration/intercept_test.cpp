@@ -36,20 +36,11 @@ class InterceptTest : public ProxyTest {
   }
   // Body, then the status code on the last line.
   std::string fetch(const std::string& args) { return curl("-w '\\n%{http_code}' " + args).output; }
-  // Raw bytes over TLS to `ip`:443 with SNI `host`; what came back.
-  std::string raw_tls(const std::string& host, const std::string& ip, const std::string& bytes) {
-    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
-    std::ofstream(f, std::ios::binary) << bytes;
-    return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
-                 ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
-        .output;
-  }
   std::string raw_http(const std::string& ip, const std::string& bytes) {
     const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
     std::ofstream(f, std::ios::binary) << bytes;
     return guest("timeout 10 nc -q 5 " + ip + " 80 < " + f.string()).output;
   }
-  int raw_count_ = 0;
 };
 
 TEST_F(InterceptTest, AllowedRequestIsForwardedUnderALeafOfTheDeploymentCa) {

@@ -128,9 +128,15 @@ class ProxyTest : public ZerodTest {
   // guest has its answer (a connection's as it closes), so a test reading
   // the audit right after curl returns would race zerod.
   std::string egress_events(const std::vector<std::string>& needles) {
+    return audit_events("egress:", needles);
+  }
+  std::string egress_events() { return audit_events("egress:"); }
+  // The audit's events under `prefix` ("egress:", "secret:canary"), once
+  // every one of `needles` is in them (or as they are after 5 s).
+  std::string audit_events(const std::string& prefix, const std::vector<std::string>& needles) {
     std::string events;
     for (int i = 0; i < 100; ++i) {
-      events = egress_events();
+      events = audit_events(prefix);
       bool all = true;
       for (const std::string& n : needles) all = all && events.find(n) != std::string::npos;
       if (all) break;
@@ -138,18 +144,27 @@ class ProxyTest : public ZerodTest {
     }
     return events;
   }
-  std::string egress_events() {
+  std::string audit_events(const std::string& prefix) {
     // Read-only, as znctl reads it: zerod keeps writing meanwhile.
     broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
     std::string out;
     broker::AuditQuery q;
-    q.event = "egress:";
+    q.event = prefix;
     for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
     return out;
+  }
+  // Raw bytes over TLS to `ip`:443 with SNI `host` from the guest; what came back.
+  std::string raw_tls(const std::string& host, const std::string& ip, const std::string& bytes) {
+    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
+    std::ofstream(f, std::ios::binary) << bytes;
+    return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
+                 ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
+        .output;
   }
 
   fs::path pki_;
   std::vector<pid_t> servers_;
+  int raw_count_ = 0;
 };
 
 }  // namespace zn::test

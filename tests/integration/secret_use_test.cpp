@@ -88,30 +88,7 @@ class SecretUseTest : public ProxyTest {
       if (h[0].get<std::string>() == name) return h[1];
     return "<absent>";
   }
-  // Audit events under `prefix`, once `needle` is among them (or after 5 s).
-  std::string events(const std::string& prefix, const std::string& needle) {
-    std::string out;
-    for (int i = 0; i < 100; ++i) {
-      broker::AuditStore store((dir_ / "state" / "audit.db").string(), broker::AuditStore::Mode::kReadOnly);
-      broker::AuditQuery q;
-      q.event = prefix;
-      out.clear();
-      for (const auto& r : store.query(q)) out += r.event + " " + r.detail.dump() + "\n";
-      if (out.find(needle) != std::string::npos) break;
-      std::this_thread::sleep_for(50ms);
-    }
-    return out;
-  }
-  // Raw bytes over TLS to `ip`:443 with SNI `host`; what came back.
-  std::string raw_tls(const std::string& host, const std::string& ip, const std::string& bytes) {
-    const fs::path f = dir_ / ("raw-" + std::to_string(raw_count_++));
-    std::ofstream(f, std::ios::binary) << bytes;
-    return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
-                 ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
-        .output;
-  }
   std::string placeholder_;
-  int raw_count_ = 0;
 };
 
 TEST_F(SecretUseTest, EachRulePlacesTheCredentialWhereItSays) {
@@ -189,7 +166,7 @@ TEST_F(SecretUseTest, APlaceholderIsSwappedOnlyForItsOwnRule) {
   EXPECT_EQ(upstream_after.substr(upstream_before.size()).find(ph), std::string::npos);
   EXPECT_EQ(upstream_after.substr(upstream_before.size()).find(base64(ph)), std::string::npos);
 
-  const std::string misuses = events("secret:misuse", "\"body\"");
+  const std::string misuses = audit_events("secret:misuse", {"\"body\""});
   EXPECT_NE(misuses.find("\"resource\":[\"stripe\"]"), std::string::npos) << misuses;
   for (const char* where : {"\"header\"", "\"query\"", "\"body\""})
     EXPECT_NE(misuses.find(where), std::string::npos) << where << "\n" << misuses;
@@ -246,7 +223,7 @@ TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
   }
   EXPECT_EQ(dig(hex.substr(0, 20) + "." + hex.substr(20) + ".api.github.com"), "");
 
-  const std::string alarms = events("secret:canary", "\"dns\"");
+  const std::string alarms = audit_events("secret:canary", {"\"dns\""});
   for (const char* where : {"\"header\"", "\"query\"", "\"path\"", "\"body\"", "\"sni\"", "\"dns\""})
     EXPECT_NE(alarms.find(where), std::string::npos) << where << "\n" << alarms;
   EXPECT_GE(count(alarms, "secret:canary"), 10u) << alarms;
@@ -318,7 +295,7 @@ TEST_F(SecretUseTest, NoCredentialRestsOutsideZerodsMemory) {
     guest_saw += curl("-i " + args).output;
   ASSERT_NE(guest_saw.find("200 OK"), std::string::npos) << guest_saw;
   ASSERT_GE(count(upstream_log(), kToken), 5u) << upstream_log();  // it did go out, where it should
-  events("egress:", "/hdr/reflect/headers");
+  audit_events("egress:", {"/hdr/reflect/headers"});
   std::string at_rest = slurp(dir_ / "zerod.log");
   for (const auto& f : fs::recursive_directory_iterator(dir_ / "state"))
     if (f.is_regular_file()) at_rest += slurp(f.path());
