@@ -130,16 +130,17 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.jwt_issuer = get_string(doc, "jwt_issuer", c.jwt_issuer);
   if (c.jwt_issuer.empty()) fail("$.jwt_issuer", "must not be empty");
   c.jwt_lifetime_s = get_uint(doc, "jwt_lifetime_s", c.jwt_lifetime_s, 1, 3600);
-  c.jwks_listen = get_string(doc, "jwks_listen", c.jwks_listen);
-  if (!c.jwks_listen.empty()) {
-    const size_t colon = c.jwks_listen.rfind(':');
+  if (const std::string listen = get_string(doc, "jwks_listen", ""); !listen.empty()) {
+    const size_t colon = listen.rfind(':');
     in_addr ignored{};
-    const std::string ip = colon == std::string::npos ? "" : c.jwks_listen.substr(0, colon);
-    const std::string port = colon == std::string::npos ? "" : c.jwks_listen.substr(colon + 1);
+    const std::string ip = colon == std::string::npos ? "" : listen.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
     const bool ok = ::inet_pton(AF_INET, ip.c_str(), &ignored) == 1 && !port.empty() && port.size() <= 5 &&
                     port.find_first_not_of("0123456789") == std::string::npos && std::stoul(port) >= 1 &&
                     std::stoul(port) <= 65535;
     if (!ok) fail("$.jwks_listen", "must be \"IPv4:PORT\" (e.g. \"198.18.255.1:8089\")");
+    c.jwks_address = ip;
+    c.jwks_port = static_cast<uint16_t>(std::stoul(port));
   }
   c.address_pool_ipv4 = get_string(doc, "address_pool_ipv4", c.address_pool_ipv4);
   c.address_pool_ipv6 = get_string(doc, "address_pool_ipv6", c.address_pool_ipv6);

@@ -42,9 +42,11 @@ struct DaemonConfig {
   // jwks` publishes them.
   std::string jwt_issuer = "zeroness";
   uint32_t jwt_lifetime_s = 60;
-  // "IPv4:PORT": zerod serves its JWKS there (GET /.well-known/jwks.json,
-  // plain HTTP) for upstreams that verify its minted tokens; "" = off.
-  std::string jwks_listen;
+  // "jwks_listen": "IPv4:PORT": zerod serves its JWKS there (GET
+  // /.well-known/jwks.json, plain HTTP) for upstreams that verify its minted
+  // tokens. Port 0 = off.
+  std::string jwks_address;
+  uint16_t jwks_port = 0;
   std::string control_socket = "/run/zeroness/zerod.sock";
   std::string address_pool_ipv4 = "198.19.0.0/16";
   std::string address_pool_ipv6 = "2001:db8:19::/48";

@@ -197,14 +197,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
         std::vector<DocumentServer::Document>{
             {"/metrics", "text/plain; version=0.0.4",
              [this] { return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_, *audit_)); }}});
-  if (!config_.jwks_listen.empty()) {
-    const size_t colon = config_.jwks_listen.rfind(':');
+  if (config_.jwks_port)
     jwks_ = std::make_unique<DocumentServer>(
-        config_.jwks_listen.substr(0, colon),
-        static_cast<uint16_t>(std::stoul(config_.jwks_listen.substr(colon + 1))),
+        config_.jwks_address, config_.jwks_port,
         std::vector<DocumentServer::Document>{{"/.well-known/jwks.json", "application/jwk-set+json",
                                                [this] { return minter_->jwks().dump(); }}});
-  }
   control_ = std::make_unique<ControlServer>(config_.control_socket);
   register_verbs();
   control_->start();

@@ -74,7 +74,7 @@ class ZerodDaemon {
   EventFeed events_;  // live drop events for `znctl events`; outlives control_
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<DocumentServer> metrics_;
-  std::unique_ptr<DocumentServer> jwks_;  // config jwks_listen
+  std::unique_ptr<DocumentServer> jwks_;  // config jwks_address:jwks_port
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;
 };

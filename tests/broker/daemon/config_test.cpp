@@ -73,7 +73,7 @@ TEST(ZerodConfigHostKey, OutsideTheStateDirectoryOnly) {
 }
 
 TEST(ZerodConfigJwks, AnIpv4AndAPortOrNothing) {
-  EXPECT_EQ(parse_daemon_config("{}").jwks_listen, "");
+  EXPECT_EQ(parse_daemon_config("{}").jwks_port, 0u);
   for (const char* bad : {R"({"jwks_listen":"198.18.255.1"})", R"({"jwks_listen":"host.example:80"})",
                           R"({"jwks_listen":"198.18.255.1:0"})", R"({"jwks_listen":"198.18.255.1:70000"})",
                           R"({"jwks_listen":"[::1]:80"})", R"({"jwks_listen":"198.18.255.1:8a"})"}) {
@@ -81,6 +81,9 @@ TEST(ZerodConfigJwks, AnIpv4AndAPortOrNothing) {
     EXPECT_NE(e.find("$.jwks_listen"), std::string::npos) << bad << ": " << e;
   }
   EXPECT_EQ(config_error(R"({"jwks_listen":"198.18.255.1:8089"})"), "accepted");
+  const DaemonConfig c = parse_daemon_config(R"({"jwks_listen":"198.18.255.1:8089"})");
+  EXPECT_EQ(c.jwks_address, "198.18.255.1");
+  EXPECT_EQ(c.jwks_port, 8089u);
 }
 
 TEST(ZerodConfigApprovals, GrantMaximumAndWebhook) {
