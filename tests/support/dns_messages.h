@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,6 +56,8 @@ class RecordingPolicy : public DnsPolicy {
 
   std::vector<std::string> allowed_suffixes{"allowed.test"};
   std::vector<std::pair<std::string, std::string>> sessions;  // source ip -> session; empty: "s1"
+  // Names answered by the host itself (DnsDecision::local_answers).
+  std::map<std::string, std::vector<zn::net::IpAddress>> local;
 
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   DnsDecision decide(const std::string& session_id, const std::string& qname) const override;

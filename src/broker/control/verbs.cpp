@@ -157,14 +157,18 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
     return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.update", [verbs](const json& args) {
+    const SessionPtr before = verbs.registry.get(require(args, "id"));
     SessionPtr s = verbs.registry.update(require(args, "id"), require(args, "policy"));
     register_secrets(verbs.audit, *s);
+    if (before && verbs.capabilities) verbs.capabilities->release(*before, s.get());
     spdlog::info("session {} policy v{}", s->record.id, s->record.policy_version);
     return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.delete", [verbs](const json& args) {
     const std::string id = require(args, "id");
+    const SessionPtr before = verbs.registry.get(id);
     verbs.registry.remove(id);
+    if (before && verbs.capabilities) verbs.capabilities->release(*before, nullptr);
     verbs.dns.forget(id);
     verbs.approvals.forget_session(id);
     verbs.proxy.forget_session(id);

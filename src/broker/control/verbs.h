@@ -38,6 +38,8 @@ struct SessionVerbs {
   ApprovalBook& approvals;     // denies a deleted session's held requests
   AuditLog& audit;             // learns each new policy's secrets
   std::string ca_certificate;  // the deployment CA's path, shown with each session
+  // Erases the KV and queue contents of capabilities a session loses; null: none.
+  CapabilityService* capabilities = nullptr;
 };
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "broker/daemon/store_config.h"
 #include "broker/policy/host_pattern.h"
 #include "broker/policy/parser.h"
 #include "userspace/proxy/destination_class.h"
@@ -115,7 +116,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
-                                 "nat64_prefix"};
+                                 "nat64_prefix",
+                                 "stores",
+                                 "capability_addresses"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
@@ -224,6 +227,16 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     auto p = net::AddressPrefix::parse(c.nat64_prefix);
     if (!p || p->network.family != AF_INET6 || p->length != 96)
       fail("$.nat64_prefix", "must be an IPv6 /96 prefix, e.g. 64:ff9b::/96");
+  }
+  c.stores = parse_store_catalog(doc.contains("stores") ? doc["stores"] : json(), c.state_dir);
+  if (doc.contains("capability_addresses"))
+    c.capability_addresses = parse_capability_addresses(doc["capability_addresses"]);
+  for (size_t i = 0; i < c.capability_addresses.size(); ++i) {
+    // A guest's address would be answered for the gateway: never inside a pool.
+    auto a = net::IpAddress::parse(c.capability_addresses[i]);
+    for (const std::string* pool : {&c.address_pool_ipv4, &c.address_pool_ipv6})
+      if (a && net::AddressPrefix::parse(*pool)->contains(*a))
+        fail("$.capability_addresses[" + std::to_string(i) + "]", "must not be inside an address pool");
   }
   if (doc.contains("dns_upstream")) {
     const json& u = doc["dns_upstream"];

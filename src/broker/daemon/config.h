@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/resources/store_catalog.h"
 #include "userspace/proxy/transparent_proxy.h"
 #include "vmm/host/guest_network.h"
 #include "zn_abi.h"
@@ -86,6 +87,13 @@ struct DaemonConfig {
   // A NAT64 prefix (a /96, e.g. "64:ff9b::/96"): addresses in it are judged
   // as the IPv4 address they carry. "" = NAT64 addresses are refused.
   std::string nat64_prefix;
+  // Capability-scoped resources (issue 13): the backing stores a policy's
+  // "caps" may name (by kind and name; KV and queue "default" live in
+  // state_dir unless named), and the addresses cap.zeroness.internal
+  // resolves to for guests (their port 443 is steered to the proxy like any
+  // other; outside the pools). Empty: the name is not answered.
+  StoreCatalog stores;
+  std::vector<std::string> capability_addresses = {"203.0.113.253", "2001:db8:ca9::1"};
 
   // The pools and per-guest prefixes as the registry's address plan (the
   // destination guard refuses the same pools); valid once parsed.

@@ -121,6 +121,16 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.audit = [this](const std::string& event, const std::string& sid, const json& detail) {
     audit_->append({event, sid, detail});
   };
+  {
+    // KV and queue "default" live here; 0700 like the rest of the state.
+    const std::filesystem::path resources = std::filesystem::path(config_.state_dir) / "resources";
+    std::filesystem::create_directories(resources);
+    std::filesystem::permissions(resources, std::filesystem::perms::owner_all);
+  }
+  // Throws (a store that does not open): zerod does not start.
+  stores_ = std::make_shared<StoreSet>(config_.stores);
+  capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_);
+  o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   registry_ = std::make_unique<SessionRegistry>(o);
   std::vector<std::string> failed;
   const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
@@ -140,7 +150,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   }
   for (const auto& f : failed) spdlog::error("could not restore session {}", f);
 
-  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_);
+  std::vector<net::IpAddress> capability_addresses;
+  for (const std::string& a : config_.capability_addresses)
+    capability_addresses.push_back(*net::IpAddress::parse(a));  // validated with the config
+  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   if (config_.approval_webhook) {
@@ -178,6 +191,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_policy_ =
       std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_, guard,
                                            SessionProxyPolicy::Clock{}, minter_);
+  proxy_policy_->set_capability_service(capabilities_);
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
@@ -218,6 +232,8 @@ void ZerodDaemon::stop() {
   if (control_) control_->stop();
   metrics_.reset();
   jwks_.reset();
+  // Before the proxy's loops go: the answers in flight are posted to them.
+  if (capabilities_) capabilities_->shutdown();
   proxy_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
@@ -229,7 +245,8 @@ void ZerodDaemon::stop() {
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
   register_session_verbs(*control_,
-                         {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert});
+                         {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
+                          capabilities_.get()});
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

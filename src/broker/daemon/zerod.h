@@ -18,6 +18,8 @@
 #include "broker/identity/deployment_ca.h"
 #include "broker/identity/jwt_minter.h"
 #include "broker/control/document_server.h"
+#include "broker/resources/store_set.h"
+#include "broker/session/capability_service.h"
 #include "broker/session/dns.h"
 #include "broker/session/proxy.h"
 #include "userspace/proxy/transparent_proxy.h"
@@ -59,6 +61,10 @@ class ZerodDaemon {
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<AuditLog> audit_;
+  // Capability-scoped resources: the stores of the config, and the service
+  // answering guests' requests to them (shut down before the proxy goes).
+  std::shared_ptr<StoreSet> stores_;
+  std::shared_ptr<CapabilityService> capabilities_;
   std::unique_ptr<SessionRegistry> registry_;
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;

@@ -462,11 +462,13 @@ Capability parse_capability(const json& spec, const Path& path) {
     cap.kind = CapabilityKind::kQueue;
   else
     fail(path / "kind", "must be \"kv\", \"blob\", \"sql\" or \"queue\"");
+  // Without "mode", read-only: writing is granted, never assumed (a queue
+  // is only worth having to send to and take from).
+  cap.read_only = cap.kind != CapabilityKind::kQueue;
   if (field[1]) {
     const std::string& mode = as_string(*field[1], path / "mode");
     if (mode != "ro" && mode != "rw") fail(path / "mode", "must be \"ro\" or \"rw\"");
     cap.read_only = mode == "ro";
-    // A queue is only worth having to send to and take from.
     if (cap.read_only && cap.kind == CapabilityKind::kQueue) fail(path / "mode", "a queue is \"rw\" only");
   }
   // "db" is the sql spelling of "store": one of them, and "db" only for sql.

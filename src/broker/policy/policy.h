@@ -89,7 +89,7 @@ struct Resource {
 enum class CapabilityKind { kKv, kBlob, kSql, kQueue };
 struct Capability {
   CapabilityKind kind = CapabilityKind::kKv;
-  bool read_only = false;         // "mode": "ro"
+  bool read_only = false;         // "mode": "ro"; the parser makes it the default but for queues
   std::string store = "default";  // the operator's name for the backing store
 };
 std::string_view capability_kind_name(CapabilityKind kind);

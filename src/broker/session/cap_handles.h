@@ -15,6 +15,11 @@ namespace zn::broker {
 
 inline constexpr std::string_view kCapHandlePrefix = "cap:";
 
+// The name guests reach their capabilities at: answered by the governed DNS
+// with zerod's configured addresses, terminated by the proxy with the
+// deployment CA and served by zerod itself; nothing for it leaves the host.
+inline constexpr std::string_view kCapabilityHost = "cap.zeroness.internal";
+
 std::string new_cap_handle();
 
 // The handles of a policy's capabilities: kept from `previous` for a

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "broker/session/canary_names.h"
+#include "broker/session/cap_handles.h"
 #include "userspace/dns/ares_resolver.h"
 #include "userspace/dns/static_resolver.h"
 
@@ -36,8 +37,11 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
                   {"canary", nlohmann::json::array({*canary})}}});
     return {false, "canary"};
   }
+  // The host's own service: answered with its addresses, whatever the
+  // policy says of the name (it never leaves the host either way).
+  if (!capability_addresses_.empty() && qname == kCapabilityHost) return {true, "", capability_addresses_};
   HostVerdict v = s->policy->match_host(qname);
-  return {v.allowed, v.allowed ? "" : v.reason};
+  return {v.allowed, v.allowed ? "" : v.reason, {}};
 }
 
 void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,

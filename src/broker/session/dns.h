@@ -26,7 +26,11 @@ struct RecordedAnswer {
 
 class SessionDnsPolicy : public dns::DnsPolicy {
  public:
-  SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit) : sessions_(sessions), audit_(audit) {}
+  // `capability_addresses`: what kCapabilityHost resolves to for every
+  // session (zerod's config); empty: the name is decided like any other.
+  SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit,
+                   std::vector<net::IpAddress> capability_addresses = {})
+      : sessions_(sessions), audit_(audit), capability_addresses_(std::move(capability_addresses)) {}
 
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
@@ -41,6 +45,7 @@ class SessionDnsPolicy : public dns::DnsPolicy {
  private:
   const SessionDirectory& sessions_;
   AuditLog& audit_;
+  const std::vector<net::IpAddress> capability_addresses_;
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, RecordedAnswer>> answers_;
 };

@@ -9,6 +9,7 @@
 
 #include "broker/policy/host_header.h"
 #include "broker/session/canary_names.h"
+#include "broker/session/cap_handles.h"
 #include "broker/session/body_preview.h"
 #include "userspace/proxy/destination_class.h"
 #include "userspace/net/transparent_socket.h"
@@ -230,6 +231,13 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     return d;
   }
   d.host = *facts.sni;
+  if (*facts.sni == kCapabilityHost) {
+    // zerod's own capability gateway: terminated and answered here, each
+    // request routed, rate-limited and audited by serve_local.
+    d.mode = proxy::ConnectionMode::kIntercept;
+    d.local = true;
+    return d;
+  }
   // A planted fake credential spelled into the SNI leaves in the
   // ClientHello whatever happens next: reset, and raise the alarm.
   if (auto canary = canary_in_name(s->policy->policy().canaries, *facts.sni)) {
@@ -489,6 +497,24 @@ void SessionProxyPolicy::on_tripwire(const proxy::TripwireHit& hit) {
     detail["resource"] = resources;
     audit_.post({"secret:misuse", hit.session, std::move(detail)});
   }
+}
+
+void SessionProxyPolicy::serve_local(proxy::LocalRequest request,
+                                     std::function<void(proxy::LocalResponse)> done) {
+  auto refuse_local = [&](int status, std::string_view code, std::string_view message) {
+    audit_.post({"resource:deny", request.session, {{"status", status}, {"code", code}}});
+    done(capability_error(status, code, message));
+  };
+  SessionPtr s = sessions_.get(request.session);
+  // No session, or no capabilities served at all: the same 404 as a
+  // handle nobody holds.
+  if (!s || !capabilities_) return done(capability_error(404, "not_found", "not found"));
+  if (!audit_.admits()) return refuse_local(503, "unavailable", "audit unavailable");
+  std::optional<HostHeader> host = parse_host_header(request.host_header);
+  if (!host || host->name != kCapabilityHost || (host->port && *host->port != 443))
+    return refuse_local(421, "misdirected", "Host must be " + std::string(kCapabilityHost));
+  if (!take_rate(request.session, *s)) return refuse_local(429, "rate_limited", "session rate exceeded");
+  capabilities_->serve(std::move(s), std::move(request), std::move(done));
 }
 
 void SessionProxyPolicy::on_closed(const proxy::ConnectionSummary& c) {

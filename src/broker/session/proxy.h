@@ -9,6 +9,7 @@
 
 #include "broker/identity/jwt_minter.h"
 #include "broker/session/approval_book.h"
+#include "broker/session/capability_service.h"
 #include "broker/audit/log.h"
 #include "broker/policy/rate_limiter.h"
 #include "broker/session/dns.h"
@@ -51,6 +52,13 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   void on_request_done(const proxy::RequestSummary& summary) override;
   void on_tripwire(const proxy::TripwireHit& hit) override;
   void on_closed(const proxy::ConnectionSummary& summary) override;
+  // The capability gateway's requests (kCapabilityHost): the Host, the
+  // session's rate, then the capability service.
+  void serve_local(proxy::LocalRequest request, std::function<void(proxy::LocalResponse)> done) override;
+  // Set once before the proxy starts; unset: every capability request is 404.
+  void set_capability_service(std::shared_ptr<CapabilityService> service) {
+    capabilities_ = std::move(service);
+  }
   // A deleted session's state (its rate bucket, its remembered upstream
   // resolutions) goes with it, so a session re-created under the same id
   // starts afresh.
@@ -80,6 +88,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   std::shared_ptr<const JwtMinter> minter_;  // null: "jwt" identities are unavailable
   RateLimiter rate_;
   UpstreamResolutionCache upstream_cache_;
+  std::shared_ptr<CapabilityService> capabilities_;
 };
 
 }  // namespace zn::broker

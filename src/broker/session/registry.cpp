@@ -191,6 +191,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
   if (!valid_session_id(spec.id))
     throw SessionError("bad session id '" + spec.id + "': [a-z0-9][a-z0-9_-]{0,63}");
   auto compiled = CompiledPolicy::compile(parse_policy(spec.policy_json));
+  if (options_.check_policy) options_.check_policy(compiled->policy());
   std::lock_guard lock(control_mu_);
   if (index_.by_id(spec.id)) throw SessionError("session '" + spec.id + "' exists");
   collect_reaped_locked();
@@ -244,6 +245,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
 
 SessionPtr SessionRegistry::update(const std::string& id, const std::string& policy_json) {
   auto compiled = CompiledPolicy::compile(parse_policy(policy_json));
+  if (options_.check_policy) options_.check_policy(compiled->policy());
   std::lock_guard lock(control_mu_);
   SessionPtr previous = index_.by_id(id);
   if (!previous) throw SessionError("no session '" + id + "'");

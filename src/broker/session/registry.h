@@ -86,6 +86,9 @@ class SessionRegistry : public SessionDirectory {
     AuditSink audit;  // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
     vmm::TapReaper::BeforeBatch before_reap;  // tests: holds the TAP reaper
+    // What only zerod's config can judge of a new policy (the stores its
+    // capabilities name): throws PolicyError to refuse it. Not on restore.
+    std::function<void(const Policy&)> check_policy;
   };
   explicit SessionRegistry(Options options);
   ~SessionRegistry() override;

@@ -17,6 +17,9 @@ namespace zn::dns {
 struct DnsDecision {
   bool allow = false;
   std::string reason;  // for the audit event, e.g. "default deny", "deny list"
+  // Allowed, and answered with these (A or AAAA by family) instead of asking
+  // the resolver: a name the host itself serves.
+  std::vector<net::IpAddress> local_answers;
 };
 
 // Executor: every method is called on the DNS responder's I/O loop thread

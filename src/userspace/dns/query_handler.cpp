@@ -5,6 +5,10 @@
 #include <algorithm>
 
 namespace zn::dns {
+namespace {
+// Short: the addresses are zerod's config, which a restart may change.
+constexpr uint32_t kLocalAnswerTtl = 60;
+}  // namespace
 
 QueryHandler::QueryHandler(DnsPolicy& policy, Resolver& resolver, HandlerConfig config, Post post)
     : policy_(policy), resolver_(resolver), config_(config), post_(std::move(post)) {}
@@ -58,6 +62,20 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
   if (q.qtype != LDNS_RR_TYPE_A && q.qtype != LDNS_RR_TYPE_AAAA) {
     ++counters_.allowed;  // NODATA: other types are not forwarded
     return reply_now(build_reply(q, Rcode::NoError, {}, 0, max_size));
+  }
+  if (!decision.local_answers.empty()) {
+    // A name the host serves: answered here, never resolved upstream.
+    ResolveResult local{Rcode::NoError, std::move(decision.local_answers), kLocalAnswerTtl};
+    Pending p{std::move(q), std::move(*session), max_size, std::move(done)};
+    done = nullptr;
+    Bytes servfail = build_reply(p.query, Rcode::ServFail, {}, 0, max_size);
+    try {
+      finish(p, std::move(local));
+    } catch (const std::exception&) {
+      ++counters_.internal_errors;
+      if (p.done) p.done(std::move(servfail));
+    }
+    return;
   }
   const QType qtype = q.qtype == LDNS_RR_TYPE_A ? QType::A : QType::AAAA;
   const std::string name = q.qname;

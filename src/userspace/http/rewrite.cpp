@@ -101,6 +101,8 @@ std::string_view reason_phrase(int status) {
   switch (status) {
     case 200:
       return "OK";
+    case 204:
+      return "No Content";
     case 400:
       return "Bad Request";
     case 403:
@@ -121,8 +123,14 @@ std::string_view reason_phrase(int status) {
       return "Misdirected Request";
     case 429:
       return "Too Many Requests";
+    case 422:
+      return "Unprocessable Content";
     case 431:
       return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
     case 501:
       return "Not Implemented";
     case 502:
@@ -225,6 +233,23 @@ std::string proxy_response(int status, std::string_view body) {
   append_header(out, "Connection", "close");
   append_header(out, "Server", "zeroness");
   out.append("\r\n").append(body);
+  return out;
+}
+
+std::string local_response(int status, std::string_view content_type, std::string_view body,
+                           bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
+  out.append(reason_phrase(status)).append("\r\n");
+  // 204 and 304 have no body and no length (RFC 9110 8.6).
+  if (status != 204 && status != 304) {
+    if (!content_type.empty()) append_header(out, "Content-Type", content_type);
+    append_header(out, "Content-Length", std::to_string(body.size()));
+  }
+  if (close) append_header(out, "Connection", "close");
+  append_header(out, "Server", "zeroness");
+  append_header(out, "Cache-Control", "no-store");
+  out.append("\r\n");
+  if (status != 204 && status != 304) out.append(body);
   return out;
 }
 

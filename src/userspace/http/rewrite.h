@@ -47,6 +47,10 @@ std::string forwarded_response_head(const ResponseHead& response, bool chunked, 
 // 431, 502, ...), always closing the connection.
 std::string proxy_response(int status, std::string_view body);
 
+// A complete response the proxy serves on the broker's behalf (the
+// capability gateway): framed by its length; `close` ends the connection.
+std::string local_response(int status, std::string_view content_type, std::string_view body, bool close);
+
 std::string_view reason_phrase(int status);
 
 }  // namespace zn::http

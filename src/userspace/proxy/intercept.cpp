@@ -31,6 +31,9 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr size_t kReadChunk = 16384;
+// A request body the broker answers itself (a blob or KV value, a SQL call)
+// is read whole into memory: bounded.
+constexpr size_t kMaxLocalBody = 8 * 1024 * 1024;
 
 // Broker calls may block (resolution, locks): run them on the pool.
 template <typename F>
@@ -210,6 +213,13 @@ class Exchange {
       co_return false;
     }
 
+    if (conn_.local) {
+      // The broker's own service: no policy verdict, no upstream; the
+      // broker routes, rate-limits and audits each request.
+      const bool go_on = co_await serve_locally(req, head.consumed);
+      co_return go_on;
+    }
+
     RequestFacts facts;
     facts.session = conn_.session;
     if (conn_.tls) facts.sni = conn_.host;
@@ -340,6 +350,70 @@ class Exchange {
       co_return false;
     }
     co_return true;
+  }
+
+  // A request on a local connection: its body read whole (bounded), handed
+  // to the broker, and its answer written back. Nothing of it goes anywhere
+  // else. false when the connection ends.
+  awaitable<bool> serve_locally(const http::RequestHead& req, size_t head_bytes) {
+    ctx_.counters.requests++;
+    if (req.framing == http::BodyFraming::kContentLength && req.content_length > kMaxLocalBody) {
+      const Refusal r{413, "zeroness: request body too large\n"};
+      co_await refuse(r);
+      co_return false;
+    }
+    if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+    in_.erase(0, head_bytes);
+    body_.clear();
+    body_whole_ = false;
+    body_decoder_.reset();
+    std::optional<Refusal> refused;
+    if (req.framing != http::BodyFraming::kNone) {
+      bool ended = false;
+      try {
+        co_await read_body_upto(req, kMaxLocalBody);
+      } catch (const BadRequestBody&) {
+        refused = Refusal{400, "zeroness: bad request (malformed body)\n"};
+      } catch (const std::exception&) {
+        ended = true;  // the guest went, or stalled
+      }
+      if (ended) co_return false;
+      if (!refused && !body_whole_) refused = Refusal{413, "zeroness: request body too large\n"};
+    }
+    if (refused) {
+      ctx_.counters.bad_requests++;
+      co_await refuse(*refused);
+      co_return false;
+    }
+    LocalRequest request{conn_.session, req.host, req.method, req.target, std::move(body_)};
+    body_.clear();
+    body_decoder_.reset();
+    LocalResponse answer = co_await ask_local(std::move(request));
+    const bool close = !req.keep_alive;
+    std::string out = http::local_response(answer.status, answer.content_type, answer.body, close);
+    // A HEAD response says the length it would have had, without the body.
+    if (req.method == "HEAD" && answer.status != 204) out.resize(out.size() - answer.body.size());
+    co_await with_deadline(guest_.write_all(out), ctx_.idle_timeout);
+    if (close) {
+      co_await guest_.close_write();
+      co_return false;
+    }
+    co_return true;
+  }
+
+  // The broker answers on its own threads; the answer is posted back here.
+  awaitable<LocalResponse> ask_local(LocalRequest request) {
+    auto executor = co_await asio::this_coro::executor;
+    auto initiate = [this, executor, &request](auto handler) {
+      auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+      ctx_.policy.serve_local(std::move(request), [shared, executor](LocalResponse r) {
+        asio::post(executor, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+      });
+    };
+    auto answer =
+        asio::async_initiate<const asio::use_awaitable_t<>&, void(LocalResponse)>(std::move(initiate), use_awaitable);
+    LocalResponse r = co_await std::move(answer);
+    co_return r;
   }
 
   // The first bytes of the request's body for the broker (what an operator

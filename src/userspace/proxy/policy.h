@@ -42,6 +42,9 @@ struct UpstreamDecision {
   // guest's choice.
   std::vector<net::IpAddress> addresses;
   uint16_t port = 0;
+  // Intercept: the broker answers the requests itself (serve_local), and
+  // nothing of them goes upstream (the capability gateway, issue 13).
+  bool local = false;
 };
 
 struct RequestFacts {
@@ -183,6 +186,22 @@ struct ConnectionSummary {
   std::string refused;
 };
 
+// A request on a connection the broker answers itself (UpstreamDecision.local),
+// read whole by the proxy (bounded: a larger body is refused with 413).
+struct LocalRequest {
+  std::string session;
+  std::string host_header;  // as sent
+  std::string method;       // uppercase token
+  std::string target;       // the request-target as sent (the broker routes on it)
+  std::string body;         // de-chunked
+};
+
+struct LocalResponse {
+  int status = 500;
+  std::string content_type;  // "" for a response without a body
+  std::string body;
+};
+
 // Executor: implementations are thread-safe; every method is called from
 // several threads at once.
 // - decide, resolve_upstream and on_closed may block (name resolution): the
@@ -216,6 +235,15 @@ class ProxyPolicy {
   // Never blocks: called on the proxy's loop.
   virtual void on_tripwire(const TripwireHit& hit) { (void)hit; }
   virtual void on_closed(const ConnectionSummary& summary) = 0;
+  // Answers a request on a local connection. Never blocks: called on the
+  // proxy's loop; the work (a store's disk, a query's time budget) runs on
+  // the broker's own threads, and `done` is called once, from any thread
+  // (it only posts to the proxy's loop). The broker audits it. Default: 404
+  // (a policy that serves nothing locally).
+  virtual void serve_local(LocalRequest request, std::function<void(LocalResponse)> done) {
+    (void)request;
+    done(LocalResponse{404, "text/plain", "not found\n"});
+  }
 };
 
 }  // namespace zn::proxy

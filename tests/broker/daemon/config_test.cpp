@@ -123,3 +123,58 @@ TEST(ZerodConfigApprovals, GrantMaximumAndWebhook) {
 
 }  // namespace
 }  // namespace zn::broker
+
+namespace zn::broker {
+namespace {
+
+TEST(ZerodConfigStores, NamedStoresWithTheirQuotas) {
+  const DaemonConfig c = parse_daemon_config(R"({"state_dir":"/var/lib/zn","stores":{
+      "kv":{"fast":{"path":"/srv/kv.db","max_bytes":4096,"max_keys":10}},
+      "blob":{"reports":{"directory":"/srv/reports","max_bytes":1000000,"max_object_bytes":65536}},
+      "sql":{"ledger":{"path":"/srv/ledger.db","time_budget_ms":500,"max_rows":100},
+             "scratch":{"path":"/srv/scratch.db","create":true,"max_bytes":1048576}},
+      "queue":{"jobs":{"path":"/srv/q.db","max_messages":5}}}})");
+  EXPECT_EQ(c.stores.kv.at("fast").path, "/srv/kv.db");
+  EXPECT_EQ(c.stores.kv.at("fast").quota.max_bytes, 4096u);
+  EXPECT_EQ(c.stores.kv.at("fast").quota.max_keys, 10u);
+  // KV and queue "default" live in the state directory unless named.
+  EXPECT_EQ(c.stores.kv.at("default").path, "/var/lib/zn/resources/kv.db");
+  EXPECT_EQ(c.stores.queue.at("default").path, "/var/lib/zn/resources/queue.db");
+  EXPECT_EQ(c.stores.queue.at("jobs").quota.max_messages, 5u);
+  EXPECT_EQ(c.stores.blob.at("reports").directory, "/srv/reports");
+  EXPECT_EQ(c.stores.blob.at("reports").max_object_bytes, 65536u);
+  EXPECT_EQ(c.stores.sql.at("ledger").limits.time_budget, std::chrono::milliseconds(500));
+  EXPECT_EQ(c.stores.sql.at("ledger").limits.max_rows, 100u);
+  EXPECT_TRUE(c.stores.sql.at("scratch").create_if_missing);
+  EXPECT_EQ(c.stores.sql.at("scratch").quota_bytes, 1048576u);
+  EXPECT_FALSE(c.stores.blob.count("default"));  // the operator's only
+  // The gateway's addresses by default, outside the pools.
+  EXPECT_EQ(c.capability_addresses, (std::vector<std::string>{"203.0.113.253", "2001:db8:ca9::1"}));
+}
+
+TEST(ZerodConfigStores, RefusedWithTheirPath) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"stores":{"files":{}}})", "$.stores.files"},
+      {R"({"stores":{"kv":{"Bad Name":{"path":"/x"}}}})", "$.stores.kv.Bad Name"},
+      {R"({"stores":{"kv":{"a":{}}}})", "$.stores.kv.a.path"},
+      {R"({"stores":{"kv":{"a":{"path":"relative.db"}}}})", "$.stores.kv.a.path"},
+      {R"({"stores":{"blob":{"a":{"path":"/x"}}}})", "$.stores.blob.a.path"},
+      {R"({"stores":{"blob":{"a":{"directory":"/x","max_bytes":0}}}})", "$.stores.blob.a.max_bytes"},
+      {R"({"stores":{"sql":{"a":{"path":"/x","create":"yes"}}}})", "$.stores.sql.a.create"},
+      {R"({"stores":{"sql":{"a":{"path":"/x","time_budget_ms":0}}}})", "$.stores.sql.a.time_budget_ms"},
+      {R"({"stores":{"queue":{"a":{"path":"/x","max_message_bytes":100000000}}}})",
+       "$.stores.queue.a.max_message_bytes"},
+      {R"({"capability_addresses":["cap.example"]})", "$.capability_addresses[0]"},
+      {R"({"capability_addresses":["203.0.113.1","203.0.113.2"]})", "$.capability_addresses[1]"},
+      {R"({"capability_addresses":["198.19.0.7"]})", "$.capability_addresses[0]"},  // in the guest pool
+      {R"({"capability_addresses":"203.0.113.1"})", "$.capability_addresses"},
+  };
+  for (const auto& [text, path] : cases) {
+    const std::string e = config_error(text);
+    EXPECT_EQ(e.rfind(path, 0), 0u) << text << ": " << e;
+  }
+  EXPECT_TRUE(parse_daemon_config(R"({"capability_addresses":[]})").capability_addresses.empty());
+}
+
+}  // namespace
+}  // namespace zn::broker

@@ -280,8 +280,13 @@ TEST(PolicyParser, TypedResourcesAndPlacements) {
 TEST(PolicyParser, Capabilities) {
   Policy p = parse_policy(R"({"policy":{},"caps":{
       "data":{"kind":"kv","mode":"rw"},"reports":{"kind":"blob","mode":"ro","store":"reports"},
-      "ledger":{"kind":"sql","mode":"ro","db":"ledger"},"jobs":{"kind":"queue"}}})");
-  ASSERT_EQ(p.caps.size(), 4u);
+      "ledger":{"kind":"sql","mode":"ro","db":"ledger"},"jobs":{"kind":"queue"},
+      "seen":{"kind":"kv"},"notes":{"kind":"blob","store":"notes"}}})");
+  ASSERT_EQ(p.caps.size(), 6u);
+  // Without "mode": read-only, but for a queue.
+  EXPECT_TRUE(p.caps.at("seen").read_only);
+  EXPECT_TRUE(p.caps.at("notes").read_only);
+  EXPECT_FALSE(p.caps.at("jobs").read_only);
   EXPECT_EQ(p.caps.at("data").kind, CapabilityKind::kKv);
   EXPECT_FALSE(p.caps.at("data").read_only);
   EXPECT_EQ(p.caps.at("data").store, "default");

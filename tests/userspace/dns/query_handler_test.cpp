@@ -91,6 +91,26 @@ TEST_F(HandlerTest, AaaaIsAnsweredWithTheIpv6Address) {
   EXPECT_EQ(policy_.answers().size(), 1u);  // empty answers are not recorded
 }
 
+TEST_F(HandlerTest, ANameTheHostServesIsAnsweredLocallyNeverResolved) {
+  policy_.local["cap.host.test"] = {*zn::net::IpAddress::parse("203.0.113.253"),
+                                    *zn::net::IpAddress::parse("2001:db8:ca9::1")};
+  auto h = make();
+  Reply a = ask_reply(*h, make_query("CAP.host.test"));
+  EXPECT_EQ(a.rcode, LDNS_RCODE_NOERROR);
+  EXPECT_EQ(a.addresses, std::vector<std::string>{"203.0.113.253"});
+  EXPECT_EQ(a.ttls, std::vector<uint32_t>{60});
+  Reply aaaa = ask_reply(*h, make_query("cap.host.test", {.type = LDNS_RR_TYPE_AAAA}));
+  EXPECT_EQ(aaaa.addresses, std::vector<std::string>{"2001:db8:ca9::1"});
+  // Other types: NODATA, as for any allowed name.
+  EXPECT_TRUE(ask_reply(*h, make_query("cap.host.test", {.type = LDNS_RR_TYPE_TXT})).addresses.empty());
+  EXPECT_EQ(resolver_.calls(), 0u);
+  ASSERT_EQ(policy_.answers().size(), 2u);  // recorded (and audited) like a resolved answer
+  EXPECT_EQ(policy_.answers()[0].qname, "cap.host.test");
+  // The positive control: a name the host does not serve goes to the resolver.
+  EXPECT_EQ(ask_reply(*h, make_query("api.allowed.test")).addresses, std::vector<std::string>{"198.18.0.10"});
+  EXPECT_EQ(resolver_.calls(), 1u);
+}
+
 TEST_F(HandlerTest, NamesAreCaseInsensitive) {
   auto h = make();
   Reply r = ask_reply(*h, make_query("API.ALLOWED.Test."));
