@@ -86,15 +86,16 @@ QueueStore::QueueStore(const std::string& path, Clock clock) : clock_(std::move(
     hide_ =
         prepare("UPDATE queue SET visible_at = ?2, receipt = ?3, deliveries = deliveries + 1 WHERE seq = ?1");
     ack_ = prepare("DELETE FROM queue WHERE cap = ?1 AND receipt = ?2 AND visible_at > ?3");
+    erase_all_ = prepare("DELETE FROM queue WHERE cap = ?1");
   } catch (...) {
-    for (sqlite3_stmt* s : {usage_, insert_, next_, hide_, ack_}) sqlite3_finalize(s);
+    for (sqlite3_stmt* s : {usage_, insert_, next_, hide_, ack_, erase_all_}) sqlite3_finalize(s);
     sqlite3_close_v2(db_);
     throw;
   }
 }
 
 QueueStore::~QueueStore() {
-  for (sqlite3_stmt* s : {usage_, insert_, next_, hide_, ack_}) sqlite3_finalize(s);
+  for (sqlite3_stmt* s : {usage_, insert_, next_, hide_, ack_, erase_all_}) sqlite3_finalize(s);
   sqlite3_close_v2(db_);
 }
 
@@ -196,6 +197,14 @@ StoreStatus QueueStore::ack(const QueueCapability& cap, std::string_view receipt
   if (sqlite3_changes64(db_) == 0)
     return store_fail(StoreError::kNotFound, "no such delivery (acked, expired or redelivered)");
   return Done{};
+}
+
+StoreResult<uint64_t> QueueStore::erase_capability(std::string_view cap_id) {
+  std::lock_guard lock(mutex_);
+  Reset r(erase_all_);
+  if (!bind_text(erase_all_, 1, cap_id)) return internal("bind");
+  if (sqlite3_step(erase_all_) != SQLITE_DONE) return internal("erase");
+  return static_cast<uint64_t>(sqlite3_changes64(db_));
 }
 
 }  // namespace zn::broker

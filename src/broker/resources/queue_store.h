@@ -75,6 +75,10 @@ class QueueStore {
   // latest delivery and still hidden; kNotFound otherwise.
   StoreStatus ack(const QueueCapability& cap, std::string_view receipt);
 
+  // Control plane: removes every message of a capability whose session is
+  // gone, delivered or not. Returns how many went.
+  StoreResult<uint64_t> erase_capability(std::string_view cap_id);
+
  private:
   bool exec(const char* sql);
   StoreFailure internal(const char* what);
@@ -88,6 +92,7 @@ class QueueStore {
   sqlite3_stmt* next_ = nullptr;
   sqlite3_stmt* hide_ = nullptr;
   sqlite3_stmt* ack_ = nullptr;
+  sqlite3_stmt* erase_all_ = nullptr;
 };
 
 }  // namespace zn::broker

@@ -111,5 +111,29 @@ TEST_F(QueueStoreTest, QuotasHold) {
   EXPECT_EQ(q.receive(a, milliseconds(0)).error(), StoreError::kBadRequest);
 }
 
+TEST_F(QueueStoreTest, EraseCapabilityRemovesOnlyThatCapabilitysMessages) {
+  QueueStore q(dir_.file("queue.db"), [this] { return now_; });
+  QueueQuota quota;
+  quota.max_messages = 2;
+  const QueueCapability gone{"gone", quota}, kept{"kept", {}};
+  ASSERT_TRUE(q.send(gone, "queued").ok());
+  ASSERT_TRUE(q.send(gone, "in flight").ok());
+  ASSERT_TRUE(q.send(kept, "stays").ok());
+  ASSERT_TRUE(q.receive(gone, milliseconds(1000)).value().has_value());  // a delivered one goes too
+  EXPECT_EQ(q.send(gone, "third").error(), StoreError::kQuotaExceeded);  // positive control: both count
+
+  auto erased = q.erase_capability("gone");
+  ASSERT_TRUE(erased.ok()) << erased.message();
+  EXPECT_EQ(erased.value(), 2u);
+  now_ += milliseconds(10000);  // the in-flight one would be visible again by now
+  EXPECT_FALSE(q.receive(gone, milliseconds(1000)).value().has_value());
+  auto other = q.receive(kept, milliseconds(1000));
+  ASSERT_TRUE(other.ok() && other.value().has_value());
+  EXPECT_EQ(other.value()->body, "stays");
+  EXPECT_TRUE(q.send(gone, "a").ok());  // the quota counts from nothing again
+  EXPECT_TRUE(q.send(gone, "b").ok());
+  EXPECT_EQ(q.erase_capability("never-was").value(), 0u);
+}
+
 }  // namespace
 }  // namespace zn::broker
