@@ -73,7 +73,9 @@ class CapabilityTest : public ProxyTest {
              size_t g = 0) {
     const fs::path f = dir_ / ("body-" + std::to_string(bodies_++));
     std::ofstream(f, std::ios::binary) << body;
-    std::string cmd = "curl -s -m 5 --cacert " + p("guest-trust.pem") + " -X " + method + " -w '\\n%{http_code}' ";
+    // --path-as-is: the dot segments go as written, for the server to judge.
+    std::string cmd = "curl -s -m 5 --path-as-is --cacert " + p("guest-trust.pem") + " -X " + method +
+                      " -w '\\n%{http_code}' ";
     if (!body.empty() || method == "PUT" || method == "POST") cmd += "--data-binary @" + f.string() + " ";
     cmd += "'https://cap.zeroness.internal" + path + "'";
     const std::string out = run_in_netns(lab_->guests()[g].netns, cmd).output;
@@ -148,6 +150,48 @@ TEST_F(CapabilityTest, KvByHandle) {
   EXPECT_EQ(events.find(handle("ZN_CAP_DATA").substr(4)), std::string::npos) << events;
 }
 
+TEST_F(CapabilityTest, HostileRequestShapes) {
+  const std::string h = handle("ZN_CAP_DATA");
+  const std::string head = " HTTP/1.1\r\nHost: cap.zeroness.internal\r\n";
+  // Pipelined on one connection: a chunked PUT, then a GET that reads it.
+  std::string out = raw_tls("cap.zeroness.internal", "203.0.113.253",
+                            "PUT /v1/kv/" + h + "/piped" + head +
+                                "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+                                "GET /v1/kv/" + h + "/piped" + head + "Connection: close\r\n\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 204"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\nabcde"), std::string::npos) << out;
+  // Another Host on the gateway's connection: 421, nothing served.
+  out = raw_tls("cap.zeroness.internal", "203.0.113.253",
+                "GET /v1/kv/" + h + "/piped HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 421"), std::string::npos) << out;
+  EXPECT_EQ(out.find("abcde"), std::string::npos) << out;
+  // The gateway's Host on another name's connection: domain fronting, 421.
+  out = raw_tls("api.github.com", "198.18.0.10",
+                "GET /v1/kv/" + h + "/piped" + head + "\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 421"), std::string::npos) << out;
+  EXPECT_EQ(out.find("abcde"), std::string::npos) << out;
+  // The gateway's SNI towards a real upstream's address: answered by zerod
+  // all the same, and nothing reaches that upstream.
+  const size_t logged = upstream_log().size();
+  out = raw_tls("cap.zeroness.internal", "198.18.0.10",
+                "GET /v1/kv/" + h + "/piped" + head + "Connection: close\r\n\r\n");
+  EXPECT_NE(out.find("abcde"), std::string::npos) << out;
+  EXPECT_EQ(upstream_log().size(), logged);
+  // A body past the bound is refused before it is read.
+  out = raw_tls("cap.zeroness.internal", "203.0.113.253",
+                "PUT /v1/kv/" + h + "/big" + head + "Content-Length: 9000000\r\n\r\nxx");
+  EXPECT_NE(out.find("HTTP/1.1 413"), std::string::npos) << out;
+  // A malformed chunk: 400, and the key was not written.
+  out = raw_tls("cap.zeroness.internal", "203.0.113.253",
+                "PUT /v1/kv/" + h + "/bad" + head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 400"), std::string::npos) << out;
+  EXPECT_EQ(cap("GET", "/v1/kv/" + h + "/bad").status, "404");
+  // An upgrade is refused here as everywhere.
+  out = raw_tls("cap.zeroness.internal", "203.0.113.253",
+                "GET /v1/kv/" + h + "/piped" + head + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 403"), std::string::npos) << out;
+}
+
 TEST_F(CapabilityTest, KvQuotaIsEnforced) {
   const std::string base = "/v1/kv/" + handle("ZN_CAP_DATA");
   EXPECT_EQ(cap("PUT", base + "/small", std::string(1000, 'a')).status, "204");
@@ -159,7 +203,7 @@ TEST_F(CapabilityTest, KvQuotaIsEnforced) {
 
 TEST_F(CapabilityTest, SqlReadOnlyIsReadOnly) {
   const std::string ledger = "/v1/sql/" + handle("ZN_CAP_LEDGER");
-  Answer rows = cap("POST", ledger, R"({"sql":"select who, amount from ledger where amount > ?","params":[6]})");
+  Answer rows = cap("POST", ledger, R"j({"sql":"select who, amount from ledger where amount > ?","params":[6]})j");
   ASSERT_EQ(rows.status, "200") << rows.body;
   EXPECT_EQ(json::parse(rows.body)["rows"], json::parse(R"([{"who":"bob","amount":7}])")) << rows.body;
   ASSERT_EQ(ledger_rows(), "2\n");
@@ -178,13 +222,13 @@ TEST_F(CapabilityTest, SqlReadOnlyIsReadOnly) {
   EXPECT_FALSE(fs::exists("/tmp/zn-cap-vacuum.db"));
   // A rw database takes writes (the refusals above are the mode's, not the route's).
   const std::string scratch = "/v1/sql/" + handle("ZN_CAP_SCRATCH");
-  EXPECT_EQ(cap("POST", scratch, R"({"sql":"create table t(x)"})").status, "200");
-  Answer ins = cap("POST", scratch, R"({"sql":"insert into t values (?), (?)","params":[1,2]})");
+  EXPECT_EQ(cap("POST", scratch, R"j({"sql":"create table t(x)"})j").status, "200");
+  Answer ins = cap("POST", scratch, R"j({"sql":"insert into t values (?), (?)","params":[1,2]})j");
   EXPECT_EQ(ins.status, "200") << ins.body;
   EXPECT_EQ(json::parse(ins.body)["changes"], 2) << ins.body;
   // A statement that would run away is stopped by its budget.
   Answer slow = cap("POST", scratch,
-                    R"({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})");
+                    R"j({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})j");
   EXPECT_EQ(slow.status, "422") << slow.body;
 }
 

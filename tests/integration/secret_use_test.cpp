@@ -264,22 +264,28 @@ TEST_F(SecretUseTest, AMintedTokenVerifiesWithTheJwksServedToUpstreams) {
 // with its capability.
 TEST_F(SecretUseTest, PlaceholdersAndCapabilityHandlesOutliveARestart) {
   json doc = json::parse(placement_policy());
-  doc["caps"] = {{"data", {{"kind", "kv"}}}, {"ledger", {{"kind", "sql"}, {"mode", "ro"}, {"db", "ledger"}}}};
+  doc["caps"] = {{"data", {{"kind", "kv"}, {"mode", "rw"}}}, {"jobs", {{"kind", "queue"}}}};
   ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", doc.dump()}})["ok"]);
   const json env = call("session.show", {{"id", "user-1"}})["result"]["guest_env"];
   ASSERT_EQ(env.value("ZN_CAP_DATA", "").rfind("cap:", 0), 0u) << env.dump();
-  ASSERT_EQ(env.value("ZN_CAP_LEDGER", "").rfind("cap:", 0), 0u) << env.dump();
-  EXPECT_NE(env["ZN_CAP_DATA"], env["ZN_CAP_LEDGER"]);
+  ASSERT_EQ(env.value("ZN_CAP_JOBS", "").rfind("cap:", 0), 0u) << env.dump();
+  EXPECT_NE(env["ZN_CAP_DATA"], env["ZN_CAP_JOBS"]);
   EXPECT_EQ(env["STRIPE_API_KEY"], placeholder_);
+  const std::string kv = "https://cap.zeroness.internal/v1/kv/" + env["ZN_CAP_DATA"].get<std::string>() + "/k";
+  ASSERT_EQ(status("-X PUT --data-binary kept '" + kv + "'"), "204");
   stop_zerod(SIGTERM);
   start_zerod();
   EXPECT_EQ(call("session.show", {{"id", "user-1"}})["result"]["guest_env"], env);
+  // The same handle reaches the same value.
+  EXPECT_EQ(curl("'" + kv + "'").output, "kept");
   // A capability removed takes its handle with it.
-  doc["caps"].erase("ledger");
+  doc["caps"].erase("jobs");
   ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", doc.dump()}})["ok"]);
   const json after = call("session.show", {{"id", "user-1"}})["result"]["guest_env"];
   EXPECT_EQ(after["ZN_CAP_DATA"], env["ZN_CAP_DATA"]);
-  EXPECT_FALSE(after.contains("ZN_CAP_LEDGER")) << after.dump();
+  EXPECT_FALSE(after.contains("ZN_CAP_JOBS")) << after.dump();
+  const std::string jobs = "https://cap.zeroness.internal/v1/queue/" + env["ZN_CAP_JOBS"].get<std::string>();
+  EXPECT_EQ(status("-X POST '" + jobs + "/receive'"), "404");
 }
 
 // After credentials were placed, swapped and reflected: none of them, raw,

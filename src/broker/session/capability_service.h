@@ -15,6 +15,7 @@
 #include "broker/audit/log.h"
 #include "broker/resources/gateway.h"
 #include "broker/resources/store_set.h"
+#include "broker/session/directory.h"
 #include "broker/session/session.h"
 #include "userspace/proxy/policy.h"
 

@@ -192,7 +192,10 @@ class Exchange {
     summary.method = req.method;
     std::string why;
     std::optional<http::NormalisedTarget> target = http::normalise_target(req.target, &why);
-    if (!target) {
+    // The broker's own service reads its targets itself (a KV key may hold
+    // any byte, "%2F" included); nothing of them reaches another server
+    // whose reading could differ.
+    if (!target && !conn_.local) {
       ctx_.counters.bad_requests++;
       summary.status = 400;
       summary.error = "bad request target: " + why;
@@ -201,7 +204,7 @@ class Exchange {
       co_await refuse(r);
       co_return false;
     }
-    summary.path = target->path;
+    summary.path = target ? target->path : req.target;
     if (req.upgrade) {
       // WebSocket or h2c would leave HTTP/1.1 and with it per-request policy.
       ctx_.counters.denied++;
@@ -219,6 +222,7 @@ class Exchange {
       const bool go_on = co_await serve_locally(req, head.consumed);
       co_return go_on;
     }
+    // Not local: normalised above, or refused.
 
     RequestFacts facts;
     facts.session = conn_.session;
