@@ -44,14 +44,13 @@ class CapabilityTest : public ProxyTest {
        "'); c.execute('create table ledger(id integer primary key, who text, amount integer)'); "
        "c.executemany('insert into ledger(who, amount) values (?, ?)', [('ann', 5), ('bob', 7)]); "
        "c.commit()\"");
-    config["stores"] = {
-        {"kv", {{"default", {{"path", (dir_ / "kv.db").string()}, {"max_bytes", 4096}}}}},
-        {"blob",
-         {{"reports", {{"directory", (dir_ / "reports").string()}}},
-          {"results", {{"directory", (dir_ / "results").string()}, {"max_bytes", 8192}}}}},
-        {"sql",
-         {{"ledger", {{"path", (dir_ / "ledger.db").string()}}},
-          {"scratch", {{"path", (dir_ / "scratch.db").string()}, {"create", true}}}}}};
+    config["stores"] = {{"kv", {{"default", {{"path", (dir_ / "kv.db").string()}, {"max_bytes", 4096}}}}},
+                        {"blob",
+                         {{"reports", {{"directory", (dir_ / "reports").string()}}},
+                          {"results", {{"directory", (dir_ / "results").string()}, {"max_bytes", 8192}}}}},
+                        {"sql",
+                         {{"ledger", {{"path", (dir_ / "ledger.db").string()}}},
+                          {"scratch", {{"path", (dir_ / "scratch.db").string()}, {"create", true}}}}}};
   }
   void SetUp() override {
     ProxyTest::SetUp();
@@ -69,8 +68,7 @@ class CapabilityTest : public ProxyTest {
   };
   // One request to the gateway from guest `g` (0 or 1); the body from a file
   // so any bytes go as they are.
-  Answer cap(const std::string& method, const std::string& path, const std::string& body = "",
-             size_t g = 0) {
+  Answer cap(const std::string& method, const std::string& path, const std::string& body = "", size_t g = 0) {
     const fs::path f = dir_ / ("body-" + std::to_string(bodies_++));
     std::ofstream(f, std::ios::binary) << body;
     // --path-as-is: the dot segments go as written, for the server to judge.
@@ -93,10 +91,10 @@ class CapabilityTest : public ProxyTest {
 
   // Every value in the shared KV file whose key is "k", sorted, read on the host.
   std::string kv_values() {
-    std::ofstream(dir_ / "kv_values.py")
-        << "import sqlite3, sys\n"
-           "rows = sqlite3.connect(sys.argv[1]).execute(\"select value from kv where key = x'6b'\").fetchall()\n"
-           "for v in sorted(bytes(r[0]).decode() for r in rows): print(v)\n";
+    std::ofstream(dir_ / "kv_values.py") << "import sqlite3, sys\n"
+                                            "rows = sqlite3.connect(sys.argv[1]).execute(\"select value from "
+                                            "kv where key = x'6b'\").fetchall()\n"
+                                            "for v in sorted(bytes(r[0]).decode() for r in rows): print(v)\n";
     return run_in_netns(lab_->host_netns(),
                         "python3 " + (dir_ / "kv_values.py").string() + " " + (dir_ / "kv.db").string())
         .output;
@@ -108,16 +106,18 @@ class CapabilityTest : public ProxyTest {
 
 TEST_F(CapabilityTest, TheGatewayNameIsAnsweredAndServedOnTheHost) {
   EXPECT_EQ(dig("cap.zeroness.internal"), "203.0.113.253\n");
-  EXPECT_EQ(guest("dig @8.8.8.8 cap.zeroness.internal AAAA +short +tries=1 +time=2").output, "2001:db8:ca9::1\n");
+  EXPECT_EQ(guest("dig @8.8.8.8 cap.zeroness.internal AAAA +short +tries=1 +time=2").output,
+            "2001:db8:ca9::1\n");
   // Over IPv6 as well as IPv4, with the deployment CA's leaf.
   const std::string kv = "/v1/kv/" + handle("ZN_CAP_DATA") + "/k6";
   ASSERT_EQ(cap("PUT", kv, "v6").status, "204");
-  const CommandResult six =
-      guest("curl -s -6 -m 5 --cacert " + p("guest-trust.pem") + " 'https://cap.zeroness.internal" + kv + "'");
+  const CommandResult six = guest("curl -s -6 -m 5 --cacert " + p("guest-trust.pem") +
+                                  " 'https://cap.zeroness.internal" + kv + "'");
   EXPECT_EQ(six.output, "v6");
   // Nothing reached an upstream; cleartext is refused.
   EXPECT_EQ(upstream_log().find("cap.zeroness.internal"), std::string::npos) << upstream_log();
-  const CommandResult plain = guest("curl -s -m 5 -o /dev/null -w '%{http_code}' 'http://cap.zeroness.internal" + kv + "'");
+  const CommandResult plain =
+      guest("curl -s -m 5 -o /dev/null -w '%{http_code}' 'http://cap.zeroness.internal" + kv + "'");
   EXPECT_EQ(plain.output, "403");
 }
 
@@ -157,7 +157,8 @@ TEST_F(CapabilityTest, HostileRequestShapes) {
   std::string out = raw_tls("cap.zeroness.internal", "203.0.113.253",
                             "PUT /v1/kv/" + h + "/piped" + head +
                                 "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
-                                "GET /v1/kv/" + h + "/piped" + head + "Connection: close\r\n\r\n");
+                                "GET /v1/kv/" +
+                                h + "/piped" + head + "Connection: close\r\n\r\n");
   EXPECT_NE(out.find("HTTP/1.1 204"), std::string::npos) << out;
   EXPECT_NE(out.find("\r\n\r\nabcde"), std::string::npos) << out;
   // Another Host on the gateway's connection: 421, nothing served.
@@ -166,8 +167,7 @@ TEST_F(CapabilityTest, HostileRequestShapes) {
   EXPECT_NE(out.find("HTTP/1.1 421"), std::string::npos) << out;
   EXPECT_EQ(out.find("abcde"), std::string::npos) << out;
   // The gateway's Host on another name's connection: domain fronting, 421.
-  out = raw_tls("api.github.com", "198.18.0.10",
-                "GET /v1/kv/" + h + "/piped" + head + "\r\n");
+  out = raw_tls("api.github.com", "198.18.0.10", "GET /v1/kv/" + h + "/piped" + head + "\r\n");
   EXPECT_NE(out.find("HTTP/1.1 421"), std::string::npos) << out;
   EXPECT_EQ(out.find("abcde"), std::string::npos) << out;
   // The gateway's SNI towards a real upstream's address: answered by zerod
@@ -182,8 +182,9 @@ TEST_F(CapabilityTest, HostileRequestShapes) {
                 "PUT /v1/kv/" + h + "/big" + head + "Content-Length: 9000000\r\n\r\nxx");
   EXPECT_NE(out.find("HTTP/1.1 413"), std::string::npos) << out;
   // A malformed chunk: 400, and the key was not written.
-  out = raw_tls("cap.zeroness.internal", "203.0.113.253",
-                "PUT /v1/kv/" + h + "/bad" + head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+  out =
+      raw_tls("cap.zeroness.internal", "203.0.113.253",
+              "PUT /v1/kv/" + h + "/bad" + head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
   EXPECT_NE(out.find("HTTP/1.1 400"), std::string::npos) << out;
   EXPECT_EQ(cap("GET", "/v1/kv/" + h + "/bad").status, "404");
   // An upgrade is refused here as everywhere.
@@ -203,17 +204,18 @@ TEST_F(CapabilityTest, KvQuotaIsEnforced) {
 
 TEST_F(CapabilityTest, SqlReadOnlyIsReadOnly) {
   const std::string ledger = "/v1/sql/" + handle("ZN_CAP_LEDGER");
-  Answer rows = cap("POST", ledger, R"j({"sql":"select who, amount from ledger where amount > ?","params":[6]})j");
+  Answer rows =
+      cap("POST", ledger, R"j({"sql":"select who, amount from ledger where amount > ?","params":[6]})j");
   ASSERT_EQ(rows.status, "200") << rows.body;
   EXPECT_EQ(json::parse(rows.body)["rows"], json::parse(R"([{"who":"bob","amount":7}])")) << rows.body;
   ASSERT_EQ(ledger_rows(), "2\n");
-  for (const char* write :
-       {"insert into ledger(who, amount) values ('eve', 1)", "delete from ledger",
-        "with x(n) as (select 1) insert into ledger(who, amount) select 'eve', n from x",
-        "with x as (select 1) update ledger set amount = 0", "pragma writable_schema = 1",
-        "pragma journal_mode = delete", "attach database '/tmp/zn-cap-attach.db' as a",
-        "vacuum into '/tmp/zn-cap-vacuum.db'", "create temp trigger t after insert on ledger begin select 1; end",
-        "select load_extension('/tmp/x.so')", "drop table ledger"}) {
+  for (const char* write : {"insert into ledger(who, amount) values ('eve', 1)", "delete from ledger",
+                            "with x(n) as (select 1) insert into ledger(who, amount) select 'eve', n from x",
+                            "with x as (select 1) update ledger set amount = 0", "pragma writable_schema = 1",
+                            "pragma journal_mode = delete", "attach database '/tmp/zn-cap-attach.db' as a",
+                            "vacuum into '/tmp/zn-cap-vacuum.db'",
+                            "create temp trigger t after insert on ledger begin select 1; end",
+                            "select load_extension('/tmp/x.so')", "drop table ledger"}) {
     Answer r = cap("POST", ledger, json{{"sql", write}}.dump());
     EXPECT_TRUE(r.status == "403" || r.status == "400") << write << " -> " << r.status << " " << r.body;
   }
@@ -227,8 +229,9 @@ TEST_F(CapabilityTest, SqlReadOnlyIsReadOnly) {
   EXPECT_EQ(ins.status, "200") << ins.body;
   EXPECT_EQ(json::parse(ins.body)["changes"], 2) << ins.body;
   // A statement that would run away is stopped by its budget.
-  Answer slow = cap("POST", scratch,
-                    R"j({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})j");
+  Answer slow = cap(
+      "POST", scratch,
+      R"j({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})j");
   EXPECT_EQ(slow.status, "422") << slow.body;
 }
 
@@ -238,8 +241,9 @@ TEST_F(CapabilityTest, BlobsStayBeneathTheirDirectory) {
   EXPECT_EQ(got.status, "200");
   EXPECT_EQ(got.body, kDataset);
   EXPECT_EQ(cap("PUT", reports + "/2026/new.csv", "x").status, "403");  // ro
-  for (const std::string escape : {"/../outside.txt", "/%2e%2e/outside.txt", "/2026/..%2f..%2foutside.txt",
-                                   "/escape.csv", "/%2Fetc%2Fpasswd", "//etc/passwd", "/2026/%2e%2e/%2e%2e/outside.txt"}) {
+  for (const std::string escape :
+       {"/../outside.txt", "/%2e%2e/outside.txt", "/2026/..%2f..%2foutside.txt", "/escape.csv",
+        "/%2Fetc%2Fpasswd", "//etc/passwd", "/2026/%2e%2e/%2e%2e/outside.txt"}) {
     Answer r = cap("GET", reports + escape);
     EXPECT_NE(r.status, "200") << escape;
     EXPECT_EQ(r.body.find("outside the store"), std::string::npos) << escape << ": " << r.body;
@@ -273,11 +277,13 @@ TEST_F(CapabilityTest, QueueSendReceiveAck) {
 TEST_F(CapabilityTest, HandlesCannotBeForgedOrBorrowed) {
   // A second tenant on its own guest, with its own capability.
   lab_->add_guest("g1");
-  json r = call("session.create",
-                {{"id", "user-2"}, {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
-                 {"device", "zn-tap1"}, {"slot", 1}});
+  json r = call("session.create", {{"id", "user-2"},
+                                   {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
+                                   {"device", "zn-tap1"},
+                                   {"slot", 1}});
   ASSERT_TRUE(r["ok"]) << r.dump();
-  const std::string theirs = call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
+  const std::string theirs =
+      call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
   ASSERT_EQ(theirs.rfind("cap:", 0), 0u);
   const std::string mine = handle("ZN_CAP_DATA");
   ASSERT_EQ(cap("PUT", "/v1/kv/" + mine + "/k", "tenant-a").status, "204");
@@ -291,15 +297,15 @@ TEST_F(CapabilityTest, HandlesCannotBeForgedOrBorrowed) {
   std::string flipped = mine;
   flipped.back() = flipped.back() == 'a' ? 'b' : 'a';
   const std::vector<std::pair<std::string, size_t>> attempts = {
-      {"/v1/kv/" + theirs + "/k", 0},                       // B's handle from A's guest
-      {"/v1/kv/" + mine + "/k", 1},                         // A's handle from B's guest
+      {"/v1/kv/" + theirs + "/k", 0},                           // B's handle from A's guest
+      {"/v1/kv/" + mine + "/k", 1},                             // A's handle from B's guest
       {"/v1/kv/" + mine.substr(0, mine.size() - 1) + "/k", 0},  // truncated
-      {"/v1/kv/" + flipped + "/k", 0},                      // one character off
-      {"/v1/kv/cap:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/k", 0},  // guessed
-      {"/v1/kv/" + mine.substr(4) + "/k", 0},               // without the prefix
-      {"/v1/blob/" + mine + "/k", 0},                       // a KV handle on the blob route
-      {"/v1/kv/" + handle("ZN_CAP_REPORTS") + "/k", 0},     // a blob handle on the KV route
-      {"/v1/kv/", 0},                                       // listing
+      {"/v1/kv/" + flipped + "/k", 0},                          // one character off
+      {"/v1/kv/cap:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/k", 0},     // guessed
+      {"/v1/kv/" + mine.substr(4) + "/k", 0},                   // without the prefix
+      {"/v1/blob/" + mine + "/k", 0},                           // a KV handle on the blob route
+      {"/v1/kv/" + handle("ZN_CAP_REPORTS") + "/k", 0},         // a blob handle on the KV route
+      {"/v1/kv/", 0},                                           // listing
       {"/v1/caps", 0},
   };
   for (const auto& [path, g] : attempts) {
@@ -321,18 +327,22 @@ TEST_F(CapabilityTest, HandlesCannotBeForgedOrBorrowed) {
 }
 
 TEST_F(CapabilityTest, RequestsCountAgainstTheSessionRate) {
-  ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", caps_policy(R"(,"rate":{"burst":3,"per_second":1})")}})["ok"]);
+  ASSERT_TRUE(
+      call("session.update",
+           {{"id", "user-1"}, {"policy", caps_policy(R"(,"rate":{"burst":3,"per_second":1})")}})["ok"]);
   const std::string base = "/v1/kv/" + handle("ZN_CAP_DATA");
   // One guest command, one connection: five requests back to back.
-  const CommandResult burst = guest("for i in 1 2 3 4 5; do curl -s -m 5 -o /dev/null -w '%{http_code} ' --cacert " +
-                                    p("guest-trust.pem") + " 'https://cap.zeroness.internal" + base + "/r'; done");
+  const CommandResult burst =
+      guest("for i in 1 2 3 4 5; do curl -s -m 5 -o /dev/null -w '%{http_code} ' --cacert " +
+            p("guest-trust.pem") + " 'https://cap.zeroness.internal" + base + "/r'; done");
   EXPECT_NE(burst.output.find("429"), std::string::npos) << burst.output;
   EXPECT_NE(burst.output.find("404"), std::string::npos) << burst.output;  // the first ones passed
 }
 
 TEST_F(CapabilityTest, APolicyNamingAnUnknownStoreIsRefused) {
-  json r = call("session.update",
-                {{"id", "user-1"}, {"policy", R"({"policy":{},"caps":{"x":{"kind":"sql","db":"nowhere"}}})"}});
+  json r =
+      call("session.update",
+           {{"id", "user-1"}, {"policy", R"({"policy":{},"caps":{"x":{"kind":"sql","db":"nowhere"}}})"}});
   ASSERT_FALSE(r["ok"]) << r.dump();
   EXPECT_NE(r.dump().find("$.caps.x.db"), std::string::npos) << r.dump();
   // The session kept its policy: its handles still work.

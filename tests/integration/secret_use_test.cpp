@@ -271,7 +271,8 @@ TEST_F(SecretUseTest, PlaceholdersAndCapabilityHandlesOutliveARestart) {
   ASSERT_EQ(env.value("ZN_CAP_JOBS", "").rfind("cap:", 0), 0u) << env.dump();
   EXPECT_NE(env["ZN_CAP_DATA"], env["ZN_CAP_JOBS"]);
   EXPECT_EQ(env["STRIPE_API_KEY"], placeholder_);
-  const std::string kv = "https://cap.zeroness.internal/v1/kv/" + env["ZN_CAP_DATA"].get<std::string>() + "/k";
+  const std::string kv =
+      "https://cap.zeroness.internal/v1/kv/" + env["ZN_CAP_DATA"].get<std::string>() + "/k";
   ASSERT_EQ(status("-X PUT --data-binary kept '" + kv + "'"), "204");
   stop_zerod(SIGTERM);
   start_zerod();

@@ -69,8 +69,7 @@ class Fields {
 // Each named store of one kind, parsed by `one`.
 template <typename Config>
 void parse_kind(const json& stores, const char* kind, std::map<std::string, Config>& out,
-                const std::function<Config(const Fields&)>& one,
-                std::initializer_list<const char*> known) {
+                const std::function<Config(const Fields&)>& one, std::initializer_list<const char*> known) {
   if (!stores.contains(kind)) return;
   const std::string at = std::string("$.stores.") + kind;
   const json& named = stores[kind];
@@ -92,39 +91,39 @@ StoreCatalog parse_store_catalog(const json& stores, const std::string& state_di
       if (kind != "kv" && kind != "blob" && kind != "sql" && kind != "queue")
         fail("$.stores." + kind, "unknown kind (\"kv\", \"blob\", \"sql\" or \"queue\")");
     }
-    parse_kind<KvStoreConfig>(
-        stores, "kv", c.kv,
-        [](const Fields& f) {
-          KvStoreConfig k;
-          k.path = f.path("path", true);
-          k.quota.max_bytes = f.number("max_bytes", k.quota.max_bytes, 1);
-          k.quota.max_keys = f.number("max_keys", k.quota.max_keys, 1);
-          k.quota.max_value_bytes = f.number("max_value_bytes", k.quota.max_value_bytes, 1, 8u << 20);
-          return k;
-        },
-        {"path", "max_bytes", "max_keys", "max_value_bytes"});
-    parse_kind<QueueStoreConfig>(
-        stores, "queue", c.queue,
-        [](const Fields& f) {
-          QueueStoreConfig q;
-          q.path = f.path("path", true);
-          q.quota.max_bytes = f.number("max_bytes", q.quota.max_bytes, 1);
-          q.quota.max_messages = f.number("max_messages", q.quota.max_messages, 1);
-          q.quota.max_message_bytes = f.number("max_message_bytes", q.quota.max_message_bytes, 1, 8u << 20);
-          return q;
-        },
-        {"path", "max_bytes", "max_messages", "max_message_bytes"});
-    parse_kind<BlobStoreConfig>(
-        stores, "blob", c.blob,
-        [](const Fields& f) {
-          BlobStoreConfig b;
-          b.directory = f.path("directory", true);
-          b.quota_bytes = f.number("max_bytes", b.quota_bytes, 1);
-          b.max_objects = f.number("max_objects", b.max_objects, 1);
-          b.max_object_bytes = f.number("max_object_bytes", b.max_object_bytes, 1, 8u << 20);
-          return b;
-        },
-        {"directory", "max_bytes", "max_objects", "max_object_bytes"});
+    parse_kind<KvStoreConfig>(stores, "kv", c.kv,
+                              [](const Fields& f) {
+                                KvStoreConfig k;
+                                k.path = f.path("path", true);
+                                k.quota.max_bytes = f.number("max_bytes", k.quota.max_bytes, 1);
+                                k.quota.max_keys = f.number("max_keys", k.quota.max_keys, 1);
+                                k.quota.max_value_bytes =
+                                    f.number("max_value_bytes", k.quota.max_value_bytes, 1, 8u << 20);
+                                return k;
+                              },
+                              {"path", "max_bytes", "max_keys", "max_value_bytes"});
+    parse_kind<QueueStoreConfig>(stores, "queue", c.queue,
+                                 [](const Fields& f) {
+                                   QueueStoreConfig q;
+                                   q.path = f.path("path", true);
+                                   q.quota.max_bytes = f.number("max_bytes", q.quota.max_bytes, 1);
+                                   q.quota.max_messages = f.number("max_messages", q.quota.max_messages, 1);
+                                   q.quota.max_message_bytes =
+                                       f.number("max_message_bytes", q.quota.max_message_bytes, 1, 8u << 20);
+                                   return q;
+                                 },
+                                 {"path", "max_bytes", "max_messages", "max_message_bytes"});
+    parse_kind<BlobStoreConfig>(stores, "blob", c.blob,
+                                [](const Fields& f) {
+                                  BlobStoreConfig b;
+                                  b.directory = f.path("directory", true);
+                                  b.quota_bytes = f.number("max_bytes", b.quota_bytes, 1);
+                                  b.max_objects = f.number("max_objects", b.max_objects, 1);
+                                  b.max_object_bytes =
+                                      f.number("max_object_bytes", b.max_object_bytes, 1, 8u << 20);
+                                  return b;
+                                },
+                                {"directory", "max_bytes", "max_objects", "max_object_bytes"});
     parse_kind<SqlStoreConfig>(
         stores, "sql", c.sql,
         [](const Fields& f) {

@@ -244,9 +244,8 @@ void ZerodDaemon::stop() {
 // The verbs, each family given only what it acts on.
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
-  register_session_verbs(*control_,
-                         {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
-                          capabilities_.get()});
+  register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
+                                     capabilities_.get()});
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

@@ -16,7 +16,11 @@ proxy::LocalResponse capability_error(int status, std::string_view code, std::st
 
 CapabilityService::CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads,
                                      size_t max_pending)
-    : audit_(audit), stores_(std::move(stores)), gateway_(*stores_), max_pending_(max_pending), pool_(threads) {}
+    : audit_(audit),
+      stores_(std::move(stores)),
+      gateway_(*stores_),
+      max_pending_(max_pending),
+      pool_(threads) {}
 
 void CapabilityService::check(const Policy& policy) const {
   for (const auto& [name, cap] : policy.caps)

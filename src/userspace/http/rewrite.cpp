@@ -236,8 +236,7 @@ std::string proxy_response(int status, std::string_view body) {
   return out;
 }
 
-std::string local_response(int status, std::string_view content_type, std::string_view body,
-                           bool close) {
+std::string local_response(int status, std::string_view content_type, std::string_view body, bool close) {
   std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
   out.append(reason_phrase(status)).append("\r\n");
   // 204 and 304 have no body and no length (RFC 9110 8.6).

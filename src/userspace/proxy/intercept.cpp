@@ -414,8 +414,8 @@ class Exchange {
         asio::post(executor, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
       });
     };
-    auto answer =
-        asio::async_initiate<const asio::use_awaitable_t<>&, void(LocalResponse)>(std::move(initiate), use_awaitable);
+    auto answer = asio::async_initiate<const asio::use_awaitable_t<>&, void(LocalResponse)>(
+        std::move(initiate), use_awaitable);
     LocalResponse r = co_await std::move(answer);
     co_return r;
   }
