@@ -17,7 +17,7 @@ import sys
 # system headers and the BPF ABI headers in bpf/include). Lower layers first.
 USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/tls", "userspace/dns",
              "userspace/proxy"]
-VMM = ["vmm/host", "vmm/lab"]
+VMM = ["vmm/host", "vmm/lab", "vmm/microvm"]
 LOWER = ["common"] + USERSPACE + VMM
 ALLOWED = {
     "common": [],
@@ -29,6 +29,7 @@ ALLOWED = {
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/tls"],
     "vmm/host": ["common", "userspace/net"],
     "vmm/lab": ["common", "userspace/net", "vmm/host"],
+    "vmm/microvm": ["common", "userspace/net", "vmm/host"],
     "broker/secrets": LOWER,
     "broker/policy": LOWER + ["broker/secrets"],
     "broker/resources": LOWER + ["broker/secrets", "broker/policy"],
@@ -36,10 +37,12 @@ ALLOWED = {
     "broker/identity": LOWER + ["broker/secrets"],
     "broker/session": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
                                "broker/identity"],
+    "broker/vms": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
+                           "broker/identity", "broker/session"],
     "broker/control": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                               "broker/session"],
+                               "broker/session", "broker/vms"],
     "broker/daemon": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                              "broker/identity", "broker/session", "broker/control"],
+                              "broker/identity", "broker/session", "broker/vms", "broker/control"],
 }
 CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
 LIBRARY = re.compile(r"\bzn_\w+")

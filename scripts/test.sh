@@ -19,6 +19,9 @@ scripts/lint.sh
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=ON
 cmake --build "$BUILD_DIR" -j"$(nproc)"
+# The tiny microVM guest the VM tests boot (Debian's cloud kernel, busybox,
+# curl), from Debian packages; nothing is installed on the host's /boot.
+scripts/build-guest.sh "$BUILD_DIR/guest"
 
 # Every test removes what it creates; should a test process die before it
 # can, this sweeps the labs the test prefixes name (zi, zf, za, zd, znt).

@@ -55,6 +55,7 @@ std::span<const Verb> map_verbs();       // map.cpp
 std::span<const Verb> policy_verbs();    // policy.cpp
 std::span<const Verb> prog_verbs();      // prog.cpp
 std::span<const Verb> session_verbs();   // session.cpp
+std::span<const Verb> vm_verbs();        // vm.cpp
 std::span<const Verb> events_verbs();    // daemon.cpp
 std::span<const Verb> stats_verbs();     // daemon.cpp
 std::span<const Verb> status_verbs();    // daemon.cpp

@@ -23,9 +23,11 @@ using VerbIndex = std::map<std::string, std::map<std::string, const Verb*>>;
 VerbIndex index_verbs() {
   namespace z = zn::znctl;
   const std::pair<const char*, std::span<const Verb>> objects[] = {
-      {"approval", z::approval_verbs()}, {"audit", z::audit_verbs()},   {"events", z::events_verbs()},
-      {"identity", z::identity_verbs()}, {"key", z::key_verbs()},       {"map", z::map_verbs()},
-      {"policy", z::policy_verbs()},     {"prog", z::prog_verbs()},     {"session", z::session_verbs()},
+      {"approval", z::approval_verbs()}, {"audit", z::audit_verbs()},
+      {"events", z::events_verbs()},     {"identity", z::identity_verbs()},
+      {"key", z::key_verbs()},           {"map", z::map_verbs()},
+      {"policy", z::policy_verbs()},     {"prog", z::prog_verbs()},
+      {"session", z::session_verbs()},   {"vm", z::vm_verbs()},
       {"stats", z::stats_verbs()},       {"status", z::status_verbs()},
   };
   VerbIndex index;

@@ -167,6 +167,8 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
   server.handle("session.delete", [verbs](const json& args) {
     const std::string id = require(args, "id");
     const SessionPtr before = verbs.registry.get(id);
+    // The VM goes before its TAP does.
+    if (verbs.vms) verbs.vms->stop(id);
     verbs.registry.remove(id);
     if (before && verbs.capabilities) verbs.capabilities->release(*before, nullptr);
     verbs.dns.forget(id);

@@ -19,6 +19,7 @@
 #include "broker/session/dns.h"
 #include "broker/session/proxy.h"
 #include "broker/session/registry.h"
+#include "broker/vms/vm_registry.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/dns/counters.h"
 #include "userspace/dns/responder.h"
@@ -40,6 +41,8 @@ struct SessionVerbs {
   std::string ca_certificate;  // the deployment CA's path, shown with each session
   // Erases the KV and queue contents of capabilities a session loses; null: none.
   CapabilityService* capabilities = nullptr;
+  // Stops a deleted session's microVM first; null: no VMs.
+  VmRegistry* vms = nullptr;
 };
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 

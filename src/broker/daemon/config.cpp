@@ -118,7 +118,11 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "upstream_allow",
                                  "nat64_prefix",
                                  "stores",
-                                 "capability_addresses"};
+                                 "capability_addresses",
+                                 "vm_uid_base",
+                                 "vm_accel",
+                                 "vm_cache_dir",
+                                 "vm_qemu"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
@@ -228,6 +232,15 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     if (!p || p->network.family != AF_INET6 || p->length != 96)
       fail("$.nat64_prefix", "must be an IPv6 /96 prefix, e.g. 64:ff9b::/96");
   }
+  c.vm_uid_base = get_uint(doc, "vm_uid_base", c.vm_uid_base, 1000, 0xfff00000u);
+  c.vm_accel = get_string(doc, "vm_accel", c.vm_accel);
+  if (c.vm_accel != "auto" && c.vm_accel != "kvm" && c.vm_accel != "tcg")
+    fail("$.vm_accel", "must be \"auto\", \"kvm\" or \"tcg\"");
+  c.vm_cache_dir = get_string(doc, "vm_cache_dir", c.vm_cache_dir);
+  c.vm_qemu = get_string(doc, "vm_qemu", c.vm_qemu);
+  for (const auto& [key, path] :
+       {std::pair{"vm_cache_dir", &c.vm_cache_dir}, std::pair{"vm_qemu", &c.vm_qemu}})
+    if (!path->empty() && path->front() != '/') fail(std::string("$.") + key, "must be an absolute path");
   c.stores = parse_store_catalog(doc.contains("stores") ? doc["stores"] : json(), c.state_dir);
   if (doc.contains("capability_addresses"))
     c.capability_addresses = parse_capability_addresses(doc["capability_addresses"]);

@@ -93,6 +93,15 @@ struct DaemonConfig {
   // resolves to for guests (their port 443 is steered to the proxy like any
   // other; outside the pools). Empty: the name is not answered.
   StoreCatalog stores;
+  // MicroVMs (issue 14): each runs as uid vm_uid_base + its session's slot
+  // (and that gid), none of them a user of this host; "vm_accel": "auto"
+  // (KVM when a probe boots the guest with it, else TCG), "kvm" or "tcg";
+  // the probe's verdicts are kept in vm_cache_dir; "vm_qemu": the binary
+  // ("" = qemu-system-x86_64 from PATH).
+  uint32_t vm_uid_base = 0x7a6e0000;
+  std::string vm_accel = "auto";
+  std::string vm_cache_dir = "/var/cache/zeroness";
+  std::string vm_qemu;
   std::vector<std::string> capability_addresses = {"203.0.113.253", "2001:db8:ca9::1"};
 
   // The pools and per-guest prefixes as the registry's address plan (the

@@ -11,6 +11,9 @@
 #include "broker/audit/event.h"
 #include "broker/control/metrics.h"
 #include "broker/control/verbs.h"
+#include "broker/control/vm_verbs.h"
+#include "vmm/microvm/firecracker.h"
+#include "vmm/microvm/qemu.h"
 #include "broker/policy/parser.h"
 #include "broker/session/sealed_policy.h"
 #include "broker/session/state_file.h"
@@ -153,6 +156,19 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::vector<net::IpAddress> capability_addresses;
   for (const std::string& a : config_.capability_addresses)
     capability_addresses.push_back(*net::IpAddress::parse(a));  // validated with the config
+  {
+    VmRegistryOptions vm_options;
+    vm_options.directory = config_.state_dir + "/vms";
+    vm_options.ca_cert_path = ca_.cert;
+    vm_options.uid_base = config_.vm_uid_base;
+    vmm::QemuOptions qemu;
+    qemu.binary = config_.vm_qemu;
+    qemu.accel = config_.vm_accel;
+    qemu.cache_dir = config_.vm_cache_dir;
+    vm_options.backends = {std::make_shared<vmm::QemuBackend>(qemu),
+                           std::make_shared<vmm::FirecrackerBackend>()};
+    vms_ = std::make_unique<VmRegistry>(*registry_, std::move(vm_options));
+  }
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
@@ -230,6 +246,7 @@ void ZerodDaemon::stop() {
   events_.close();
   approval_events_.close();
   if (control_) control_->stop();
+  vms_.reset();  // every VM stopped, its directory and cgroup removed
   metrics_.reset();
   jwks_.reset();
   // Before the proxy's loops go: the answers in flight are posted to them.
@@ -245,7 +262,8 @@ void ZerodDaemon::stop() {
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
   register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
-                                     capabilities_.get()});
+                                     capabilities_.get(), vms_.get()});
+  register_vm_verbs(*control_, *vms_);
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

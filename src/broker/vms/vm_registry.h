@@ -1,0 +1,80 @@
+// A session's microVM (issue 14): launched on the session's own TAP (the
+// datapath's programs already on it) with the session's network and the
+// deployment CA, as a uid of its own in a directory of its own; stopped, its
+// directory and cgroup removed, when asked or when the session goes. One VM
+// per session: the session is the sandbox, the VM what runs in it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "broker/session/directory.h"
+#include "vmm/microvm/microvm.h"
+
+namespace zn::broker {
+
+struct VmRunRequest {
+  std::string session;
+  std::string kernel, initrd;  // absolute paths on the host
+  uint32_t memory_mib = 256;
+  uint32_t vcpus = 1;
+  std::string backend = "qemu";
+  std::string user_data;  // an optional boot script (public: shown on the console)
+  bool poweroff_after = false;
+};
+
+// A refusal the operator can act on (bad request, no such session, a VM
+// already running, a backend unavailable).
+struct VmError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct VmRegistryOptions {
+  std::string directory;     // state_dir/vms: one directory per VM
+  std::string ca_cert_path;  // the deployment CA (public)
+  uid_t uid_base = 0;        // a VM runs as uid_base + its session's slot
+  std::vector<std::shared_ptr<vmm::VmBackend>> backends;
+};
+
+class VmRegistry {
+ public:
+  VmRegistry(const SessionDirectory& sessions, VmRegistryOptions options);
+  ~VmRegistry();  // stops every VM
+
+  // Throws VmError. Blocks (a first KVM probe, copying the image): the
+  // control plane's.
+  nlohmann::json run(const VmRunRequest& request);
+  nlohmann::json list();
+  // Stops the session's VM and removes its directory; false if it had none.
+  bool stop(const std::string& session);
+  // The last `max_bytes` of the VM's serial console. Throws VmError.
+  std::string console(const std::string& session, size_t max_bytes);
+  // The backends and why any cannot run here.
+  nlohmann::json backends() const;
+
+ private:
+  struct Running {
+    std::string backend;
+    std::string directory;
+    std::unique_ptr<vmm::MicroVm> vm;
+    std::string kernel, initrd;
+    uint32_t memory_mib = 0;
+    uid_t uid = 0;
+  };
+  nlohmann::json describe(const std::string& session, Running& r);
+
+  const SessionDirectory& sessions_;
+  VmRegistryOptions options_;
+  std::mutex mu_;  // the map; held across a launch (one at a time)
+  std::map<std::string, Running> vms_;
+};
+
+}  // namespace zn::broker

@@ -1,0 +1,62 @@
+// A microVM on a governed TAP (issue 14): the interface every backend
+// launches behind, and what a running VM is. A VM gets exactly what a lab
+// guest gets: the session's TAP (already under the datapath's programs), the
+// session's MAC and addresses, the deployment CA; nothing secret.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "userspace/net/unique_fd.h"
+#include "vmm/microvm/guest_config.h"
+#include "vmm/microvm/vm_cgroup.h"
+
+namespace zn::vmm {
+
+struct VmSpec {
+  std::string name;       // the session id: names the cgroup and the directory
+  std::string directory;  // the VM's own (created by the caller, owned by uid, 0700)
+  std::string kernel;     // the guest kernel
+  std::string initrd;     // the shared guest image (scripts/build-guest.sh)
+  uint32_t memory_mib = 256;
+  uint32_t vcpus = 1;
+  uid_t uid = 0;  // the VM's own; never 0
+  gid_t gid = 0;
+  net::UniqueFd tap;  // the session's TAP, attached (vmm::open_tap)
+  GuestBoot boot;
+};
+
+enum class Accel { kKvm, kTcg };
+std::string_view accel_name(Accel);
+
+class MicroVm {
+ public:
+  virtual ~MicroVm() = default;
+  virtual pid_t pid() const = 0;
+  // Whether the VMM process still runs (reaps it once it has exited).
+  virtual bool running() = 0;
+  // Exit status text once exited ("exited 0", "killed by signal 9").
+  virtual std::string exit_status() const = 0;
+  // SIGTERM, then SIGKILL after `grace`; the process reaped and the cgroup
+  // removed. Idempotent.
+  virtual void stop(std::chrono::milliseconds grace) = 0;
+  virtual std::string console_path() const = 0;  // the guest's serial output
+  virtual Accel accel() const = 0;
+};
+
+class VmBackend {
+ public:
+  virtual ~VmBackend() = default;
+  virtual std::string name() const = 0;
+  // Why this backend cannot run VMs on this host, nullopt when it can.
+  virtual std::optional<std::string> unavailable() const = 0;
+  // Throws std::runtime_error (what could not be done).
+  virtual std::unique_ptr<MicroVm> launch(VmSpec spec) = 0;
+};
+
+}  // namespace zn::vmm

@@ -1,0 +1,255 @@
+#include "vmm/microvm/qemu.h"
+
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "vmm/microvm/vm_process.h"
+
+namespace zn::vmm {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string find_binary(const std::string& configured) {
+  if (!configured.empty()) return ::access(configured.c_str(), X_OK) == 0 ? configured : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = dir + "/qemu-system-x86_64";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Written for the VM's uid only: its directory is 0700 and its own.
+void write_owned(const fs::path& p, const std::string& bytes, uid_t uid, gid_t gid) {
+  {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    if (!out.flush()) throw std::runtime_error("cannot write " + p.string());
+  }
+  if (::chown(p.c_str(), uid, gid) != 0 || ::chmod(p.c_str(), 0600) != 0)
+    throw std::runtime_error("cannot hand " + p.string() + " to the VM: " + std::strerror(errno));
+}
+
+// What a verdict is kept for: the binary, the kernel and the image as they
+// are now.
+std::string probe_key(const std::string& binary, const VmSpec& spec) {
+  std::string key;
+  for (const std::string& f : {binary, spec.kernel, spec.initrd}) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) throw std::runtime_error("cannot stat " + f);
+    key += f + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + ";";
+  }
+  return key;
+}
+
+class QemuVm : public MicroVm {
+ public:
+  QemuVm(pid_t pid, std::unique_ptr<VmCgroup> cgroup, std::string console, Accel accel)
+      : pid_(pid), cgroup_(std::move(cgroup)), console_(std::move(console)), accel_(accel) {}
+  ~QemuVm() override { stop(0ms); }
+
+  pid_t pid() const override { return pid_; }
+  bool running() override {
+    if (exited_) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {
+      exited_ = true;
+      status_ = describe(r == pid_ ? status : -1);
+      return false;
+    }
+    return true;
+  }
+  std::string exit_status() const override { return status_; }
+  void stop(std::chrono::milliseconds grace) override {
+    if (running()) {
+      ::kill(pid_, SIGTERM);
+      const auto until = std::chrono::steady_clock::now() + grace;
+      while (running() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+      if (running()) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        if (::waitpid(pid_, &status, 0) == pid_) status_ = describe(status);
+        exited_ = true;
+      }
+    }
+    if (cgroup_) cgroup_->remove();
+  }
+  std::string console_path() const override { return console_; }
+  Accel accel() const override { return accel_; }
+
+ private:
+  static std::string describe(int status) {
+    if (status < 0) return "gone";
+    if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return "stopped";
+  }
+  pid_t pid_;
+  std::unique_ptr<VmCgroup> cgroup_;
+  std::string console_;
+  Accel accel_;
+  bool exited_ = false;
+  std::string status_;
+};
+
+}  // namespace
+
+std::string_view accel_name(Accel a) { return a == Accel::kKvm ? "kvm" : "tcg"; }
+
+std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel, bool with_tap) {
+  // Relative to the VM's directory, its working directory: the uid it runs
+  // as may not traverse the directories above it (zerod's state is 0700).
+  std::vector<std::string> a = {
+      binary,
+      "-name", "zeroness-" + spec.name,
+      "-M", "microvm,x-option-roms=off,rtc=on",
+      // TCG's translation cache is 1 GiB by default on 64-bit hosts: bounded.
+      "-accel", accel == Accel::kKvm ? "kvm" : "tcg,tb-size=64",
+      "-cpu", accel == Accel::kKvm ? "host" : "max",
+      "-m", std::to_string(spec.memory_mib),
+      "-smp", std::to_string(spec.vcpus),
+      "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
+      "-serial", "file:console.log",
+      "-no-reboot",
+      // QEMU's own seccomp filter: no new processes, no privilege changes.
+      "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+      "-kernel", "vmlinuz",
+      "-initrd", "initrd",
+      "-append", "console=ttyS0 quiet panic=-1 reboot=t",
+  };
+  if (with_tap) {
+    const std::string mac = net::to_string(spec.boot.network.guest_mac);
+    for (const std::string& x : {std::string("-netdev"), std::string("tap,id=n0,fd=3"), std::string("-device"),
+                                 "virtio-net-device,netdev=n0,mac=" + mac})
+      a.push_back(x);
+  }
+  return a;
+}
+
+QemuBackend::QemuBackend(QemuOptions options) : options_(std::move(options)), binary_(find_binary(options_.binary)) {}
+
+std::optional<std::string> QemuBackend::unavailable() const {
+  if (binary_.empty())
+    return options_.binary.empty() ? "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+                                   : options_.binary + " is not executable";
+  return std::nullopt;
+}
+
+// Boots the image with KVM in a scratch directory and no network, waiting
+// for its ready line.
+bool QemuBackend::kvm_boots(const VmSpec& spec) {
+  if (::access("/dev/kvm", R_OK | W_OK) != 0) return false;
+  VmSpec probe;
+  probe.name = spec.name + "-kvm-probe";
+  probe.directory = (fs::path(spec.directory) / "kvm-probe").string();
+  probe.kernel = spec.kernel;
+  probe.initrd = spec.initrd;
+  probe.memory_mib = 128;
+  probe.uid = spec.uid;
+  probe.gid = spec.gid;
+  probe.boot = spec.boot;
+  probe.boot.user_data.clear();
+  probe.boot.poweroff_after = true;
+  fs::create_directories(probe.directory);
+  ::chown(probe.directory.c_str(), spec.uid, spec.gid);
+  write_owned(fs::path(probe.directory) / "vmlinuz", slurp(spec.kernel), spec.uid, spec.gid);
+  write_owned(fs::path(probe.directory) / "initrd", slurp(spec.initrd) + guest_config_archive(probe.boot),
+              spec.uid, spec.gid);
+  const fs::path console = fs::path(probe.directory) / "console.log";
+  bool booted = false;
+  {
+    auto cgroup = std::make_unique<VmCgroup>(probe.name, CgroupLimits{(128ull + options_.overhead_mib) << 20, 64},
+                                             options_.cgroup_root);
+    VmProcessSpec ps;
+    ps.binary = binary_;
+    ps.argv = qemu_argv(binary_, probe, Accel::kKvm, false);
+    ps.uid = spec.uid;
+    ps.gid = spec.gid;
+    if (const group* kvm = ::getgrnam("kvm")) ps.groups.push_back(kvm->gr_gid);
+    ps.cgroup_procs = cgroup->procs_files();
+    ps.log_path = (fs::path(probe.directory) / "qemu.log").string();
+    ps.cwd = probe.directory;
+    QemuVm vm(spawn_vm_process(ps), std::move(cgroup), console.string(), Accel::kKvm);
+    const auto until = std::chrono::steady_clock::now() + options_.probe_timeout;
+    while (!booted && vm.running() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(50ms);
+      booted = slurp(console).find("ZN-GUEST-READY") != std::string::npos;
+    }
+    vm.stop(1s);
+  }
+  std::error_code ignored;
+  fs::remove_all(probe.directory, ignored);
+  return booted;
+}
+
+Accel QemuBackend::accel_for(const VmSpec& spec) {
+  if (options_.accel == "tcg") return Accel::kTcg;
+  if (options_.accel == "kvm") return Accel::kKvm;
+  std::lock_guard lock(probe_mu_);
+  const std::string key = probe_key(binary_, spec);
+  const fs::path cache = options_.cache_dir.empty() ? fs::path() : fs::path(options_.cache_dir) / "qemu-accel";
+  if (!cache.empty()) {
+    std::istringstream lines(slurp(cache));
+    std::string verdict, cached_key;
+    while (lines >> verdict && std::getline(lines >> std::ws, cached_key))
+      if (cached_key == key) return verdict == "kvm" ? Accel::kKvm : Accel::kTcg;
+  }
+  const Accel found = kvm_boots(spec) ? Accel::kKvm : Accel::kTcg;
+  if (!cache.empty()) {
+    fs::create_directories(cache.parent_path());
+    std::ofstream(cache, std::ios::app) << accel_name(found) << " " << key << "\n";
+  }
+  return found;
+}
+
+std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
+  if (auto why = unavailable()) throw std::runtime_error(*why);
+  if (!spec.tap) throw std::runtime_error("no TAP for the VM");
+  const Accel accel = accel_for(spec);
+  const fs::path dir(spec.directory);
+  // The VMM reads copies in its own directory: the operator's files need
+  // not be readable by the VM's uid, and the initrd carries this VM's
+  // configuration after the shared image.
+  write_owned(dir / "vmlinuz", slurp(spec.kernel), spec.uid, spec.gid);
+  write_owned(dir / "initrd", slurp(spec.initrd) + guest_config_archive(spec.boot), spec.uid, spec.gid);
+  const uint64_t memory = (static_cast<uint64_t>(spec.memory_mib) + options_.overhead_mib) << 20;
+  auto cgroup = std::make_unique<VmCgroup>(spec.name, CgroupLimits{memory, 64}, options_.cgroup_root);
+  VmProcessSpec ps;
+  ps.binary = binary_;
+  ps.argv = qemu_argv(binary_, spec, accel, true);
+  ps.uid = spec.uid;
+  ps.gid = spec.gid;
+  if (accel == Accel::kKvm)
+    if (const group* kvm = ::getgrnam("kvm")) ps.groups.push_back(kvm->gr_gid);
+  ps.pass_fd = spec.tap.get();
+  ps.cgroup_procs = cgroup->procs_files();
+  ps.log_path = (dir / "qemu.log").string();
+  ps.cwd = spec.directory;
+  const pid_t pid = spawn_vm_process(ps);
+  return std::make_unique<QemuVm>(pid, std::move(cgroup), (dir / "console.log").string(), accel);
+}
+
+}  // namespace zn::vmm

@@ -1,0 +1,34 @@
+// The VMM as a process of its own: another uid (its own, per VM: one VM
+// cannot signal, trace or read another's), no capabilities (a non-root uid
+// after exec keeps none, and no_new_privs stops setuid binaries giving any
+// back), in the VM's cgroup before it runs a line of the VMM, one inherited
+// descriptor (the TAP, as fd 3), and killed when zerod goes (PDEATHSIG, from
+// a thread that lives as long as zerod).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace zn::vmm {
+
+struct VmProcessSpec {
+  std::string binary;             // absolute path
+  std::vector<std::string> argv;  // argv[0] included
+  uid_t uid = 0;                  // never 0: refused
+  gid_t gid = 0;
+  std::vector<gid_t> groups;      // supplementary (e.g. kvm); may be empty
+  int pass_fd = -1;               // becomes fd 3 in the child; -1 none
+  std::vector<std::string> cgroup_procs;  // joined before exec
+  std::string log_path;           // stdout and stderr (created 0600, owned by uid)
+  std::string cwd;                // the VM's directory
+};
+
+// Starts it; the child is reaped by whoever waits for the pid (MicroVm).
+// Throws std::runtime_error when the process cannot be made; a failure in
+// the child before exec (joining the cgroup, dropping privileges) makes it
+// exit 127 with the reason in the log.
+pid_t spawn_vm_process(const VmProcessSpec& spec);
+
+}  // namespace zn::vmm

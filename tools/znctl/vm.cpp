@@ -1,0 +1,93 @@
+// znctl vm: a session's microVM, run on the session's TAP and stopped with it.
+#include <cstdio>
+#include <iostream>
+
+#include "command.h"
+
+namespace zn::znctl {
+
+namespace {
+
+// "256", "256M", "1G" -> MiB.
+uint32_t mebibytes(const std::string& text) {
+  size_t used = 0;
+  unsigned long n = 0;
+  try {
+    n = std::stoul(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError("--memory wants a size such as 256M or 1G");
+  }
+  const std::string unit = text.substr(used);
+  if (unit == "G" || unit == "g") n *= 1024;
+  else if (!unit.empty() && unit != "M" && unit != "m") throw UsageError("--memory wants a size such as 256M or 1G");
+  return static_cast<uint32_t>(n);
+}
+
+void print_vm_line(const json& v) {
+  std::printf("%-16s %-6s %-4s pid %-7d %5u MiB  %s%s\n", v["session"].get<std::string>().c_str(),
+              v["backend"].get<std::string>().c_str(), v["accel"].get<std::string>().c_str(), v["pid"].get<int>(),
+              v["memory_mib"].get<unsigned>(), v["state"].get<std::string>().c_str(),
+              v.contains("exit") ? (" (" + v["exit"].get<std::string>() + ")").c_str() : "");
+}
+
+int run(const Args& a) {
+  auto f = flags(a, 1, {"kernel", "initrd", "memory", "backend", "user-data", "poweroff"});
+  if (!f.count("kernel")) throw UsageError("missing --kernel FILE");
+  if (!f.count("initrd")) throw UsageError("missing --initrd FILE");
+  json args = {{"session", arg(a, 0, "ID")}, {"kernel", f["kernel"]}, {"initrd", f["initrd"]}};
+  if (f.count("memory")) args["memory_mib"] = mebibytes(f["memory"]);
+  if (f.count("backend")) args["backend"] = f["backend"];
+  if (f.count("user-data")) args["user_data"] = read_file(f["user-data"]);
+  if (f.count("poweroff")) args["poweroff"] = f["poweroff"] == "yes" || f["poweroff"] == "true";
+  json r = call("vm.run", args);
+  print(r, [&] { print_vm_line(r); });
+  return 0;
+}
+
+int list(const Args&) {
+  json r = call("vm.list");
+  print(r, [&] {
+    for (const auto& v : r) print_vm_line(v);
+  });
+  return 0;
+}
+
+int stop(const Args& a) {
+  json r = call("vm.stop", {{"session", arg(a, 0, "ID")}});
+  print(r, [&] { std::cout << "stopped " << r["stopped"].get<std::string>() << "\n"; });
+  return 0;
+}
+
+int console(const Args& a) {
+  json r = call("vm.console", {{"session", arg(a, 0, "ID")}});
+  print(r, [&] { std::cout << r["console"].get<std::string>(); });
+  return 0;
+}
+
+int backends(const Args&) {
+  json r = call("vm.backends");
+  print(r, [&] {
+    for (const auto& b : r)
+      std::cout << b["name"].get<std::string>() << ": "
+                << (b["available"].get<bool>() ? "available" : "unavailable (" + b["reason"].get<std::string>() + ")")
+                << "\n";
+  });
+  return 0;
+}
+
+constexpr Verb kVerbs[] = {
+    {"run",
+     "vm run ID --kernel K --initrd I [--memory 256M] [--backend qemu|firecracker] [--user-data SCRIPT] "
+     "[--poweroff yes]",
+     run},
+    {"list", "vm list", list},
+    {"stop", "vm stop ID", stop},
+    {"console", "vm console ID", console},
+    {"backends", "vm backends", backends},
+};
+
+}  // namespace
+
+std::span<const Verb> vm_verbs() { return kVerbs; }
+
+}  // namespace zn::znctl
