@@ -15,6 +15,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 scripts/install-deps.sh
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target zn-lab zerod znctl > /dev/null
+# The tiny microVM guest of step 4 (Debian's cloud kernel, busybox, curl).
+scripts/build-guest.sh "$BUILD_DIR/guest" > /dev/null
 trap 'echo "demo failed; see above" >&2' ERR
 
 PREFIX=zndemo
@@ -75,6 +77,7 @@ cat > "$WORK/zerod.json" << JSON
   "dns_static": { "api.github.com": ["198.18.0.10"], "api.stripe.com": ["198.18.0.11"],
                   "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
                   "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] },
+  "vm_cache_dir": "$WORK/vmcache",
   "stores": { "sql": { "sales": { "path": "$WORK/sales.db" } },
               "blob": { "results": { "directory": "$WORK/results" } } } }
 JSON
@@ -151,6 +154,23 @@ $ZNCTL session update user-1 --policy "$WORK/no-stripe.json" > /dev/null
 in_guest "$CURL -w ' -> %{http_code}\\n' --resolve api.stripe.com:443:198.18.0.11 https://api.stripe.com/v1/charges"
 in_guest "$CURL -w ' -> %{http_code}\\n' --resolve evil.example:443:198.18.0.13 https://evil.example/"
 $ZNCTL session update user-1 --policy examples/policy.json > /dev/null
+
+say "4. A real microVM: QEMU on session vm-1's own TAP, governed exactly like the lab guest"
+$ZNCTL session create vm-1 --policy examples/policy.json --slot 1 | sed 's/^/  /'
+cat > "$WORK/user-data" << 'SH'
+echo "inside the VM: $(uname -sr), $(ip -4 -o addr show eth0 | awk '{print $4}')"
+echo "dns api.github.com -> $(nslookup api.github.com 2>/dev/null | awk '/^Address/ {a=$NF} END {print a}')"
+echo "GET  https://api.github.com/repos/x -> $(curl -s -m 10 -o /dev/null -w '%{http_code}' https://api.github.com/repos/x)"
+echo "POST https://api.github.com/user    -> $(curl -s -m 10 -o /dev/null -w '%{http_code}' -d x=1 https://api.github.com/user)"
+ping -c 1 -W 2 198.18.0.10 > /dev/null 2>&1 && echo "ping: through" || echo "ping: dropped"
+echo "secrets in the VM's environment: $(env | grep -ci sk_live)"
+SH
+$ZNCTL vm run vm-1 --kernel "$BUILD_DIR/guest/vmlinuz" --initrd "$BUILD_DIR/guest/initramfs.cpio.gz" \
+  --memory 256M --user-data "$WORK/user-data" | sed 's/^/  /'
+for _ in $(seq 600); do $ZNCTL vm console vm-1 | grep -q ZN-USER-DATA-END && break; sleep 0.2; done
+$ZNCTL vm console vm-1 | sed -n '/ZN-USER-DATA-BEGIN/,/ZN-USER-DATA-END/p' | sed 's/^/  /'
+$ZNCTL session delete vm-1 > /dev/null
+echo "  session vm-1 deleted: its VM stopped, its TAP, directory and cgroup gone ($($ZNCTL -j vm list))"
 
 say "Everything else is dropped at the TAP"
 in_guest 'ping -c 1 -W 1 198.18.0.10 > /dev/null || echo "ping: blocked"'

@@ -84,9 +84,9 @@ echo "ca: $(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt)"
   ASSERT_TRUE(r["ok"]) << r.dump();
   EXPECT_EQ(r["result"]["backend"], "qemu");
   const std::string out = user_data_output("vm-1");
-  for (const char* line : {"dns-allowed: 1", "dns-denied: 0", "https-allowed: 200", "https-denied: 403",
-                           "https-identity: 200", "icmp: dropped", "udp: sent", "env-secrets: 0", "file-secrets: 0",
-                           "ca: 1", "ZN-USER-DATA-END rc=0"})
+  for (const char* line :
+       {"dns-allowed: 1", "dns-denied: 0", "https-allowed: 200", "https-denied: 403", "https-identity: 200",
+        "icmp: dropped", "udp: sent", "env-secrets: 0", "file-secrets: 0", "ca: 1", "ZN-USER-DATA-END rc=0"})
     EXPECT_NE(out.find(line), std::string::npos) << line << " in\n" << out;
   // The identity reached the upstream; the guest's own token did not.
   const std::string upstream = upstream_log();
@@ -103,8 +103,13 @@ echo "ca: $(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt)"
   ASSERT_EQ(list.size(), 1u) << list.dump();
   EXPECT_NE(list[0]["uid"].get<unsigned>(), 0u);
   const std::string status = slurp("/proc/" + std::to_string(list[0]["pid"].get<int>()) + "/status");
-  EXPECT_NE(status.find("Uid:\t" + std::to_string(list[0]["uid"].get<unsigned>())), std::string::npos) << status;
+  EXPECT_NE(status.find("Uid:\t" + std::to_string(list[0]["uid"].get<unsigned>())), std::string::npos)
+      << status;
   EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
+  // The accelerator the probe found is remembered for this binary, kernel and image.
+  const std::string verdicts = slurp(dir_ / "vmcache" / "qemu-accel");
+  EXPECT_EQ(verdicts.rfind(list[0]["accel"].get<std::string>() + " ", 0), 0u) << verdicts;
+  EXPECT_NE(verdicts.find("initramfs.cpio.gz"), std::string::npos) << verdicts;
 }
 
 TEST_F(MicroVmTest, AVmCannotReachAnotherAndLeavesNothingBehind) {
@@ -149,7 +154,9 @@ echo "allowed: $(curl -s -m 10 -o /dev/null -w '%{http_code}' https://api.github
 TEST_F(MicroVmTest, RefusalsSayWhy) {
   create_vm_session("vm-1", 5, policy());
   const std::pair<json, const char*> cases[] = {
-      {json{{"session", "nope"}, {"kernel", kGuestDir + "/vmlinuz"}, {"initrd", kGuestDir + "/initramfs.cpio.gz"}},
+      {json{{"session", "nope"},
+            {"kernel", kGuestDir + "/vmlinuz"},
+            {"initrd", kGuestDir + "/initramfs.cpio.gz"}},
        "no session"},
       {json{{"session", "vm-1"}, {"kernel", "relative"}, {"initrd", kGuestDir + "/initramfs.cpio.gz"}},
        "absolute"},
@@ -161,7 +168,9 @@ TEST_F(MicroVmTest, RefusalsSayWhy) {
             {"backend", "firecracker"}},
        "firecracker is unavailable"},
       // The lab guest's TAP has its frame pump attached: not a VM's to take.
-      {json{{"session", "user-1"}, {"kernel", kGuestDir + "/vmlinuz"}, {"initrd", kGuestDir + "/initramfs.cpio.gz"}},
+      {json{{"session", "user-1"},
+            {"kernel", kGuestDir + "/vmlinuz"},
+            {"initrd", kGuestDir + "/initramfs.cpio.gz"}},
        "cannot attach"},
   };
   for (const auto& [args, why] : cases) {

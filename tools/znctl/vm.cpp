@@ -18,15 +18,17 @@ uint32_t mebibytes(const std::string& text) {
     throw UsageError("--memory wants a size such as 256M or 1G");
   }
   const std::string unit = text.substr(used);
-  if (unit == "G" || unit == "g") n *= 1024;
-  else if (!unit.empty() && unit != "M" && unit != "m") throw UsageError("--memory wants a size such as 256M or 1G");
+  if (unit == "G" || unit == "g")
+    n *= 1024;
+  else if (!unit.empty() && unit != "M" && unit != "m")
+    throw UsageError("--memory wants a size such as 256M or 1G");
   return static_cast<uint32_t>(n);
 }
 
 void print_vm_line(const json& v) {
   std::printf("%-16s %-6s %-4s pid %-7d %5u MiB  %s%s\n", v["session"].get<std::string>().c_str(),
-              v["backend"].get<std::string>().c_str(), v["accel"].get<std::string>().c_str(), v["pid"].get<int>(),
-              v["memory_mib"].get<unsigned>(), v["state"].get<std::string>().c_str(),
+              v["backend"].get<std::string>().c_str(), v["accel"].get<std::string>().c_str(),
+              v["pid"].get<int>(), v["memory_mib"].get<unsigned>(), v["state"].get<std::string>().c_str(),
               v.contains("exit") ? (" (" + v["exit"].get<std::string>() + ")").c_str() : "");
 }
 
@@ -69,7 +71,8 @@ int backends(const Args&) {
   print(r, [&] {
     for (const auto& b : r)
       std::cout << b["name"].get<std::string>() << ": "
-                << (b["available"].get<bool>() ? "available" : "unavailable (" + b["reason"].get<std::string>() + ")")
+                << (b["available"].get<bool>() ? "available"
+                                               : "unavailable (" + b["reason"].get<std::string>() + ")")
                 << "\n";
   });
   return 0;

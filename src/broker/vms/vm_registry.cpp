@@ -48,15 +48,10 @@ VmRegistry::~VmRegistry() {
 
 nlohmann::json VmRegistry::describe(const std::string& session, Running& r) {
   const bool running = r.vm->running();
-  nlohmann::json out = {{"session", session},
-                        {"backend", r.backend},
-                        {"accel", vmm::accel_name(r.vm->accel())},
-                        {"pid", r.vm->pid()},
-                        {"uid", r.uid},
-                        {"memory_mib", r.memory_mib},
-                        {"kernel", r.kernel},
-                        {"initrd", r.initrd},
-                        {"state", running ? "running" : "exited"}};
+  nlohmann::json out = {
+      {"session", session}, {"backend", r.backend}, {"accel", vmm::accel_name(r.vm->accel())},
+      {"pid", r.vm->pid()}, {"uid", r.uid},         {"memory_mib", r.memory_mib},
+      {"kernel", r.kernel}, {"initrd", r.initrd},   {"state", running ? "running" : "exited"}};
   if (!running) out["exit"] = r.vm->exit_status();
   return out;
 }

@@ -28,8 +28,6 @@ std::optional<std::string> FirecrackerBackend::unavailable() const {
   return "found " + binary_ + ", but zeroness's Firecracker launcher is not built yet (use --backend qemu)";
 }
 
-std::unique_ptr<MicroVm> FirecrackerBackend::launch(VmSpec) {
-  throw std::runtime_error(*unavailable());
-}
+std::unique_ptr<MicroVm> FirecrackerBackend::launch(VmSpec) { throw std::runtime_error(*unavailable()); }
 
 }  // namespace zn::vmm

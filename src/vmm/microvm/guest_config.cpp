@@ -11,8 +11,8 @@ namespace {
 // meaning to.
 void check_value(const std::string& v) {
   for (char c : v)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == ':' ||
-          c == '/' || c == '-' || c == '_'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == ':' || c == '/' || c == '-' || c == '_'))
       throw std::invalid_argument("guest config value holds '" + std::string(1, c) + "'");
 }
 

@@ -15,9 +15,9 @@ namespace zn::vmm {
 
 struct GuestBoot {
   GuestNetwork network;
-  std::string hostname;       // the session id
-  std::string ca_pem;         // the deployment CA certificate (public)
-  std::string user_data;      // a sh script run once at boot; "" none
+  std::string hostname;         // the session id
+  std::string ca_pem;           // the deployment CA certificate (public)
+  std::string user_data;        // a sh script run once at boot; "" none
   bool poweroff_after = false;  // power off once user-data has run
 };
 

@@ -16,8 +16,8 @@ void pad4(std::string& out) {
 // NUL, padded to 4; then the data, padded to 4.
 void append(std::string& out, unsigned ino, unsigned mode, const std::string& name, const std::string& data) {
   char header[111];
-  std::snprintf(header, sizeof header, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ino, mode,
-                0u, 0u, 1u, 0u, static_cast<unsigned>(data.size()), 0u, 0u, 0u, 0u,
+  std::snprintf(header, sizeof header, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ino,
+                mode, 0u, 0u, 1u, 0u, static_cast<unsigned>(data.size()), 0u, 0u, 0u, 0u,
                 static_cast<unsigned>(name.size() + 1), 0u);
   out.append(header, 110);
   out.append(name).push_back('\0');
@@ -32,7 +32,8 @@ void check_path(const std::string& path) {
   size_t start = 0;
   while (start <= path.size()) {
     const size_t end = path.find('/', start);
-    const std::string segment = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string segment =
+        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (segment.empty() || segment == "." || segment == "..")
       throw std::invalid_argument("archive path has an empty, '.' or '..' segment: '" + path + "'");
     if (end == std::string::npos) break;

@@ -10,10 +10,10 @@
 namespace zn::vmm {
 
 struct ArchiveEntry {
-  std::string path;       // relative, no leading '/': "zn/guest.conf"; a directory ends without '/'
-  unsigned mode = 0644;   // permission bits
+  std::string path;      // relative, no leading '/': "zn/guest.conf"; a directory ends without '/'
+  unsigned mode = 0644;  // permission bits
   bool directory = false;
-  std::string contents;   // files only
+  std::string contents;  // files only
 };
 
 // The archive's bytes, "TRAILER!!!" included. Throws std::invalid_argument

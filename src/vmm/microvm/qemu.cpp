@@ -117,39 +117,84 @@ class QemuVm : public MicroVm {
 
 }  // namespace
 
+uint64_t host_tsc_khz() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) return 0;
+    try {
+      return static_cast<uint64_t>(std::stod(line.substr(colon + 1)) * 1000);
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+std::string kernel_command_line(Accel accel) {
+  std::string cmdline = "console=ttyS0 quiet panic=-1 reboot=t";
+  // -M microvm has neither HPET nor ACPI PM timer: the guest calibrates its
+  // TSC against the PIT, which under TCG races the host's clock, and about a
+  // third of boots hung there (docs/guest-image.md). The guest's TSC is the
+  // host's under TCG: its frequency is given instead of measured.
+  if (accel == Accel::kTcg)
+    if (const uint64_t khz = host_tsc_khz(); khz > 0) cmdline += " tsc_early_khz=" + std::to_string(khz);
+  return cmdline;
+}
+
 std::string_view accel_name(Accel a) { return a == Accel::kKvm ? "kvm" : "tcg"; }
 
-std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel, bool with_tap) {
+std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel,
+                                   bool with_tap) {
   // Relative to the VM's directory, its working directory: the uid it runs
   // as may not traverse the directories above it (zerod's state is 0700).
   std::vector<std::string> a = {
       binary,
-      "-name", "zeroness-" + spec.name,
-      "-M", "microvm,x-option-roms=off,rtc=on",
+      "-name",
+      "zeroness-" + spec.name,
+      "-M",
+      "microvm,x-option-roms=off,rtc=on",
       // TCG's translation cache is 1 GiB by default on 64-bit hosts: bounded.
-      "-accel", accel == Accel::kKvm ? "kvm" : "tcg,tb-size=64",
-      "-cpu", accel == Accel::kKvm ? "host" : "max",
-      "-m", std::to_string(spec.memory_mib),
-      "-smp", std::to_string(spec.vcpus),
-      "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
-      "-serial", "file:console.log",
+      "-accel",
+      accel == Accel::kKvm ? "kvm" : "tcg,tb-size=64",
+      "-cpu",
+      accel == Accel::kKvm ? "host" : "max",
+      "-m",
+      std::to_string(spec.memory_mib),
+      "-smp",
+      std::to_string(spec.vcpus),
+      "-nodefaults",
+      "-no-user-config",
+      "-display",
+      "none",
+      "-monitor",
+      "none",
+      "-serial",
+      "file:console.log",
       "-no-reboot",
       // QEMU's own seccomp filter: no new processes, no privilege changes.
-      "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-      "-kernel", "vmlinuz",
-      "-initrd", "initrd",
-      "-append", "console=ttyS0 quiet panic=-1 reboot=t",
+      "-sandbox",
+      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+      "-kernel",
+      "vmlinuz",
+      "-initrd",
+      "initrd",
+      "-append",
+      kernel_command_line(accel),
   };
   if (with_tap) {
     const std::string mac = net::to_string(spec.boot.network.guest_mac);
-    for (const std::string& x : {std::string("-netdev"), std::string("tap,id=n0,fd=3"), std::string("-device"),
-                                 "virtio-net-device,netdev=n0,mac=" + mac})
+    for (const std::string& x : {std::string("-netdev"), std::string("tap,id=n0,fd=3"),
+                                 std::string("-device"), "virtio-net-device,netdev=n0,mac=" + mac})
       a.push_back(x);
   }
   return a;
 }
 
-QemuBackend::QemuBackend(QemuOptions options) : options_(std::move(options)), binary_(find_binary(options_.binary)) {}
+QemuBackend::QemuBackend(QemuOptions options)
+    : options_(std::move(options)), binary_(find_binary(options_.binary)) {}
 
 std::optional<std::string> QemuBackend::unavailable() const {
   if (binary_.empty())
@@ -181,8 +226,8 @@ bool QemuBackend::kvm_boots(const VmSpec& spec) {
   const fs::path console = fs::path(probe.directory) / "console.log";
   bool booted = false;
   {
-    auto cgroup = std::make_unique<VmCgroup>(probe.name, CgroupLimits{(128ull + options_.overhead_mib) << 20, 64},
-                                             options_.cgroup_root);
+    auto cgroup = std::make_unique<VmCgroup>(
+        probe.name, CgroupLimits{(128ull + options_.overhead_mib) << 20, 64}, options_.cgroup_root);
     VmProcessSpec ps;
     ps.binary = binary_;
     ps.argv = qemu_argv(binary_, probe, Accel::kKvm, false);
@@ -210,7 +255,8 @@ Accel QemuBackend::accel_for(const VmSpec& spec) {
   if (options_.accel == "kvm") return Accel::kKvm;
   std::lock_guard lock(probe_mu_);
   const std::string key = probe_key(binary_, spec);
-  const fs::path cache = options_.cache_dir.empty() ? fs::path() : fs::path(options_.cache_dir) / "qemu-accel";
+  const fs::path cache =
+      options_.cache_dir.empty() ? fs::path() : fs::path(options_.cache_dir) / "qemu-accel";
   if (!cache.empty()) {
     std::istringstream lines(slurp(cache));
     std::string verdict, cached_key;

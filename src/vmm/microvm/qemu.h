@@ -32,6 +32,12 @@ struct QemuOptions {
   uint32_t overhead_mib = 192;
 };
 
+// The host's TSC frequency in kHz (/proc/cpuinfo), 0 when unknown.
+uint64_t host_tsc_khz();
+// The guest kernel's command line: a serial console, and under TCG the TSC
+// frequency (a microvm guest cannot calibrate it reliably under TCG).
+std::string kernel_command_line(Accel accel);
+
 // The command line for `spec` (paths inside spec.directory); pure, for tests.
 std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel, bool with_tap);
 

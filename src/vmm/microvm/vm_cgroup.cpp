@@ -50,7 +50,8 @@ void make_dir(const fs::path& p) {
 VmCgroup::VmCgroup(const std::string& name, const CgroupLimits& limits, const std::string& root) {
   const fs::path r(root);
   try {
-    if (has_word(slurp(r / "cgroup.controllers"), "memory") && has_word(slurp(r / "cgroup.controllers"), "pids")) {
+    if (has_word(slurp(r / "cgroup.controllers"), "memory") &&
+        has_word(slurp(r / "cgroup.controllers"), "pids")) {
       // v2: controllers must be enabled for the children of each level.
       write_file(r / "cgroup.subtree_control", "+memory +pids");
       make_dir(r / "zeroness");
@@ -64,9 +65,12 @@ VmCgroup::VmCgroup(const std::string& name, const CgroupLimits& limits, const st
       procs_.push_back(dir / "cgroup.procs");
       return;
     }
-    if (!fs::exists(r / "memory" / "memory.limit_in_bytes") || !fs::exists(r / "pids" / "cgroup.procs"))  // the root has no pids.max
-      throw std::runtime_error("cgroup: neither cgroup v2 with memory and pids nor the v1 memory and pids "
-                               "hierarchies are mounted under " + root);
+    if (!fs::exists(r / "memory" / "memory.limit_in_bytes") ||
+        !fs::exists(r / "pids" / "cgroup.procs"))  // the root has no pids.max
+      throw std::runtime_error(
+          "cgroup: neither cgroup v2 with memory and pids nor the v1 memory and pids "
+          "hierarchies are mounted under " +
+          root);
     for (const char* controller : {"memory", "pids"}) {
       make_dir(r / controller / "zeroness");
       const fs::path dir = r / controller / "zeroness" / name;
@@ -74,7 +78,8 @@ VmCgroup::VmCgroup(const std::string& name, const CgroupLimits& limits, const st
       dirs_.push_back(dir);
       procs_.push_back(dir / "cgroup.procs");
     }
-    write_file(r / "memory" / "zeroness" / name / "memory.limit_in_bytes", std::to_string(limits.memory_bytes));
+    write_file(r / "memory" / "zeroness" / name / "memory.limit_in_bytes",
+               std::to_string(limits.memory_bytes));
     write_file(r / "pids" / "zeroness" / name / "pids.max", std::to_string(limits.pids));
   } catch (...) {
     remove();

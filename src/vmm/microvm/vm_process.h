@@ -18,11 +18,11 @@ struct VmProcessSpec {
   std::vector<std::string> argv;  // argv[0] included
   uid_t uid = 0;                  // never 0: refused
   gid_t gid = 0;
-  std::vector<gid_t> groups;      // supplementary (e.g. kvm); may be empty
-  int pass_fd = -1;               // becomes fd 3 in the child; -1 none
+  std::vector<gid_t> groups;              // supplementary (e.g. kvm); may be empty
+  int pass_fd = -1;                       // becomes fd 3 in the child; -1 none
   std::vector<std::string> cgroup_procs;  // joined before exec
-  std::string log_path;           // stdout and stderr (created 0600, owned by uid)
-  std::string cwd;                // the VM's directory
+  std::string log_path;                   // stdout and stderr (created 0600, owned by uid)
+  std::string cwd;                        // the VM's directory
 };
 
 // Starts it; the child is reaped by whoever waits for the pid (MicroVm).

@@ -54,12 +54,15 @@ TEST_F(ArchiveTest, GnuCpioReadsWhatWasWritten) {
   EXPECT_EQ(fs::status(dir_ / "out" / "zn" / "bin").permissions() & fs::perms::all, fs::perms::owner_all);
   // Lengths that need each padding (names and data of every size mod 4).
   std::vector<ArchiveEntry> many;
-  for (int i = 1; i <= 9; ++i) many.push_back({std::string(static_cast<size_t>(i), 'f'), 0644, false, std::string(static_cast<size_t>(i), 'x')});
+  for (int i = 1; i <= 9; ++i)
+    many.push_back(
+        {std::string(static_cast<size_t>(i), 'f'), 0644, false, std::string(static_cast<size_t>(i), 'x')});
   fs::remove_all(dir_ / "out");
   fs::create_directories(dir_ / "out");
   ASSERT_EQ(unpack(newc_archive(many)), 0);
   for (int i = 1; i <= 9; ++i)
-    EXPECT_EQ(slurp(dir_ / "out" / std::string(static_cast<size_t>(i), 'f')), std::string(static_cast<size_t>(i), 'x'));
+    EXPECT_EQ(slurp(dir_ / "out" / std::string(static_cast<size_t>(i), 'f')),
+              std::string(static_cast<size_t>(i), 'x'));
 }
 
 TEST_F(ArchiveTest, PathsStayInside) {

@@ -33,8 +33,15 @@ TEST(QemuArgv, TapByDescriptorSandboxedAndBounded) {
   EXPECT_TRUE(has(tcg, "-kernel", "vmlinuz"));
   EXPECT_TRUE(has(tcg, "-initrd", "initrd"));
   EXPECT_TRUE(has(tcg, "-serial", "file:console.log"));
-  EXPECT_TRUE(has(tcg, "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
+  EXPECT_TRUE(
+      has(tcg, "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"));
   EXPECT_NE(std::find(tcg.begin(), tcg.end(), "-nodefaults"), tcg.end());
+  // Under TCG the guest is told the TSC's frequency (a third of boots hung
+  // calibrating it), as the host has it.
+  ASSERT_GT(host_tsc_khz(), 100000u);
+  EXPECT_TRUE(has(tcg, "-append",
+                  "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=" + std::to_string(host_tsc_khz())));
+  EXPECT_EQ(kernel_command_line(Accel::kKvm).find("tsc_early_khz"), std::string::npos);
   // No ifname= anywhere: QEMU never opens a network device itself.
   for (const std::string& a : tcg) EXPECT_EQ(a.find("ifname"), std::string::npos) << a;
   EXPECT_TRUE(has(qemu_argv("q", spec, Accel::kKvm, true), "-accel", "kvm"));

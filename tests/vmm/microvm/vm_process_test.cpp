@@ -53,9 +53,10 @@ TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
   ASSERT_GE(secret, 0);
   VmProcessSpec spec;
   spec.binary = "/bin/sh";
-  spec.argv = {"sh", "-c",
-               "echo uid=$(id -u) gid=$(id -g); grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; "
-               "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; echo piped >&3; cat /proc/self/cgroup; sleep 30"};
+  spec.argv = {
+      "sh", "-c",
+      "echo uid=$(id -u) gid=$(id -g); grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; "
+      "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; echo piped >&3; cat /proc/self/cgroup; sleep 30"};
   spec.uid = kUid;
   spec.gid = kUid;
   spec.pass_fd = pipe_fds[1];
@@ -74,7 +75,8 @@ TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
     std::this_thread::sleep_for(20ms);
     log = slurp(dir_ / "log");
   }
-  EXPECT_NE(log.find("uid=" + std::to_string(kUid) + " gid=" + std::to_string(kUid)), std::string::npos) << log;
+  EXPECT_NE(log.find("uid=" + std::to_string(kUid) + " gid=" + std::to_string(kUid)), std::string::npos)
+      << log;
   EXPECT_NE(log.find("CapEff:\t0000000000000000"), std::string::npos) << log;
   EXPECT_NE(log.find("CapPrm:\t0000000000000000"), std::string::npos) << log;
   EXPECT_NE(log.find("NoNewPrivs:\t1"), std::string::npos) << log;
@@ -96,7 +98,8 @@ TEST_F(VmProcessTest, TheLimitsHold) {
   VmProcessSpec spec;
   spec.binary = "/bin/sh";
   // Forks past pids.max fail; the last line says how many ran.
-  spec.argv = {"sh", "-c", "n=0; for i in $(seq 20); do sleep 5 & n=$((n+1)); done 2>/dev/null; echo forked; sleep 5"};
+  spec.argv = {"sh", "-c",
+               "n=0; for i in $(seq 20); do sleep 5 & n=$((n+1)); done 2>/dev/null; echo forked; sleep 5"};
   spec.uid = kUid;
   spec.gid = kUid;
   spec.cgroup_procs = cgroup.procs_files();
