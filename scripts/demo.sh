@@ -165,7 +165,8 @@ echo "POST https://api.github.com/user    -> $(curl -s -m 10 -o /dev/null -w '%{
 ping -c 1 -W 2 198.18.0.10 > /dev/null 2>&1 && echo "ping: through" || echo "ping: dropped"
 echo "secrets in the VM's environment: $(env | grep -ci sk_live)"
 SH
-$ZNCTL vm run vm-1 --kernel "$BUILD_DIR/guest/vmlinuz" --initrd "$BUILD_DIR/guest/initramfs.cpio.gz" \
+GUEST=$(realpath "$BUILD_DIR/guest")
+$ZNCTL vm run vm-1 --kernel "$GUEST/vmlinuz" --initrd "$GUEST/initramfs.cpio.gz" \
   --memory 256M --user-data "$WORK/user-data" | sed 's/^/  /'
 for _ in $(seq 600); do $ZNCTL vm console vm-1 | grep -q ZN-USER-DATA-END && break; sleep 0.2; done
 $ZNCTL vm console vm-1 | sed -n '/ZN-USER-DATA-BEGIN/,/ZN-USER-DATA-END/p' | sed 's/^/  /'
