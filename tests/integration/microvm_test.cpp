@@ -151,6 +151,29 @@ echo "allowed: $(curl -s -m 10 -o /dev/null -w '%{http_code}' https://api.github
   EXPECT_TRUE(call("vm.list")["result"].empty());
 }
 
+// zerod killed outright: its VMs die with it (they never run unwatched), and
+// the next zerod removes what they left.
+TEST_F(MicroVmTest, AVmDiesWithZerodAndItsRemainsAreSweptAtStart) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
+  json list = call("vm.list")["result"];
+  ASSERT_EQ(list.size(), 1u);
+  const std::string proc = "/proc/" + std::to_string(list[0]["pid"].get<int>());
+  ASSERT_TRUE(fs::exists(proc));
+  stop_zerod(SIGKILL);
+  for (int i = 0; i < 100 && fs::exists(proc); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(fs::exists(proc)) << "the VM outlived zerod";
+  EXPECT_TRUE(fs::exists(dir_ / "state" / "vms" / "vm-1"));  // what the sweep is for
+  start_zerod();
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "vms" / "vm-1"));
+  for (const char* controller : {"memory", "pids", ""})
+    EXPECT_FALSE(fs::exists(fs::path("/sys/fs/cgroup") / controller / "zeroness" / "vm-1"));
+  EXPECT_TRUE(call("vm.list")["result"].empty());
+  // The session itself was restored, and runs a VM again.
+  ASSERT_TRUE(run_vm("vm-1", "echo again\n")["ok"]);
+  EXPECT_NE(user_data_output("vm-1").find("again"), std::string::npos);
+}
+
 TEST_F(MicroVmTest, RefusalsSayWhy) {
   create_vm_session("vm-1", 5, policy());
   const std::pair<json, const char*> cases[] = {

@@ -34,6 +34,16 @@ void require_file(const std::string& path, const char* what) {
 VmRegistry::VmRegistry(const SessionDirectory& sessions, VmRegistryOptions options)
     : sessions_(sessions), options_(std::move(options)) {
   fs::create_directories(options_.directory);
+  // A VM never outlives the zerod that launched it (PDEATHSIG): what a
+  // previous one left (it was killed, or the host lost power) is removed,
+  // directories and cgroups alike, so no overlay or console lingers.
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(options_.directory, ignored)) {
+    const std::string name = entry.path().filename().string();
+    vmm::VmCgroup::remove_leftover(name);
+    vmm::VmCgroup::remove_leftover(name + "-kvm-probe");
+    fs::remove_all(entry.path(), ignored);
+  }
   fs::permissions(options_.directory, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
 }
 

@@ -89,6 +89,18 @@ VmCgroup::VmCgroup(const std::string& name, const CgroupLimits& limits, const st
 
 VmCgroup::~VmCgroup() { remove(); }
 
+void VmCgroup::remove_leftover(const std::string& name, const std::string& root) {
+  VmCgroup leftover;
+  for (const fs::path& dir :
+       {fs::path(root) / "zeroness" / name, fs::path(root) / "memory" / "zeroness" / name,
+        fs::path(root) / "pids" / "zeroness" / name})
+    if (fs::is_directory(dir)) {
+      leftover.dirs_.push_back(dir);
+      leftover.procs_.push_back(dir / "cgroup.procs");
+    }
+  leftover.remove();
+}
+
 bool VmCgroup::empty() const {
   for (const std::string& procs : procs_) {
     std::ifstream in(procs);

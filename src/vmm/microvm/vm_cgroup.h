@@ -40,7 +40,12 @@ class VmCgroup {
   // directories; best effort, never throws. Idempotent.
   void remove();
 
+  // The cgroup `name` a previous zerod left (killed before it could remove
+  // it): what is in it killed, the directories removed. Best effort.
+  static void remove_leftover(const std::string& name, const std::string& root = "/sys/fs/cgroup");
+
  private:
+  VmCgroup() = default;
   std::vector<std::string> dirs_, procs_;
 };
 
