@@ -59,8 +59,7 @@ GatewayResponse json_reply(const json& body, std::string_view event) {
 GatewayResponse no_content(std::string_view event) { return reply(204, "", "", event); }
 
 GatewayResponse failure(int status, std::string_view code, std::string_view message) {
-  const json body = {{"error", {{"code", code}, {"message", message}}}};
-  GatewayResponse r = reply(status, kJson, body.dump(), kDeny);
+  GatewayResponse r = reply(status, kJson, gateway_error_body(code, message), kDeny);
   r.detail["code"] = code;
   return r;
 }
@@ -156,6 +155,10 @@ std::string_view allowed_methods(CapabilityKind kind) {
 }
 
 }  // namespace
+
+std::string gateway_error_body(std::string_view code, std::string_view message) {
+  return json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
 
 ResourceGateway::ResourceGateway(StoreSet& stores) : stores_(stores) {}
 

@@ -67,6 +67,11 @@ struct GatewayResponse {
 // handles, in constant time.
 using HandleLookup = std::function<std::optional<BoundCapability>(std::string_view handle)>;
 
+// Every error body of the gateway, {"error": {"code", "message"}}: one
+// builder, so a refusal made before routing (no session, the rate) reads
+// byte for byte like the gateway's own.
+std::string gateway_error_body(std::string_view code, std::string_view message);
+
 class ResourceGateway {
  public:
   explicit ResourceGateway(StoreSet& stores);

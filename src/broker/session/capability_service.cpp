@@ -3,15 +3,12 @@
 #include <asio/post.hpp>
 #include <sodium.h>
 
-#include <nlohmann/json.hpp>
-
 #include "broker/policy/parser.h"
 
 namespace zn::broker {
 
 proxy::LocalResponse capability_error(int status, std::string_view code, std::string_view message) {
-  nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
-  return {status, "application/json", body.dump()};
+  return {status, "application/json", gateway_error_body(code, message)};
 }
 
 CapabilityService::CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads,
