@@ -20,6 +20,11 @@
  *                   DNS responder). Forwarded traffic carries no such mark,
  *                   so nothing unsolicited from the host or the internet
  *                   reaches the guest.
+ *  pass:exposed     TCP from zerod's connections to the guest's declared
+ *                   ports (SO_MARK = ZN_MARK_EXPOSE), from the gateway's
+ *                   address, to the guest's, to a declared port
+ *                   (zn_exposed.h); any other packet with that mark is
+ *                   drop:not_exposed.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -33,6 +38,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "zn_abi.h"
+#include "zn_exposed.h"
 #include "zn_maps.h"
 #include "zn_nd.h"
 #include "zn_parse.h"
@@ -133,6 +139,25 @@ static __always_inline int zn_egress_nd(struct __sk_buff *skb, const struct zn_s
 	return zn_pass(p, ZN_PASS_ND);
 }
 
+/* A packet of zerod's connection to a declared port (see the top). */
+static __always_inline int zn_egress_exposed(struct __sk_buff *skb, const struct zn_session *s,
+					     const struct zn_pkt *p)
+{
+	if (p->proto != IPPROTO_TCP || !zn_port_exposed(s, p->dport))
+		return zn_egress_drop(skb, p, ZN_DROP_NOT_EXPOSED);
+	if (p->family == 4) {
+		if (s->guest_ip4 == 0 || p->daddr.v4 != s->guest_ip4 || p->saddr.v4 != s->gateway_ip4)
+			return zn_egress_drop(skb, p, ZN_DROP_NOT_EXPOSED);
+	} else if (p->family == 6) {
+		if (zn_ip6_is_zero(s->guest_ip6) || !zn_ip6_eq(&p->daddr.v6, s->guest_ip6) ||
+		    !zn_ip6_eq(&p->saddr.v6, s->gateway_ip6))
+			return zn_egress_drop(skb, p, ZN_DROP_NOT_EXPOSED);
+	} else {
+		return zn_egress_drop(skb, p, ZN_DROP_NOT_EXPOSED);
+	}
+	return zn_pass(p, ZN_PASS_EXPOSED);
+}
+
 SEC("tc")
 int zn_tap_egress(struct __sk_buff *skb)
 {
@@ -177,6 +202,8 @@ int zn_tap_egress(struct __sk_buff *skb)
 	default:
 		return zn_egress_drop(skb, p, ZN_DROP_ETHERTYPE);
 	}
+	if ((skb->mark & ZN_MARK_MASK) == ZN_MARK_EXPOSE)
+		return zn_egress_exposed(skb, s, p);
 	if ((skb->mark & ZN_MARK_MASK) == ZN_MARK_HOST_REPLY)
 		return zn_pass(p, ZN_PASS_HOST_REPLY);
 	return zn_egress_drop(skb, p, ZN_DROP_UNSOLICITED);

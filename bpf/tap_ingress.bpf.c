@@ -15,6 +15,12 @@
  *                  length, at most one option, so no payload rides along.
  *  pass:dns        UDP/TCP 53 to any destination, and
  *  pass:steer      TCP to the session's steered ports, and
+ *  pass:exposed    TCP from a declared port (zn_exposed.h) to the gateway,
+ *                  for which an established host socket with the exact
+ *                  four-tuple exists and carries ZN_MARK_EXPOSE: the guest's
+ *                  side of a connection zerod opened. Delivered locally (the
+ *                  gateway address is the host's), never forwarded; a
+ *                  listener never matches.
  *  pass:l4         TCP to an L4-allowed prefix: each is assigned to a host
  *                  socket (bpf_sk_assign) and marked ZN_MARK_STEER, which the
  *                  policy rule routes to the local table, so the stack
@@ -39,6 +45,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "zn_abi.h"
+#include "zn_exposed.h"
 #include "zn_maps.h"
 #include "zn_nd.h"
 #include "zn_parse.h"
@@ -227,6 +234,25 @@ static __always_inline int zn_ingress_tcp_assign(struct __sk_buff *skb, struct z
 	return zn_pass(p, verdict);
 }
 
+/* The guest's side of a connection zerod opened to a declared port: a full
+ * host socket owns exactly this four-tuple, is not listening, and carries
+ * the exposure mark (only a CAP_NET_ADMIN process can set it). */
+static __always_inline int zn_exposed_reply(struct __sk_buff *skb, const struct zn_pkt *p, bool is_ipv6)
+{
+	struct bpf_sock_tuple flow = {};
+	struct bpf_sock *sk;
+	__u32 tuple_len;
+	int ok;
+
+	tuple_len = zn_sock_tuple(&flow, is_ipv6, p->saddr.words, p->sport, p->daddr.words, p->dport);
+	sk = bpf_sk_lookup_tcp(skb, &flow, tuple_len, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	ok = sk->state != BPF_TCP_LISTEN && (sk->mark & ZN_MARK_MASK) == ZN_MARK_EXPOSE;
+	bpf_sk_release(sk);
+	return ok;
+}
+
 /* The verdict first, the socket work only for what passes: a denied packet
  * (the flood case) costs no listener lookup or tuple setup. */
 static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
@@ -236,9 +262,11 @@ static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn
 
 	if (p->dport == bpf_htons(ZN_DNS_PORT))
 		verdict = ZN_PASS_DNS;
-	else if (zn_to_gateway(s, p, is_ipv6))
+	else if (zn_to_gateway(s, p, is_ipv6)) {
+		if (zn_port_exposed(s, p->sport) && zn_exposed_reply(skb, p, is_ipv6))
+			return zn_pass(p, ZN_PASS_EXPOSED);
 		return zn_ingress_drop(skb, p, ZN_DROP_HOST_SERVICE);
-	else if (zn_port_steered(s, p->dport))
+	} else if (zn_port_steered(s, p->dport))
 		verdict = ZN_PASS_STEER;
 	else if (zn_l4_allowed(p))
 		verdict = ZN_PASS_L4;

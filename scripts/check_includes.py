@@ -16,7 +16,7 @@ import sys
 # Each folder of src/ with the folders it may include from (besides itself,
 # system headers and the BPF ABI headers in bpf/include). Lower layers first.
 USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/tls", "userspace/dns",
-             "userspace/proxy"]
+             "userspace/proxy", "userspace/ingress"]
 VMM = ["vmm/host", "vmm/lab", "vmm/microvm"]
 LOWER = ["common"] + USERSPACE + VMM
 ALLOWED = {
@@ -27,6 +27,7 @@ ALLOWED = {
     "userspace/tls": ["userspace/net"],
     "userspace/dns": ["common", "userspace/net", "userspace/datapath"],
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/tls"],
+    "userspace/ingress": ["common", "userspace/net", "userspace/http", "userspace/proxy"],
     "vmm/host": ["common", "userspace/net"],
     "vmm/lab": ["common", "userspace/net", "vmm/host"],
     "vmm/microvm": ["common", "userspace/net", "vmm/host"],
@@ -37,12 +38,14 @@ ALLOWED = {
     "broker/identity": LOWER + ["broker/secrets"],
     "broker/session": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
                                "broker/identity"],
+    "broker/exposure": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/session"],
     "broker/vms": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
                            "broker/identity", "broker/session"],
     "broker/control": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                               "broker/session", "broker/vms"],
+                               "broker/session", "broker/exposure", "broker/vms"],
     "broker/daemon": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                              "broker/identity", "broker/session", "broker/vms", "broker/control"],
+                              "broker/identity", "broker/session", "broker/exposure", "broker/vms",
+                              "broker/control"],
 }
 CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
 LIBRARY = re.compile(r"\bzn_\w+")

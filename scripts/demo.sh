@@ -155,6 +155,27 @@ in_guest "$CURL -w ' -> %{http_code}\\n' --resolve api.stripe.com:443:198.18.0.1
 in_guest "$CURL -w ' -> %{http_code}\\n' --resolve evil.example:443:198.18.0.13 https://evil.example/"
 $ZNCTL session update user-1 --policy examples/policy.json > /dev/null
 
+say "3b. Ingress stays closed until declared: the guest serves port 8080; the host reaches it only with a one-time ticket"
+mkdir -p "$WORK/www" && echo "hello from the guest's port 8080" > "$WORK/www/index.html"
+ip netns exec "$PREFIX-g0" python3 -m http.server 8080 --bind 0.0.0.0 --directory "$WORK/www" > /dev/null 2>&1 &
+UPSTREAM_PIDS+=($!)
+for _ in $(seq 50); do $LAB exec g0 -- nc -z 127.0.0.1 8080 2> /dev/null && break; sleep 0.1; done
+EXPOSED=$($ZNCTL session expose user-1 --port 8080)
+echo "  $EXPOSED"
+LISTEN=${EXPOSED##* via }
+LISTEN=${LISTEN%% *}
+in_host() {
+  printf '$ %s\n' "$*"
+  ip netns exec "$PREFIX-host" sh -c "$*" 2>&1 | sed 's/^/  /' || true
+}
+in_host "curl -s -m 5 -w ' -> %{http_code}\\n' http://$LISTEN/"
+TICKET=$($ZNCTL -j session ticket user-1 --port 8080 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ticket"])')
+echo "  znctl session ticket user-1 --port 8080 -> $TICKET (one use)"
+in_host "curl -s -m 5 -w ' -> %{http_code}\\n' -H 'Zn-Ticket: $TICKET' http://$LISTEN/"
+in_host "curl -s -m 5 -w ' -> %{http_code}\\n' -H 'Zn-Ticket: $TICKET' http://$LISTEN/"
+echo "  (the replayed ticket: 403; ingress:admit and ingress:deny reason ticket_used in the audit)"
+$ZNCTL session unexpose user-1 --port 8080 > /dev/null
+
 say "4. A real microVM: QEMU on session vm-1's own TAP, governed exactly like the lab guest"
 $ZNCTL session create vm-1 --policy examples/policy.json --slot 1 | sed 's/^/  /'
 cat > "$WORK/user-data" << 'SH'

@@ -99,17 +99,18 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #                                capability stores written from several threads
 #   StoreSetTest.ConcurrentFirstUses...
 #                                rw stores opened on first use from several threads
-#   ProxyTest, InterceptTest, ZerodTest, ApprovalTest, SecretUseTest, CapabilityTest
-#                                zerod itself: proxy loops, worker pool, audit,
-#                                DNS loop, control server and the capability
-#                                service's workers, with real traffic
+#   ProxyTest, InterceptTest, ZerodTest, ApprovalTest, SecretUseTest, CapabilityTest,
+#   IngressTest                  zerod itself: proxy loops, worker pool, audit,
+#                                DNS loop, control server, the capability
+#                                service's workers and the ingress loop
+#                                against the control plane, with real traffic
 tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests resources_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
              AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
              KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
              GrantBookConcurrency. ApprovalWebhook. ApprovalTest. SecretUseTest.
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
-             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest.)
+             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

@@ -20,6 +20,7 @@
  * 16-byte zn_l4_count summaries add 0.2 MB). */
 #define ZN_MAX_SESSIONS 16384
 #define ZN_MAX_STEERED_PORTS 8
+#define ZN_MAX_EXPOSED_PORTS 8
 #define ZN_MAX_L4_RULES 65536
 #define ZN_EVENTS_RINGBUF_BYTES (256 * 1024)
 
@@ -32,10 +33,14 @@
 /* skb->mark bits. Ingress sets ZN_MARK_STEER on packets it assigns to a host
  * socket so the policy rule "fwmark 0x200/0xf00 lookup 100" routes them locally.
  * Host sockets allowed to answer a guest (proxy, DNS) set SO_MARK to
- * ZN_MARK_HOST_REPLY; egress passes IP packets only when they carry it. */
+ * ZN_MARK_HOST_REPLY; egress passes IP packets only when they carry it.
+ * zerod's connections to a guest's declared (exposed) ports set SO_MARK to
+ * ZN_MARK_EXPOSE: egress passes them to those ports only, and ingress passes
+ * the guest's side of them only to the socket carrying the mark. */
 #define ZN_MARK_MASK 0xf00
 #define ZN_MARK_STEER 0x200
 #define ZN_MARK_HOST_REPLY 0x400
+#define ZN_MARK_EXPOSE 0x800
 #define ZN_STEER_ROUTE_TABLE 100
 
 /* Every verdict: the passes first, then the drop reasons. X(ident, number,
@@ -78,13 +83,17 @@
 	X(DROP_ASSIGN_FAILED, 31, "drop:assign_failed") \
 	X(DROP_UNSOLICITED, 32, "drop:unsolicited")     \
 	X(DROP_ND_SCOPE, 33, "drop:nd_scope")           \
-	X(DROP_ND_MALFORMED, 34, "drop:nd_malformed")
+	X(DROP_ND_MALFORMED, 34, "drop:nd_malformed")   \
+	X(PASS_EXPOSED, 35, "pass:exposed")             \
+	X(DROP_NOT_EXPOSED, 36, "drop:not_exposed")
 
 #define ZN_VERDICT_ENUM_(ident, number, name) ZN_##ident = number,
-enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT = 35 };
+enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT = 37 };
 #undef ZN_VERDICT_ENUM_
 
-#define ZN_FIRST_DROP ZN_DROP_NO_SESSION
+/* Passes are named "pass:", drops "drop:"; pass:exposed came after the
+ * drops (numbers never move), so a verdict's kind is its name's, not its
+ * number's (verdict_names.h). */
 /* Extra per-session counters after the verdicts. */
 #define ZN_STAT_EVENTS_SUPPRESSED ZN_VERDICT_COUNT
 #define ZN_STATS_PER_SESSION 40
@@ -109,6 +118,9 @@ struct zn_session {
 	 * link-local unicast address stands for it, which still cannot leave
 	 * the link. Last, so the offsets of the fields above did not move. */
 	__u8 gateway_ip6_ll[16];
+	/* TCP ports zerod may connect to on the guest (znctl session expose),
+	 * network order, 0 = unused. Nothing else ever opens a path inward. */
+	__u16 exposed_ports[ZN_MAX_EXPOSED_PORTS];
 };
 
 /* zn_listeners (one entry): where the host sockets live that guests reach. */
@@ -192,8 +204,10 @@ struct zn_drop_event {
  * 1: before the marker existed; 2: zn_session.gateway_ip6_ll; 3: the
  * per-session maps sized for 16384 sessions (was 2048); 4: zn_l4_allow keyed
  * by prefix alone, the (folded) ports in its value, zn_l4_count's value a
- * struct zn_l4_summary (was the entry count), zn_ev_bucket in jiffies. */
-#define ZN_ABI_VERSION 4
+ * struct zn_l4_summary (was the entry count), zn_ev_bucket in jiffies;
+ * 5: zn_session.exposed_ports, verdicts pass:exposed and drop:not_exposed
+ * (events:suppressed moved to counter 37). */
+#define ZN_ABI_VERSION 5
 
 /* Layouts are fixed: a size change is an ABI change (bump ZN_ABI_VERSION). */
 #ifdef __cplusplus
@@ -201,7 +215,7 @@ struct zn_drop_event {
 #else
 #define ZN_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
-ZN_ABI_ASSERT(sizeof(struct zn_session) == 112, "struct zn_session layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_session) == 128, "struct zn_session layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_listeners) == 44, "struct zn_listeners layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_l4_key) == 28, "struct zn_l4_key layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_l4_value) == 64, "struct zn_l4_value layout changed");

@@ -229,6 +229,7 @@ dp::SessionEntry FixtureGuest::session() const {
   s.gateway_ip6 = gateway_ip6;
   s.gateway_ip6_ll = gateway_ip6_ll;
   s.steered_ports = {80, 443};
+  s.exposed_ports = {8080};
   s.event_rate = 1000;
   s.event_burst = 100000;
   return s;
@@ -382,6 +383,30 @@ std::vector<VerdictFixture> verdict_fixtures() {
       {"egress_ip6_unmarked", out,
        eth(g.host_mac, g.guest_mac, kIp6, ipv6(upstream6, g.guest_ip6, IPPROTO_UDP, udp(53, 40000))),
        ZN_DROP_UNSOLICITED, 0, "unsolicited IPv6"},
+      // Declared ports: zerod's marked connection from the gateway, and nothing else.
+      {"egress_exposed", out,
+       eth(g.host_mac, g.guest_mac, kIp4, ipv4(g.gateway_ip4, g.guest_ip4, IPPROTO_TCP, tcp(40000, 8080, 0x02))),
+       ZN_PASS_EXPOSED, ZN_MARK_EXPOSE, "zerod's SYN to a declared port"},
+      {"egress_exposed_ip6", out,
+       eth(g.host_mac, g.guest_mac, kIp6, ipv6(g.gateway_ip6, g.guest_ip6, IPPROTO_TCP, tcp(40000, 8080, 0x02))),
+       ZN_PASS_EXPOSED, ZN_MARK_EXPOSE, "zerod's SYN to a declared port over IPv6"},
+      {"egress_exposed_undeclared_port", out,
+       eth(g.host_mac, g.guest_mac, kIp4, ipv4(g.gateway_ip4, g.guest_ip4, IPPROTO_TCP, tcp(40000, 9090, 0x02))),
+       ZN_DROP_NOT_EXPOSED, ZN_MARK_EXPOSE, "the mark opens declared ports only"},
+      {"egress_exposed_not_from_gateway", out, to_guest4(tcp(40000, 8080, 0x02)), ZN_DROP_NOT_EXPOSED,
+       ZN_MARK_EXPOSE, "a declared port from an address other than the gateway's"},
+      {"egress_exposed_udp", out,
+       eth(g.host_mac, g.guest_mac, kIp4, ipv4(g.gateway_ip4, g.guest_ip4, IPPROTO_UDP, udp(40000, 8080))),
+       ZN_DROP_NOT_EXPOSED, ZN_MARK_EXPOSE, "declared ports are TCP"},
+      {"egress_exposed_port_unmarked", out,
+       eth(g.host_mac, g.guest_mac, kIp4, ipv4(g.gateway_ip4, g.guest_ip4, IPPROTO_TCP, tcp(40000, 8080, 0x02))),
+       ZN_DROP_UNSOLICITED, 0, "a declared port is no opening for anything but zerod's socket"},
+      {"ingress_from_exposed_port_without_socket", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, g.gateway_ip4, IPPROTO_TCP, tcp(8080, 40000, 0x12))),
+       ZN_DROP_HOST_SERVICE, 0, "from a declared port to the gateway with no connection of zerod's"},
+      {"ingress_from_exposed_port_syn_to_host", in,
+       eth(g.guest_mac, g.host_mac, kIp4, ipv4(g.guest_ip4, g.gateway_ip4, IPPROTO_TCP, tcp(8080, 22, 0x02))),
+       ZN_DROP_HOST_SERVICE, 0, "a declared source port opens no host service"},
       {"egress_lldp", out, eth(g.host_mac, g.guest_mac, 0x88cc, Bytes(40, 0)), ZN_DROP_ETHERTYPE, 0,
        "neither ARP nor IP towards the guest"},
   };

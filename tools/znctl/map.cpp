@@ -51,12 +51,16 @@ json dump_map(int fd, const std::string& name) {
       json ports = json::array();
       for (uint16_t p : s.steered_ports)
         if (p) ports.push_back(ntohs(p));
+      json exposed = json::array();
+      for (uint16_t p : s.exposed_ports)
+        if (p) exposed.push_back(ntohs(p));
       out.push_back({{"ifindex", ifindex},
                      {"session_idx", s.session_idx},
                      {"guest_ip4", ip_text(AF_INET, &s.guest_ip4)},
                      {"gateway_ip4", ip_text(AF_INET, &s.gateway_ip4)},
                      {"guest_ip6", ip_text(AF_INET6, s.guest_ip6)},
                      {"steered_ports", ports},
+                     {"exposed_ports", exposed},
                      {"event_rate", s.event_rate},
                      {"event_burst", s.event_burst}});
     } else if (name == "zn_l4_allow") {

@@ -1,6 +1,8 @@
 // znctl session: the sessions zerod runs, created and changed through it.
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <string>
 
 #include "command.h"
 
@@ -66,12 +68,73 @@ int delete_session(const Args& a) {
   return 0;
 }
 
+uint16_t port_flag(std::map<std::string, std::string>& f) {
+  if (!f.count("port")) throw UsageError("missing --port PORT");
+  const unsigned long port = std::stoul(f["port"]);
+  if (port == 0 || port > 65535) throw UsageError("--port must be 1..65535");
+  return static_cast<uint16_t>(port);
+}
+
+void print_exposure(const json& e) {
+  std::cout << "port " << e["port"] << "/" << e["proto"].get<std::string>() << " "
+            << e["mode"].get<std::string>() << " via " << e["listen"].get<std::string>() << " (IPv"
+            << e["family"] << " to the guest)\n";
+}
+
+int expose(const Args& a) {
+  auto f = flags(a, 1, {"port", "proto", "mode", "family", "listen-port"});
+  json args = {{"id", arg(a, 0, "ID")}, {"port", port_flag(f)}};
+  if (f.count("proto")) args["proto"] = f["proto"];
+  if (f.count("mode")) args["mode"] = f["mode"];
+  if (f.count("family")) args["family"] = std::stoul(f["family"]);
+  if (f.count("listen-port")) args["listen_port"] = std::stoul(f["listen-port"]);
+  json r = call("session.expose", args);
+  print(r, [&] { print_exposure(r); });
+  return 0;
+}
+
+int unexpose(const Args& a) {
+  auto f = flags(a, 1, {"port"});
+  json r = call("session.unexpose", {{"id", arg(a, 0, "ID")}, {"port", port_flag(f)}});
+  print(r, [&] {
+    std::cout << "port " << r["port"] << " of " << r["session"].get<std::string>() << " closed\n";
+  });
+  return 0;
+}
+
+int exposed(const Args& a) {
+  json r = call("session.exposed", {{"id", arg(a, 0, "ID")}});
+  print(r, [&] {
+    for (const auto& e : r) print_exposure(e);
+  });
+  return 0;
+}
+
+int ticket(const Args& a) {
+  auto f = flags(a, 1, {"port", "ttl"});
+  json args = {{"id", arg(a, 0, "ID")}, {"port", port_flag(f)}};
+  if (f.count("ttl")) args["ttl_s"] = std::stoul(f["ttl"]);
+  json r = call("session.ticket", args);
+  print(r, [&] {
+    std::cout << r["ticket"].get<std::string>() << "\n  one use, until " << r["expires"].get<std::string>()
+              << "\n  " << r["url"].get<std::string>() << "\n  or the header \""
+              << r["header"].get<std::string>() << "\" to http://" << r["listen"].get<std::string>() << "/\n";
+  });
+  return 0;
+}
+
 constexpr Verb kVerbs[] = {
     {"list", "session list", list},
     {"show", "session show ID", show},
     {"create", "session create ID --policy FILE [--device TAP] [--slot N]", create},
     {"update", "session update ID --policy FILE", update},
     {"delete", "session delete ID", delete_session},
+    {"expose",
+     "session expose ID --port PORT [--proto tcp] [--mode ticket|public] [--family 4|6] [--listen-port N]",
+     expose},
+    {"unexpose", "session unexpose ID --port PORT", unexpose},
+    {"exposed", "session exposed ID", exposed},
+    {"ticket", "session ticket ID --port PORT [--ttl SECONDS]", ticket},
 };
 
 }  // namespace

@@ -28,11 +28,18 @@ constexpr std::string_view kEventNames[] = {
     "key:rotate",        // the host key sealing resources at rest was replaced
     "grant:created",     // a standing approval (znctl approval allow --for)
     "grant:expired",     "grant:revoked",
+    "ingress:expose",    // a guest port declared (znctl session expose)
+    "ingress:unexpose",
+    "ingress:ticket",    // a one-time ticket minted (never the ticket)
+    "ingress:admit",     // a client let in to a declared port (ticket, binding, public)
+    "ingress:deny",      // a client refused at a declared port
+    "ingress:close",     // an admitted connection ended (bytes, duration)
 };
 // clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:", "dns:", "packet:", "resource:", "command:", "session:", "secret:", "key:", "grant:",
+    "egress:",  "dns:",    "packet:", "resource:", "command:",
+    "session:", "secret:", "key:",    "grant:",    "ingress:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

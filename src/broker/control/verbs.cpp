@@ -103,6 +103,12 @@ json session_json(const Session& s, const std::string& ca_certificate, bool with
     }
     out["policy"]["caps"] = caps;
     out["guest_env"] = env;
+    json exposed = json::object();
+    for (const auto& [port, e] : s.record.exposed)
+      exposed[std::to_string(port)] = {{"mode", e.public_mode ? "public" : "ticket"},
+                                       {"listen_port", e.listen_port},
+                                       {"family", e.family}};
+    out["exposed"] = exposed;
     if (auto rate = s.policy->policy().rate)
       out["policy"]["rate"] = {{"burst", rate->burst}, {"per_second", rate->per_second}};
   }
@@ -170,6 +176,7 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
     // The VM goes before its TAP does.
     if (verbs.vms) verbs.vms->stop(id);
     verbs.registry.remove(id);
+    if (verbs.exposures) verbs.exposures->forget_session(id);
     if (before && verbs.capabilities) verbs.capabilities->release(*before, nullptr);
     verbs.dns.forget(id);
     verbs.approvals.forget_session(id);

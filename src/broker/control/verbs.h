@@ -19,6 +19,7 @@
 #include "broker/session/dns.h"
 #include "broker/session/proxy.h"
 #include "broker/session/registry.h"
+#include "broker/exposure/exposure_service.h"
 #include "broker/vms/vm_registry.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/dns/counters.h"
@@ -43,6 +44,8 @@ struct SessionVerbs {
   CapabilityService* capabilities = nullptr;
   // Stops a deleted session's microVM first; null: no VMs.
   VmRegistry* vms = nullptr;
+  // Closes a deleted session's declared ports and ends its tickets; null: none.
+  ExposureService* exposures = nullptr;
 };
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 

@@ -113,6 +113,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "jwks_listen",
                                  "approval_timeout_ms",
                                  "approval_grant_max_s",
+                                 "expose_address",
+                                 "expose_ticket_ttl_s",
+                                 "expose_binding_s",
+                                 "expose_head_timeout_ms",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -165,6 +169,12 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   }
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
   c.approval_grant_max_s = get_uint(doc, "approval_grant_max_s", c.approval_grant_max_s, 1, 7 * 24 * 3600);
+  c.expose_address = get_string(doc, "expose_address", c.expose_address);
+  if (!net::IpAddress::parse(c.expose_address))
+    fail("$.expose_address", "must be an IP address, e.g. 127.0.0.1");
+  c.expose_ticket_ttl_s = get_uint(doc, "expose_ticket_ttl_s", c.expose_ticket_ttl_s, 1, 86400);
+  c.expose_binding_s = get_uint(doc, "expose_binding_s", c.expose_binding_s, 1, 86400);
+  c.expose_head_timeout_ms = get_uint(doc, "expose_head_timeout_ms", c.expose_head_timeout_ms, 100, 600000);
   if (doc.contains("approval_webhook")) c.approval_webhook = parse_webhook(doc["approval_webhook"]);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);

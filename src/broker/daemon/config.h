@@ -74,6 +74,13 @@ struct DaemonConfig {
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;
+  // Declared ports (znctl session expose): the address zerod's listeners
+  // bind (the host side; never a guest's link), a ticket's default life, and
+  // how long a redeemed ticket binds its client (cookie and connection).
+  std::string expose_address = "127.0.0.1";
+  uint32_t expose_ticket_ttl_s = 300;
+  uint32_t expose_binding_s = 600;
+  uint32_t expose_head_timeout_ms = 10000;  // a client's first request head (ticket mode)
   std::optional<ApprovalWebhookConfig> approval_webhook;
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.

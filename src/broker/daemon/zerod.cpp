@@ -10,6 +10,7 @@
 #include "broker/audit/drop_events.h"
 #include "broker/audit/event.h"
 #include "broker/control/metrics.h"
+#include "broker/control/exposure_verbs.h"
 #include "broker/control/verbs.h"
 #include "broker/control/vm_verbs.h"
 #include "vmm/microvm/firecracker.h"
@@ -169,6 +170,16 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
                            std::make_shared<vmm::FirecrackerBackend>()};
     vms_ = std::make_unique<VmRegistry>(*registry_, std::move(vm_options));
   }
+  {
+    ExposureServiceOptions expose;
+    expose.listen_address = config_.expose_address;
+    expose.ticket_ttl = std::chrono::seconds(config_.expose_ticket_ttl_s);
+    expose.broker.binding_ttl = std::chrono::seconds(config_.expose_binding_s);
+    expose.server.head_timeout = std::chrono::milliseconds(config_.expose_head_timeout_ms);
+    exposures_ = std::make_unique<ExposureService>(*registry_, *audit_, std::move(expose));
+    for (const std::string& f : exposures_->reopen_all())
+      spdlog::error("could not reopen declared port: {}", f);
+  }
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
@@ -246,7 +257,8 @@ void ZerodDaemon::stop() {
   events_.close();
   approval_events_.close();
   if (control_) control_->stop();
-  vms_.reset();  // every VM stopped, its directory and cgroup removed
+  vms_.reset();        // every VM stopped, its directory and cgroup removed
+  exposures_.reset();  // listeners closed, admitted connections cut
   metrics_.reset();
   jwks_.reset();
   // Before the proxy's loops go: the answers in flight are posted to them.
@@ -262,8 +274,9 @@ void ZerodDaemon::stop() {
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
   register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
-                                     capabilities_.get(), vms_.get()});
+                                     capabilities_.get(), vms_.get(), exposures_.get()});
   register_vm_verbs(*control_, *vms_);
+  register_exposure_verbs(*control_, *exposures_);
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

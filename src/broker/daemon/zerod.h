@@ -24,6 +24,7 @@
 #include "broker/session/proxy.h"
 #include "userspace/proxy/transparent_proxy.h"
 #include "broker/session/registry.h"
+#include "broker/exposure/exposure_service.h"
 #include "broker/vms/vm_registry.h"
 #include "userspace/dns/responder.h"
 #include "userspace/datapath/datapath.h"
@@ -67,7 +68,8 @@ class ZerodDaemon {
   std::shared_ptr<StoreSet> stores_;
   std::shared_ptr<CapabilityService> capabilities_;
   std::unique_ptr<SessionRegistry> registry_;
-  std::unique_ptr<VmRegistry> vms_;  // a session's microVM
+  std::unique_ptr<VmRegistry> vms_;             // a session's microVM
+  std::unique_ptr<ExposureService> exposures_;  // declared guest ports
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;

@@ -165,16 +165,22 @@ SessionPtr SessionRegistry::withdraw_locked(const std::string& id, bool keep_slo
   return s;
 }
 
+dp::SessionEntry SessionRegistry::entry_locked(const Session& s) const {
+  dp::SessionEntry entry = session_entry_for(s.net, s.record.session_idx);
+  entry.steered_ports = s.plan.steered_ports;
+  entry.event_rate = options_.event_rate;
+  entry.event_burst = options_.event_burst;
+  for (const auto& [port, exposure] : s.record.exposed) entry.exposed_ports.push_back(port);
+  // An adopted device's link-local comes from its own MAC, not from the
+  // plan: zero tells the datapath it is not known (any link-local stands in).
+  if (s.record.adopted) entry.gateway_ip6_ll = {};
+  return entry;
+}
+
 void SessionRegistry::install_locked(Session& s, bool created_device) {
   try {
     if (!created_device) ensure_gateway_addresses(s.ifindex, s.net);
-    dp::SessionEntry entry = session_entry_for(s.net, s.record.session_idx);
-    entry.steered_ports = s.plan.steered_ports;
-    entry.event_rate = options_.event_rate;
-    entry.event_burst = options_.event_burst;
-    // An adopted device's link-local comes from its own MAC, not from the
-    // plan: zero tells the datapath it is not known (any link-local stands in).
-    if (s.record.adopted) entry.gateway_ip6_ll = {};
+    const dp::SessionEntry entry = entry_locked(s);
     // Rules before the session entry: the first steered packet sees them.
     apply_l4_change(*options_.maps, s.record.session_idx, {}, s.plan);
     options_.maps->put_session(s.ifindex, entry);
@@ -267,6 +273,41 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
     throw;
   }
   emit("session:update", id, {{"policy_version", next->record.policy_version}});
+  return next;
+}
+
+SessionPtr SessionRegistry::set_exposed(const std::string& id, uint16_t port,
+                                        std::optional<ExposedPort> exposure) {
+  if (port == 0) throw SessionError("port 0 cannot be exposed");
+  if (exposure && exposure->family != 4 && exposure->family != 6) throw SessionError("family must be 4 or 6");
+  std::lock_guard lock(control_mu_);
+  SessionPtr previous = index_.by_id(id);
+  if (!previous) throw SessionError("no session '" + id + "'");
+  auto next = std::make_shared<Session>(*previous);
+  if (exposure) {
+    if (!next->record.exposed.count(port) && next->record.exposed.size() >= ZN_MAX_EXPOSED_PORTS)
+      throw SessionError("session '" + id + "' has " + std::to_string(ZN_MAX_EXPOSED_PORTS) +
+                         " exposed ports (the most allowed)");
+    next->record.exposed[port] = *exposure;
+  } else if (next->record.exposed.erase(port) == 0) {
+    throw SessionError("port " + std::to_string(port) + " of session '" + id + "' is not exposed");
+  }
+  options_.maps->put_session(next->ifindex, entry_locked(*next));
+  publish_locked(next);
+  try {
+    persist_put_locked(next->record);
+  } catch (...) {
+    options_.maps->put_session(previous->ifindex, entry_locked(*previous));
+    publish_locked(previous);
+    throw;
+  }
+  if (exposure)
+    emit("ingress:expose", id,
+         {{"port", port},
+          {"mode", exposure->public_mode ? "public" : "ticket"},
+          {"family", exposure->family}});
+  else
+    emit("ingress:unexpose", id, {{"port", port}});
   return next;
 }
 

@@ -99,6 +99,12 @@ class SessionRegistry : public SessionDirectory {
   // New policy swapped in at once; the old one stays in force on any error.
   SessionPtr update(const std::string& id, const std::string& policy_json);
   void remove(const std::string& id);
+  // Declares a guest port (or changes how it is exposed), or with nullopt
+  // withdraws it: the session's datapath entry lists exactly the declared
+  // ports from then on. Throws SessionError (no session, port 0, more than
+  // ZN_MAX_EXPOSED_PORTS, not declared), std::runtime_error (host failure,
+  // nothing changed).
+  SessionPtr set_exposed(const std::string& id, uint16_t port, std::optional<ExposedPort> exposure);
 
   // Id order. Never waits for a change in progress.
   std::vector<SessionPtr> list() const { return index_.all(); }
@@ -139,6 +145,7 @@ class SessionRegistry : public SessionDirectory {
   // Frees the slots of TAPs the reaper has deleted since the last call.
   void collect_reaped_locked();
   void install_locked(Session& s, bool created_device);
+  dp::SessionEntry entry_locked(const Session& s) const;
   uint32_t free_session_idx_locked();
   unsigned free_slot_locked(std::optional<unsigned> wanted);
   // Publishes (or withdraws) a session and the index and slot it holds.

@@ -13,6 +13,16 @@
 
 namespace zn::broker {
 
+// A guest port declared for ingress (znctl session expose): zerod's listener
+// on the host admits clients to it; the datapath lets zerod's marked
+// connection in to this port only.
+struct ExposedPort {
+  bool public_mode = false;  // false: a one-time ticket (or its binding) per client
+  uint16_t listen_port = 0;  // zerod's listener (kept across restarts)
+  unsigned family = 4;       // zerod connects to the guest's IPv4 or IPv6 address
+  bool operator==(const ExposedPort&) const = default;
+};
+
 // What is persisted (the state file) to re-adopt a session after a restart.
 struct SessionRecord {
   std::string id;
@@ -28,6 +38,8 @@ struct SessionRecord {
   std::map<std::string, std::string> placeholders;
   // Capability name -> its handle (session/cap_handles.h). Guest-visible.
   std::map<std::string, std::string> cap_handles;
+  // Guest TCP port -> how it is exposed. Empty: nothing ever reaches in.
+  std::map<uint16_t, ExposedPort> exposed;
 };
 
 struct Session {

@@ -75,6 +75,9 @@ json to_json(const SessionRecord& r) {
               {"created_unix", r.created_unix}};
   if (!r.placeholders.empty()) out["placeholders"] = r.placeholders;
   if (!r.cap_handles.empty()) out["cap_handles"] = r.cap_handles;
+  for (const auto& [port, e] : r.exposed)
+    out["exposed"][std::to_string(port)] = {
+        {"mode", e.public_mode ? "public" : "ticket"}, {"listen_port", e.listen_port}, {"family", e.family}};
   return out;
 }
 
@@ -92,6 +95,15 @@ SessionRecord from_json(const json& s) {
     r.placeholders = p->get<std::map<std::string, std::string>>();
   if (auto h = s.find("cap_handles"); h != s.end())
     r.cap_handles = h->get<std::map<std::string, std::string>>();
+  if (auto x = s.find("exposed"); x != s.end()) {
+    for (const auto& [port, e] : x->items()) {
+      ExposedPort p;
+      p.public_mode = e.at("mode").get<std::string>() == "public";
+      p.listen_port = e.at("listen_port").get<uint16_t>();
+      p.family = e.value("family", 4u);
+      r.exposed[static_cast<uint16_t>(std::stoul(port))] = p;
+    }
+  }
   return r;
 }
 

@@ -52,6 +52,12 @@ zn_session to_abi(const SessionEntry& e) {
     if (e.steered_ports[i] == 0) throw std::invalid_argument("steered port 0");
     s.steered_ports[i] = htons(e.steered_ports[i]);
   }
+  if (e.exposed_ports.size() > ZN_MAX_EXPOSED_PORTS)
+    throw std::invalid_argument("at most " + std::to_string(ZN_MAX_EXPOSED_PORTS) + " exposed ports");
+  for (size_t i = 0; i < e.exposed_ports.size(); ++i) {
+    if (e.exposed_ports[i] == 0) throw std::invalid_argument("exposed port 0");
+    s.exposed_ports[i] = htons(e.exposed_ports[i]);
+  }
   s.event_rate = e.event_rate;
   s.event_burst = e.event_burst;
   return s;

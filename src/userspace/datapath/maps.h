@@ -41,6 +41,9 @@ struct SessionEntry {
                                       kDefaultSteeredPorts.end()};  // host order
   uint32_t event_rate = ZN_DEFAULT_EVENT_RATE;                      // drop events per second
   uint32_t event_burst = ZN_DEFAULT_EVENT_BURST;
+  // TCP ports zerod may open to the guest (host order, at most
+  // ZN_MAX_EXPOSED_PORTS): none unless the operator declares them.
+  std::vector<uint16_t> exposed_ports;
 };
 
 // One allow rule: TCP to a prefix on one port (or any). The datapath holds

@@ -10,6 +10,7 @@ namespace zn::dp {
 
 std::string_view verdict_name(unsigned verdict);  // "unknown" when out of range
 std::optional<unsigned> verdict_from_name(std::string_view name);
-inline bool is_drop(unsigned verdict) { return verdict >= ZN_FIRST_DROP && verdict < ZN_VERDICT_COUNT; }
+// A verdict's kind is its name's: pass:exposed was numbered after the drops.
+inline bool is_drop(unsigned verdict) { return verdict_name(verdict).starts_with("drop:"); }
 
 }  // namespace zn::dp

@@ -19,6 +19,7 @@
 #include "userspace/tls/client_hello.h"
 #include "userspace/proxy/intercept.h"
 #include "userspace/proxy/kernel_splice.h"
+#include "userspace/proxy/splice_relay.h"
 #include "userspace/proxy/upstream_connector.h"
 #include "userspace/tls/leaf_certs.h"
 #include "userspace/tls/contexts.h"
@@ -36,87 +37,6 @@ constexpr uint16_t kHttpsPort = 443;
 // What a ClientHello read may take past its bound (records cut mid-way).
 constexpr size_t kHelloChunk = 4096;
 constexpr std::chrono::milliseconds kMinAcceptBackoff{10}, kMaxAcceptBackoff{1000};
-
-// The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
-// with kernel memory per connection still bounded (two pipes).
-constexpr int kPipeBytes = 1 << 18;
-
-struct Pipe {
-  int r = -1, w = -1;
-  Pipe() {
-    int p[2];
-    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
-      throw std::system_error(errno, std::generic_category(), "pipe2");
-    r = p[0];
-    w = p[1];
-    // Refused above /proc/sys/fs/pipe-max-size: the default then stays.
-    ::fcntl(w, F_SETPIPE_SZ, kPipeBytes);
-  }
-  ~Pipe() {
-    ::close(r);
-    ::close(w);
-  }
-};
-
-// Last time a byte moved either way, shared by both directions of a relay.
-struct Activity {
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-  bool idle_closed = false;
-};
-
-// Moves bytes from -> to through a pipe with splice(2), never through user
-// memory. On EOF half-closes `to`; on an error or when the connection has
-// been idle too long, tears both down so the other direction ends too.
-awaitable<uint64_t> splice_one_way(tcp::socket& from, tcp::socket& to, Activity& activity,
-                                   std::chrono::milliseconds idle_timeout) {
-  Pipe pipe;
-  uint64_t total = 0;
-  asio::steady_timer idle(from.get_executor());
-  try {
-    for (;;) {
-      ssize_t n = ::splice(from.native_handle(), nullptr, pipe.w, nullptr, kPipeBytes,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) {
-        idle.expires_at(activity.last + idle_timeout);
-        auto r = co_await (from.async_wait(tcp::socket::wait_read, as_tuple) || idle.async_wait(as_tuple));
-        if (r.index() == 1 && std::chrono::steady_clock::now() >= activity.last + idle_timeout) {
-          // Abortive close on both sides (RST when the sockets close), so
-          // neither end mistakes the timeout for an orderly end of data.
-          activity.idle_closed = true;
-          linger abort{1, 0};
-          ::setsockopt(from.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-          ::setsockopt(to.native_handle(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-          break;
-        }
-        continue;
-      }
-      if (n == 0) {
-        ::shutdown(to.native_handle(), SHUT_WR);
-        co_return total;
-      }
-      if (n < 0) break;
-      activity.last = std::chrono::steady_clock::now();
-      size_t left = static_cast<size_t>(n);
-      while (left > 0) {
-        ssize_t m =
-            ::splice(pipe.r, nullptr, to.native_handle(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (m < 0 && errno == EINTR) continue;
-        if (m < 0 && errno == EAGAIN) {
-          co_await to.async_wait(tcp::socket::wait_write, use_awaitable);
-          continue;
-        }
-        if (m <= 0) throw std::system_error(errno, std::generic_category());
-        left -= static_cast<size_t>(m);
-        total += static_cast<uint64_t>(m);
-      }
-    }
-  } catch (const std::exception&) {
-  }
-  ::shutdown(from.native_handle(), SHUT_RDWR);
-  ::shutdown(to.native_handle(), SHUT_RDWR);
-  co_return total;
-}
 
 sockaddr_storage local_of(int fd) {
   sockaddr_storage ss{};

@@ -63,7 +63,8 @@ TEST(Verbs, SessionShowAddsThePolicyButNeverItsSecrets) {
   const std::string shown = session_json(session(kPolicy), "/state/ca/ca.pem", true).dump();
   EXPECT_EQ(
       shown,
-      std::string(R"({"adopted":true,"device":"zn-tap0","guest_env":{},"id":"user-1","ifindex":3,)") +
+      std::string(
+          R"({"adopted":true,"device":"zn-tap0","exposed":{},"guest_env":{},"id":"user-1","ifindex":3,)") +
           kNetwork +
           R"(,"policy":{"allow":[{"host":"api.github.com","methods":["GET"],"paths":["/repos/**"]},)"
           R"({"host":"api.stripe.com","identity":"cap:stripe","inject":{"header":"Authorization","prefix":"Bearer "}},)"

@@ -1,0 +1,44 @@
+// libFuzzer target: arbitrary bytes as the first request to a declared port
+// (issue 14): parsed as a request head, then its ticket, binding cookie and
+// every carrier of them taken out (ingress/ticket_carrier.h).
+//
+// Build and run: as http1_fuzz (see there), target ingress_ticket_fuzz.
+//
+// Besides "no crash / no sanitizer report", it checks what the ingress relies
+// on: the head that goes on to the guest parses again as a head, and carries
+// no ticket and no binding of any kind, so nothing admitting a client ever
+// reaches the guest.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "userspace/http/message.h"
+#include "userspace/ingress/ticket_carrier.h"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  zn::http::RequestHead head;
+  const zn::http::ParseResult r = zn::http::parse_request_head(input, zn::http::HttpLimits{}, head);
+  if (r.state != zn::http::ParseState::kDone) return 0;
+  const zn::ingress::Admission a = zn::ingress::take_admission(head, 8080);
+  if (!a.error.empty()) return 0;  // refused: nothing goes on
+  zn::http::RequestHead forwarded;
+  zn::http::HttpLimits roomy;
+  roomy.max_head_bytes = 2 * zn::http::HttpLimits{}.max_head_bytes;
+  check(zn::http::parse_request_head(a.forwarded_head, roomy, forwarded).state ==
+        zn::http::ParseState::kDone);
+  check(forwarded.method == head.method);
+  check(forwarded.framing == head.framing && forwarded.content_length == head.content_length);
+  const zn::ingress::Admission again = zn::ingress::take_admission(forwarded, 8080);
+  check(again.error.empty() && !again.ticket && !again.binding);
+  return 0;
+}

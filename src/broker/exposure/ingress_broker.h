@@ -1,0 +1,40 @@
+// The broker's answers to the ingress of declared ports (issue 14): whether
+// a client is let in (a one-time ticket, its binding, or a public port),
+// where the guest is, and the audit of each admission, refusal and end.
+#pragma once
+
+#include <chrono>
+
+#include "broker/audit/log.h"
+#include "broker/exposure/ticket_book.h"
+#include "broker/session/directory.h"
+#include "userspace/ingress/policy.h"
+
+namespace zn::broker {
+
+struct IngressBrokerOptions {
+  // How long a redeemed ticket binds its client (the cookie's life, and the
+  // longest an admitted connection lasts).
+  std::chrono::seconds binding_ttl{600};
+};
+
+// Executor: IngressPolicy's (the ingress loop; never blocks: the session
+// lookup and the ticket book take short locks, audit records are posted).
+class IngressBroker : public ingress::IngressPolicy {
+ public:
+  IngressBroker(const SessionDirectory& sessions, TicketBook& tickets, AuditLog& audit,
+                IngressBrokerOptions options = {});
+  ingress::AdmitDecision admit(const ingress::AdmitFacts& facts) override;
+  void on_closed(const ingress::ExposureSummary& summary) override;
+
+ private:
+  ingress::AdmitDecision refuse(const ingress::AdmitFacts& facts, const std::string& client,
+                                const std::string& reason, int status = 403);
+
+  const SessionDirectory& sessions_;
+  TicketBook& tickets_;
+  AuditLog& audit_;
+  IngressBrokerOptions options_;
+};
+
+}  // namespace zn::broker
