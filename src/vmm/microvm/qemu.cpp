@@ -290,7 +290,7 @@ std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
   ps.gid = spec.gid;
   if (accel == Accel::kKvm)
     if (const group* kvm = ::getgrnam("kvm")) ps.groups.push_back(kvm->gr_gid);
-  ps.pass_fd = spec.tap.get();
+  ps.pass_fds = {spec.tap.get()};
   ps.cgroup_procs = cgroup->procs_files();
   ps.log_path = (dir / "qemu.log").string();
   ps.cwd = spec.directory;
