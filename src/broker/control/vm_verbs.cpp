@@ -23,6 +23,12 @@ uint32_t number(const json& args, const char* key, uint32_t fallback) {
   return args[key].get<uint32_t>();
 }
 
+bool flag(const json& args, const char* key, bool fallback) {
+  if (!args.contains(key)) return fallback;
+  if (!args[key].is_boolean()) throw VmError(std::string("\"") + key + "\" must be true or false");
+  return args[key].get<bool>();
+}
+
 }  // namespace
 
 void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
@@ -36,10 +42,9 @@ void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
     if (args.contains("backend")) r.backend = text(args, "backend", true);
     r.user_data = text(args, "user_data", false);
     if (r.user_data.size() > 64 * 1024) throw VmError("user_data is at most 64 KiB");
-    if (args.contains("poweroff")) {
-      if (!args["poweroff"].is_boolean()) throw VmError("\"poweroff\" must be true or false");
-      r.poweroff_after = args["poweroff"].get<bool>();
-    }
+    r.poweroff_after = flag(args, "poweroff", r.poweroff_after);
+    r.disk = text(args, "disk", false);
+    r.encrypt_disk = flag(args, "encrypt", r.encrypt_disk);
     json vm = vms.run(r);
     spdlog::info("vm of session {} started ({}, {}, pid {})", r.session, vm["backend"].get<std::string>(),
                  vm["accel"].get<std::string>(), vm["pid"].get<int>());

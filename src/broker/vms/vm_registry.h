@@ -29,6 +29,11 @@ struct VmRunRequest {
   std::string backend = "qemu";
   std::string user_data;  // an optional boot script (public: shown on the console)
   bool poweroff_after = false;
+  // A base image (absolute path, raw or qcow2, never written): the VM gets
+  // a writable overlay of its own on it, encrypted unless asked otherwise,
+  // removed with the VM.
+  std::string disk;
+  bool encrypt_disk = true;
 };
 
 // A refusal the operator can act on (bad request, no such session, a VM
@@ -66,6 +71,8 @@ class VmRegistry {
     std::string directory;
     std::unique_ptr<vmm::MicroVm> vm;
     std::string kernel, initrd;
+    std::string disk;  // the base; "" without a disk
+    bool disk_encrypted = false;
     uint32_t memory_mib = 0;
     uid_t uid = 0;
   };
