@@ -13,9 +13,12 @@
 //   - a VM's disk is an overlay of its own on a base it never writes: what
 //     it writes lands in the overlay, encrypted unless asked otherwise (a
 //     copied overlay shows none of it), and goes with the VM;
+//   - `znctl vm console --follow` streams the console until the VM exits.
 // The VMs run the script given as user-data and print between markers on
 // their serial console, which the test reads through `vm.console`.
 #include <sys/stat.h>
+
+#include <cstdio>
 
 #include "integration/proxy_fixture.h"
 
@@ -210,6 +213,7 @@ echo "read: $(cat /mnt/disk/hello.txt)"
 yes ZN-DISK-MARKER-TWO-0123456789abcdef | head -n 8192 > /mnt/disk/written.txt
 sync
 echo "wrote: $(wc -l < /mnt/disk/written.txt) lines"
+printf 'bytes: \377 \316\273\n'
 )sh"}});
   }
   void wait_exited(const std::string& id) {
@@ -244,10 +248,43 @@ TEST_F(MicroVmDiskTest, AnEncryptedOverlayHidesWhatTheVmWrote) {
   EXPECT_EQ(cmdline.find("data="), std::string::npos) << cmdline;
   EXPECT_EQ(cmdline.find(base_), std::string::npos) << cmdline;  // the base comes as a descriptor
 
-  EXPECT_NE(user_data_output("vm-1").find("ZN-USER-DATA-END"), std::string::npos);
+  // Followed from the start: znctl ends by itself when the VM has powered
+  // off, having printed the console whole.
+  const std::string follow =
+      "timeout 120 " + std::string(ZN_ZNCTL_BIN) + " --socket " + socket_ + " vm console vm-1 --follow 2>&1";
+  FILE* z = ::popen(follow.c_str(), "r");
+  ASSERT_NE(z, nullptr);
+  std::string followed;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, z)) > 0;) followed.append(buf, n);
+  EXPECT_EQ(::pclose(z), 0) << followed;
   wait_exited("vm-1");
   const fs::path dir = vm_dir("vm-1");
   const std::string console = slurp(dir / "console.log");
+  // What the guest printed, as JSON carries it: a byte that is not UTF-8
+  // (\377) is U+FFFD, a whole sequence (λ) is itself.
+  const json tail = call("vm.console", {{"session", "vm-1"}});
+  ASSERT_TRUE(tail["ok"]) << tail.dump();
+  EXPECT_EQ(followed, tail["result"]["console"].get<std::string>()) << "qemu.log:\n"
+                                                                    << slurp(dir / "qemu.log");
+  const size_t lambda = console.find("\xce\xbb");
+  ASSERT_NE(lambda, std::string::npos) << console;
+  EXPECT_NE(console.find("bytes: \xff "), std::string::npos) << console;
+  EXPECT_NE(followed.find("bytes: \xef\xbf\xbd \xce\xbb"), std::string::npos) << followed;
+  // Offsets count the console's bytes: a chunk from inside, a cut sequence
+  // given as it is once the VM has gone, the end, and past it.
+  const auto chunk = [&](uint64_t offset, uint32_t bytes) {
+    return call("vm.console", {{"session", "vm-1"}, {"offset", offset}, {"bytes", bytes}})["result"];
+  };
+  json c = chunk(lambda - 7, 4);
+  EXPECT_EQ(c["console"], console.substr(lambda - 7, 4));
+  EXPECT_EQ(c["offset"], lambda - 3);
+  EXPECT_EQ(c["running"], false);
+  c = chunk(lambda, 1);
+  EXPECT_EQ(c["console"], "\xef\xbf\xbd");
+  EXPECT_EQ(c["offset"], lambda + 1);
+  EXPECT_EQ(chunk(console.size(), 100)["console"], "");
+  EXPECT_EQ(chunk(console.size() + 50, 100)["offset"], console.size());
   for (const char* line :
        {"read: ZN-DISK-MARKER-ONE", "wrote: 8192 lines", "ZN-USER-DATA-END rc=0", "/dev/vda mounted"})
     EXPECT_NE(console.find(line), std::string::npos) << line << " in\n" << console;

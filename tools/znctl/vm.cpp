@@ -1,6 +1,8 @@
 // znctl vm: a session's microVM, run on the session's TAP and stopped with it.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "command.h"
 
@@ -75,10 +77,30 @@ int stop(const Args& a) {
   return 0;
 }
 
+// --follow polls vm.console from an offset and prints what is new, until the
+// VM has exited and all it wrote is printed (or ^C).
 int console(const Args& a) {
-  json r = call("vm.console", {{"session", arg(a, 0, "ID")}});
-  print(r, [&] { std::cout << r["console"].get<std::string>(); });
-  return 0;
+  const std::string id = arg(a, 0, "ID");
+  bool follow = false;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (a[i] != "--follow") throw UsageError("unexpected argument '" + a[i] + "'");
+    follow = true;
+  }
+  if (!follow) {
+    json r = call("vm.console", {{"session", id}});
+    print(r, [&] { std::cout << r["console"].get<std::string>(); });
+    return 0;
+  }
+  uint64_t offset = 0;
+  for (;;) {
+    json r = call("vm.console", {{"session", id}, {"offset", offset}});
+    const std::string text = r["console"].get<std::string>();
+    offset = r["offset"].get<uint64_t>();
+    // With -j, one JSON object per poll that had something (or the last).
+    if (!text.empty() || !r["running"].get<bool>()) print(r, [&] { std::cout << text << std::flush; });
+    if (!r["running"].get<bool>() && text.empty()) return 0;
+    if (text.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 int backends(const Args&) {
@@ -100,7 +122,7 @@ constexpr Verb kVerbs[] = {
      run},
     {"list", "vm list", list},
     {"stop", "vm stop ID", stop},
-    {"console", "vm console ID", console},
+    {"console", "vm console ID [--follow]", console},
     {"backends", "vm backends", backends},
 };
 

@@ -57,8 +57,17 @@ void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
     spdlog::info("vm of session {} stopped", session);
     return json{{"stopped", session}};
   });
+  // Without "offset": the console's last "bytes". With it: what follows that
+  // offset, where to continue and whether the VM still runs (znctl's
+  // --follow polls this until the VM has exited and nothing is left).
   server.handle("vm.console", [&vms](const json& args) {
-    return json{{"console", vms.console(text(args, "session", true), number(args, "bytes", 64 * 1024))}};
+    const std::string session = text(args, "session", true);
+    const uint32_t bytes = number(args, "bytes", 64 * 1024);
+    if (bytes == 0 || bytes > (1u << 20)) throw VmError("\"bytes\" must be 1..1048576");
+    if (!args.contains("offset")) return json{{"console", vms.console(session, bytes)}};
+    if (!args["offset"].is_number_unsigned()) throw VmError("\"offset\" must be a non-negative integer");
+    const ConsoleChunk c = vms.console_from(session, args["offset"].get<uint64_t>(), bytes);
+    return json{{"console", c.text}, {"offset", c.offset}, {"running", c.running}};
   });
   server.handle("vm.backends", [&vms](const json&) { return vms.backends(); });
 }

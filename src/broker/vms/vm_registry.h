@@ -36,6 +36,13 @@ struct VmRunRequest {
   bool encrypt_disk = true;
 };
 
+// What vm.console returns: console bytes from an offset on.
+struct ConsoleChunk {
+  std::string text;     // valid UTF-8 (a sequence cut at the end waits for the next call)
+  uint64_t offset = 0;  // where the next call continues
+  bool running = false;
+};
+
 // A refusal the operator can act on (bad request, no such session, a VM
 // already running, a backend unavailable).
 struct VmError : std::runtime_error {
@@ -62,6 +69,8 @@ class VmRegistry {
   bool stop(const std::string& session);
   // The last `max_bytes` of the VM's serial console. Throws VmError.
   std::string console(const std::string& session, size_t max_bytes);
+  // Up to `max_bytes` of it from `offset` on (for following it). Throws VmError.
+  ConsoleChunk console_from(const std::string& session, uint64_t offset, size_t max_bytes);
   // The backends and why any cannot run here.
   nlohmann::json backends() const;
 
