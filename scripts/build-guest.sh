@@ -20,8 +20,11 @@ self="$repo_root/scripts/build-guest.sh"
 kernel_meta=linux-image-cloud-amd64
 # Dependency order: each module needs only those before it (checked against
 # each module's .modinfo below). MACHINE-FACTS.md "TAP and microVMs".
+# virtio_blk and ext4 (with what ext4 needs) give the guest its disk, /dev/vda;
+# Debian's cloud kernel builds ext4 and its helpers in.
 modules=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
-  virtio_mmio failover net_failover virtio_net)
+  virtio_mmio failover net_failover virtio_net virtio_blk
+  crc16 crc32c_generic mbcache jbd2 ext4)
 
 say() { echo "build-guest: $*"; }
 die() {
@@ -129,7 +132,7 @@ done
 # --- the initramfs tree --------------------------------------------------------
 root="$scratch/root"
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc/ssl/certs,usr/lib/ssl,lib/zn-modules}
-mkdir -p "$root"/{proc,sys,dev,tmp,run,root,zn}
+mkdir -p "$root"/{proc,sys,dev,tmp,run,root,zn,mnt/disk}
 chmod 1777 "$root/tmp"
 chmod 700 "$root/root"
 # The kernel opens /dev/console for /init before anything is mounted.
@@ -147,7 +150,7 @@ while read -r applet; do
 done < <("$root/bin/busybox" --list-full)
 [ -L "$root/bin/sh" ] || die "busybox has no sh applet"
 applet_list=$("$busybox" --list)
-for need in ip insmod mount poweroff env hostname; do
+for need in ip insmod mount umount poweroff env hostname; do
   grep -qx "$need" <<< "$applet_list" || die "busybox lacks the $need applet /init uses"
 done
 

@@ -14,7 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
-  qemu-system-x86 busybox-static cpio
+  qemu-system-x86 qemu-utils cryptsetup-bin e2fsprogs busybox-static cpio
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(iperf3 haproxy nginx wrk gnuplot-nox jq nftables squid-openssl mitmproxy)

@@ -10,9 +10,15 @@
 //   - a second VM cannot reach the first (with a positive control: the
 //     first answers what is allowed);
 //   - deleting the session leaves no process, TAP, directory or cgroup.
+//   - a VM's disk is an overlay of its own on a base it never writes: what
+//     it writes lands in the overlay, encrypted unless asked otherwise (a
+//     copied overlay shows none of it), and goes with the VM;
+//   - `znctl vm console --follow` streams the console until the VM exits.
 // The VMs run the script given as user-data and print between markers on
 // their serial console, which the test reads through `vm.console`.
 #include <sys/stat.h>
+
+#include <cstdio>
 
 #include "integration/proxy_fixture.h"
 
@@ -172,6 +178,180 @@ TEST_F(MicroVmTest, AVmDiesWithZerodAndItsRemainsAreSweptAtStart) {
   // The session itself was restored, and runs a VM again.
   ASSERT_TRUE(run_vm("vm-1", "echo again\n")["ok"]);
   EXPECT_NE(user_data_output("vm-1").find("again"), std::string::npos);
+}
+
+// The disk tests pin TCG: what they test does not depend on the
+// accelerator, and no KVM probe boot is spent on it.
+class MicroVmDiskTest : public MicroVmTest {
+ protected:
+  void configure(json& config) override {
+    MicroVmTest::configure(config);
+    config["vm_accel"] = "tcg";
+  }
+  void SetUp() override {
+    MicroVmTest::SetUp();
+    // A 16 MiB ext4 base holding a marker file.
+    const fs::path src = dir_ / "disk-src";
+    fs::create_directories(src);
+    std::ofstream(src / "hello.txt") << "ZN-DISK-MARKER-ONE\n";
+    base_ = (dir_ / "base.img").string();
+    const std::string mkfs = "mkfs.ext4 -q -F -d " + src.string() + " " + base_ + " 16M >/dev/null 2>&1";
+    ASSERT_EQ(std::system(mkfs.c_str()), 0) << mkfs;
+  }
+  // Reads the marker from the base, writes well over a cluster of a second
+  // one, and powers off (the guest unmounts the disk first).
+  json run_disk_vm(const std::string& id, bool encrypt) {
+    return call("vm.run", {{"session", id},
+                           {"kernel", kGuestDir + "/vmlinuz"},
+                           {"initrd", kGuestDir + "/initramfs.cpio.gz"},
+                           {"memory_mib", 256},
+                           {"disk", base_},
+                           {"encrypt", encrypt},
+                           {"poweroff", true},
+                           {"user_data", R"sh(
+echo "read: $(cat /mnt/disk/hello.txt)"
+yes ZN-DISK-MARKER-TWO-0123456789abcdef | head -n 8192 > /mnt/disk/written.txt
+sync
+echo "wrote: $(wc -l < /mnt/disk/written.txt) lines"
+printf 'bytes: \377 \316\273\n'
+)sh"}});
+  }
+  void wait_exited(const std::string& id) {
+    for (int i = 0; i < 1200; ++i) {
+      const json list = call("vm.list")["result"];
+      for (const json& v : list)
+        if (v["session"] == id && v["state"] == "exited") return;
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << id << " did not power off";
+  }
+  fs::path vm_dir(const std::string& id) const { return dir_ / "state" / "vms" / id; }
+  std::string base_;
+};
+
+TEST_F(MicroVmDiskTest, AnEncryptedOverlayHidesWhatTheVmWrote) {
+  create_vm_session("vm-1", 5, policy());
+  const std::string base_before = slurp(base_);
+  ASSERT_EQ(base_before.size(), 16u << 20);
+  json r = run_disk_vm("vm-1", true);
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  EXPECT_EQ(r["result"]["disk"], (json{{"base", base_}, {"encrypted", true}}));
+  // The key reaches QEMU through a pipe: its command line names the pipe
+  // only. (Read once QEMU runs: the pid is zerod's fork until it execs.)
+  const std::string proc = "/proc/" + std::to_string(r["result"]["pid"].get<int>());
+  std::string cmdline;
+  for (int i = 0; i < 200 && cmdline.find("qemu") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+    cmdline = slurp(proc + "/cmdline");
+  }
+  EXPECT_NE(cmdline.find("secret,id=zn-disk-key,file=/proc/self/fd/5"), std::string::npos) << cmdline;
+  EXPECT_EQ(cmdline.find("data="), std::string::npos) << cmdline;
+  EXPECT_EQ(cmdline.find(base_), std::string::npos) << cmdline;  // the base comes as a descriptor
+
+  // Followed from the start: znctl ends by itself when the VM has powered
+  // off, having printed the console whole.
+  const std::string follow =
+      "timeout 120 " + std::string(ZN_ZNCTL_BIN) + " --socket " + socket_ + " vm console vm-1 --follow 2>&1";
+  FILE* z = ::popen(follow.c_str(), "r");
+  ASSERT_NE(z, nullptr);
+  std::string followed;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, z)) > 0;) followed.append(buf, n);
+  EXPECT_EQ(::pclose(z), 0) << followed;
+  wait_exited("vm-1");
+  const fs::path dir = vm_dir("vm-1");
+  const std::string console = slurp(dir / "console.log");
+  // What the guest printed, as JSON carries it: a byte that is not UTF-8
+  // (\377) is U+FFFD, a whole sequence (λ) is itself.
+  const json tail = call("vm.console", {{"session", "vm-1"}});
+  ASSERT_TRUE(tail["ok"]) << tail.dump();
+  EXPECT_EQ(followed, tail["result"]["console"].get<std::string>()) << "qemu.log:\n"
+                                                                    << slurp(dir / "qemu.log");
+  const size_t lambda = console.find("\xce\xbb");
+  ASSERT_NE(lambda, std::string::npos) << console;
+  EXPECT_NE(console.find("bytes: \xff "), std::string::npos) << console;
+  EXPECT_NE(followed.find("bytes: \xef\xbf\xbd \xce\xbb"), std::string::npos) << followed;
+  // Offsets count the console's bytes: a chunk from inside, a cut sequence
+  // given as it is once the VM has gone, the end, and past it.
+  const auto chunk = [&](uint64_t offset, uint32_t bytes) {
+    return call("vm.console", {{"session", "vm-1"}, {"offset", offset}, {"bytes", bytes}})["result"];
+  };
+  json c = chunk(lambda - 7, 4);
+  EXPECT_EQ(c["console"], console.substr(lambda - 7, 4));
+  EXPECT_EQ(c["offset"], lambda - 3);
+  EXPECT_EQ(c["running"], false);
+  c = chunk(lambda, 1);
+  EXPECT_EQ(c["console"], "\xef\xbf\xbd");
+  EXPECT_EQ(c["offset"], lambda + 1);
+  EXPECT_EQ(chunk(console.size(), 100)["console"], "");
+  EXPECT_EQ(chunk(console.size() + 50, 100)["offset"], console.size());
+  for (const char* line :
+       {"read: ZN-DISK-MARKER-ONE", "wrote: 8192 lines", "ZN-USER-DATA-END rc=0", "/dev/vda mounted"})
+    EXPECT_NE(console.find(line), std::string::npos) << line << " in\n" << console;
+  EXPECT_EQ(console.find("ZN-DISK-FAILED"), std::string::npos) << console;
+
+  // The base is as it was; the overlay is LUKS, the VM's own, and shows
+  // nothing of what was written, nor the qcow2 inside it.
+  EXPECT_TRUE(slurp(base_) == base_before) << "the base was written";
+  const fs::path overlay = dir / "overlay.luks";
+  const std::string bytes = slurp(overlay);
+  EXPECT_EQ(bytes.rfind(std::string("LUKS\xba\xbe", 6), 0), 0u);
+  EXPECT_EQ(bytes.find("ZN-DISK-MARKER-TWO"), std::string::npos);
+  EXPECT_EQ(bytes.find("QFI\xfb"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat(overlay.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, r["result"]["uid"].get<unsigned>());
+
+  ASSERT_TRUE(call("vm.stop", {{"session", "vm-1"}})["ok"]);
+  EXPECT_FALSE(fs::exists(overlay));
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_TRUE(slurp(base_) == base_before);
+}
+
+// The positive control: the same writes, unencrypted, are in the overlay's
+// bytes. Deleting the session takes the overlay.
+TEST_F(MicroVmDiskTest, APlainOverlayHoldsWhatTheVmWrote) {
+  create_vm_session("vm-1", 5, policy());
+  const std::string base_before = slurp(base_);
+  json r = run_disk_vm("vm-1", false);
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  EXPECT_EQ(r["result"]["disk"], (json{{"base", base_}, {"encrypted", false}}));
+  const std::string out = user_data_output("vm-1");
+  EXPECT_NE(out.find("read: ZN-DISK-MARKER-ONE"), std::string::npos) << out;
+  EXPECT_NE(out.find("wrote: 8192 lines"), std::string::npos) << out;
+  wait_exited("vm-1");
+  const fs::path overlay = vm_dir("vm-1") / "overlay.qcow2";
+  const std::string bytes = slurp(overlay);
+  EXPECT_EQ(bytes.rfind("QFI\xfb", 0), 0u);
+  EXPECT_NE(bytes.find("ZN-DISK-MARKER-TWO-0123456789abcdef\nZN-DISK-MARKER-TWO"), std::string::npos);
+  EXPECT_TRUE(slurp(base_) == base_before) << "the base was written";
+  ASSERT_TRUE(call("session.delete", {{"id", "vm-1"}})["ok"]);
+  EXPECT_FALSE(fs::exists(overlay));
+  EXPECT_FALSE(fs::exists(vm_dir("vm-1")));
+}
+
+// What is wrong with a disk is said before anything boots.
+TEST_F(MicroVmDiskTest, DiskRefusalsSayWhy) {
+  create_vm_session("vm-1", 5, policy());
+  const std::string layered = (dir_ / "layered.qcow2").string();
+  ASSERT_EQ(std::system(("qemu-img create -q -f qcow2 -b " + base_ + " -F raw " + layered).c_str()), 0);
+  const std::pair<std::string, const char*> cases[] = {
+      {"relative.img", "--disk must be an absolute path"},
+      {"/nonexistent.img", "--disk /nonexistent.img is not a readable file"},
+      {dir_.string(), "is not a readable file"},
+      {layered, "has a backing file of its own"},
+  };
+  for (const auto& [disk, why] : cases) {
+    json r = call("vm.run", {{"session", "vm-1"},
+                             {"kernel", kGuestDir + "/vmlinuz"},
+                             {"initrd", kGuestDir + "/initramfs.cpio.gz"},
+                             {"disk", disk}});
+    EXPECT_FALSE(r["ok"]) << disk;
+    EXPECT_NE(r.dump().find(why), std::string::npos) << disk << " -> " << r.dump();
+  }
+  EXPECT_TRUE(call("vm.list")["result"].empty());
+  EXPECT_FALSE(fs::exists(vm_dir("vm-1")));
 }
 
 TEST_F(MicroVmTest, RefusalsSayWhy) {

@@ -23,6 +23,12 @@ uint32_t number(const json& args, const char* key, uint32_t fallback) {
   return args[key].get<uint32_t>();
 }
 
+bool flag(const json& args, const char* key, bool fallback) {
+  if (!args.contains(key)) return fallback;
+  if (!args[key].is_boolean()) throw VmError(std::string("\"") + key + "\" must be true or false");
+  return args[key].get<bool>();
+}
+
 }  // namespace
 
 void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
@@ -36,10 +42,9 @@ void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
     if (args.contains("backend")) r.backend = text(args, "backend", true);
     r.user_data = text(args, "user_data", false);
     if (r.user_data.size() > 64 * 1024) throw VmError("user_data is at most 64 KiB");
-    if (args.contains("poweroff")) {
-      if (!args["poweroff"].is_boolean()) throw VmError("\"poweroff\" must be true or false");
-      r.poweroff_after = args["poweroff"].get<bool>();
-    }
+    r.poweroff_after = flag(args, "poweroff", r.poweroff_after);
+    r.disk = text(args, "disk", false);
+    r.encrypt_disk = flag(args, "encrypt", r.encrypt_disk);
     json vm = vms.run(r);
     spdlog::info("vm of session {} started ({}, {}, pid {})", r.session, vm["backend"].get<std::string>(),
                  vm["accel"].get<std::string>(), vm["pid"].get<int>());
@@ -52,8 +57,17 @@ void register_vm_verbs(ControlServer& server, VmRegistry& vms) {
     spdlog::info("vm of session {} stopped", session);
     return json{{"stopped", session}};
   });
+  // Without "offset": the console's last "bytes". With it: what follows that
+  // offset, where to continue and whether the VM still runs (znctl's
+  // --follow polls this until the VM has exited and nothing is left).
   server.handle("vm.console", [&vms](const json& args) {
-    return json{{"console", vms.console(text(args, "session", true), number(args, "bytes", 64 * 1024))}};
+    const std::string session = text(args, "session", true);
+    const uint32_t bytes = number(args, "bytes", 64 * 1024);
+    if (bytes == 0 || bytes > (1u << 20)) throw VmError("\"bytes\" must be 1..1048576");
+    if (!args.contains("offset")) return json{{"console", vms.console(session, bytes)}};
+    if (!args["offset"].is_number_unsigned()) throw VmError("\"offset\" must be a non-negative integer");
+    const ConsoleChunk c = vms.console_from(session, args["offset"].get<uint64_t>(), bytes);
+    return json{{"console", c.text}, {"offset", c.offset}, {"running", c.running}};
   });
   server.handle("vm.backends", [&vms](const json&) { return vms.backends(); });
 }

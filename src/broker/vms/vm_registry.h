@@ -29,6 +29,18 @@ struct VmRunRequest {
   std::string backend = "qemu";
   std::string user_data;  // an optional boot script (public: shown on the console)
   bool poweroff_after = false;
+  // A base image (absolute path, raw or qcow2, never written): the VM gets
+  // a writable overlay of its own on it, encrypted unless asked otherwise,
+  // removed with the VM.
+  std::string disk;
+  bool encrypt_disk = true;
+};
+
+// What vm.console returns: console bytes from an offset on.
+struct ConsoleChunk {
+  std::string text;     // valid UTF-8 (a sequence cut at the end waits for the next call)
+  uint64_t offset = 0;  // where the next call continues
+  bool running = false;
 };
 
 // A refusal the operator can act on (bad request, no such session, a VM
@@ -57,6 +69,8 @@ class VmRegistry {
   bool stop(const std::string& session);
   // The last `max_bytes` of the VM's serial console. Throws VmError.
   std::string console(const std::string& session, size_t max_bytes);
+  // Up to `max_bytes` of it from `offset` on (for following it). Throws VmError.
+  ConsoleChunk console_from(const std::string& session, uint64_t offset, size_t max_bytes);
   // The backends and why any cannot run here.
   nlohmann::json backends() const;
 
@@ -66,6 +80,8 @@ class VmRegistry {
     std::string directory;
     std::unique_ptr<vmm::MicroVm> vm;
     std::string kernel, initrd;
+    std::string disk;  // the base; "" without a disk
+    bool disk_encrypted = false;
     uint32_t memory_mib = 0;
     uid_t uid = 0;
   };

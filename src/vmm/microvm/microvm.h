@@ -18,6 +18,14 @@
 
 namespace zn::vmm {
 
+// The VM's disk: a writable overlay of its own, in its directory, on a base
+// the VMs share and never write (vmm/microvm/vm_disk.h).
+struct VmDisk {
+  std::string base;     // absolute path on the host: a raw or qcow2 image
+  bool encrypt = true;  // the overlay under a per-VM key zerod holds
+  std::string format;   // the base's ("raw", "qcow2"): the backend fills it in
+};
+
 struct VmSpec {
   std::string name;       // the session id: names the cgroup and the directory
   std::string directory;  // the VM's own (created by the caller, owned by uid, 0700)
@@ -29,6 +37,7 @@ struct VmSpec {
   gid_t gid = 0;
   net::UniqueFd tap;  // the session's TAP, attached (vmm::open_tap)
   GuestBoot boot;
+  std::optional<VmDisk> disk;  // the guest's /dev/vda
 };
 
 enum class Accel { kKvm, kTcg };

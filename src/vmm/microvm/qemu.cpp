@@ -1,5 +1,6 @@
 #include "vmm/microvm/qemu.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "vmm/microvm/vm_disk.h"
 #include "vmm/microvm/vm_process.h"
 
 namespace zn::vmm {
@@ -184,17 +186,42 @@ std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec
       "-append",
       kernel_command_line(accel),
   };
+  int next_fd = 3;
   if (with_tap) {
     const std::string mac = net::to_string(spec.boot.network.guest_mac);
-    for (const std::string& x : {std::string("-netdev"), std::string("tap,id=n0,fd=3"),
+    for (const std::string& x : {std::string("-netdev"), "tap,id=n0,fd=" + std::to_string(next_fd++),
                                  std::string("-device"), "virtio-net-device,netdev=n0,mac=" + mac})
       a.push_back(x);
+  }
+  if (spec.disk) {
+    // The base by descriptor (an fd set QEMU dups from), read-only: the VM's
+    // uid needs no access to it, nor to the directories above it. The
+    // overlay's header names the base too, but QEMU is told its backing
+    // explicitly and never opens that name.
+    const auto add = [&a](std::initializer_list<std::string> xs) { a.insert(a.end(), xs); };
+    add({"-add-fd", "fd=" + std::to_string(next_fd++) + ",set=1"});
+    add({"-blockdev", "driver=file,node-name=zn-base-file,filename=/dev/fdset/1,read-only=on"});
+    add({"-blockdev", "driver=" + spec.disk->format + ",node-name=zn-base,file=zn-base-file,read-only=on"});
+    const std::string overlay = overlay_name(spec.disk->encrypt);
+    add({"-blockdev", "driver=file,node-name=zn-overlay-file,filename=" + overlay});
+    std::string qcow2_file = "zn-overlay-file";
+    if (spec.disk->encrypt) {
+      // The key from the pipe (read once: after it, the pipe is empty).
+      add({"-object", "secret,id=zn-disk-key,file=/proc/self/fd/" + std::to_string(next_fd++)});
+      add({"-blockdev", "driver=luks,node-name=zn-overlay-luks,file=zn-overlay-file,key-secret=zn-disk-key"});
+      qcow2_file = "zn-overlay-luks";
+    }
+    add({"-blockdev", "driver=qcow2,node-name=zn-disk,file=" + qcow2_file + ",backing=zn-base"});
+    add({"-device", "virtio-blk-device,drive=zn-disk"});
   }
   return a;
 }
 
 QemuBackend::QemuBackend(QemuOptions options)
-    : options_(std::move(options)), binary_(find_binary(options_.binary)) {}
+    : options_(std::move(options)),
+      binary_(find_binary(options_.binary)),
+      qemu_img_(find_tool("qemu-img", binary_)),
+      cryptsetup_(find_tool("cryptsetup")) {}
 
 std::optional<std::string> QemuBackend::unavailable() const {
   if (binary_.empty())
@@ -274,8 +301,27 @@ Accel QemuBackend::accel_for(const VmSpec& spec) {
 std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
   if (auto why = unavailable()) throw std::runtime_error(*why);
   if (!spec.tap) throw std::runtime_error("no TAP for the VM");
-  const Accel accel = accel_for(spec);
   const fs::path dir(spec.directory);
+  // The disk first: a base that cannot be used is refused before a probe.
+  net::UniqueFd base_fd, key_fd;
+  if (spec.disk) {
+    if (qemu_img_.empty()) throw std::runtime_error("a disk needs qemu-img (apt-get install qemu-utils)");
+    if (spec.disk->encrypt && cryptsetup_.empty())
+      throw std::runtime_error("an encrypted disk needs cryptsetup (apt-get install cryptsetup-bin)");
+    // Opened once, as zerod: what is inspected is what the VM reads.
+    base_fd.reset(::open(spec.disk->base.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!base_fd)
+      throw std::runtime_error("cannot open the base image " + spec.disk->base + ": " + std::strerror(errno));
+    const BaseImage base = inspect_base(qemu_img_, spec.disk->base, base_fd.get());
+    spec.disk->format = base.format;
+    // The key exists only for this launch: the overlay dies with the VM, so
+    // nothing ever needs it again.
+    std::optional<DiskKey> key;
+    if (spec.disk->encrypt) key.emplace();
+    create_overlay({qemu_img_, cryptsetup_}, spec.directory, base, key ? &*key : nullptr, spec.uid, spec.gid);
+    if (key) key_fd.reset(key_pipe(key->text(), spec.uid, spec.gid));
+  }
+  const Accel accel = accel_for(spec);
   // The VMM reads copies in its own directory: the operator's files need
   // not be readable by the VM's uid, and the initrd carries this VM's
   // configuration after the shared image.
@@ -290,7 +336,9 @@ std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
   ps.gid = spec.gid;
   if (accel == Accel::kKvm)
     if (const group* kvm = ::getgrnam("kvm")) ps.groups.push_back(kvm->gr_gid);
-  ps.pass_fd = spec.tap.get();
+  ps.pass_fds = {spec.tap.get()};
+  if (base_fd) ps.pass_fds.push_back(base_fd.get());
+  if (key_fd) ps.pass_fds.push_back(key_fd.get());
   ps.cgroup_procs = cgroup->procs_files();
   ps.log_path = (dir / "qemu.log").string();
   ps.cwd = spec.directory;

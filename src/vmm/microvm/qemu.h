@@ -2,6 +2,9 @@
 // as a descriptor: QEMU never opens a network device itself), the guest
 // image plus the VM's config archive as its initrd, the serial console to a
 // file, QEMU's seccomp sandbox on, run as the VM's own uid in its cgroup.
+// A disk is virtio-blk on a qcow2 overlay in the VM's directory backed by the
+// shared base, which QEMU gets as a read-only descriptor (vm_disk.h); an
+// encrypted overlay's key comes in on a pipe.
 //
 // Acceleration: KVM when it boots the guest, else TCG. Whether it does is
 // learnt by a short probe (boot the image with KVM, wait for its ready line)
@@ -39,6 +42,8 @@ uint64_t host_tsc_khz();
 std::string kernel_command_line(Accel accel);
 
 // The command line for `spec` (paths inside spec.directory); pure, for tests.
+// Inherited descriptors from 3 on: the TAP (with_tap), then with a disk its
+// base (read-only) and, encrypted, the pipe holding its key.
 std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel, bool with_tap);
 
 class QemuBackend : public VmBackend {
@@ -53,7 +58,8 @@ class QemuBackend : public VmBackend {
   bool kvm_boots(const VmSpec& spec);
 
   QemuOptions options_;
-  std::string binary_;  // resolved; "" when missing
+  std::string binary_;                 // resolved; "" when missing
+  std::string qemu_img_, cryptsetup_;  // for disks; "" when missing
   std::mutex probe_mu_;
 };
 

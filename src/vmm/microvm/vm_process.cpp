@@ -20,6 +20,8 @@
 namespace zn::vmm {
 namespace {
 
+constexpr size_t kMaxPassFds = 8;
+
 // Only async-signal-safe calls past fork (zerod has threads).
 void fail(int log, const char* step) {
   const char* why = std::strerror(errno);
@@ -50,6 +52,7 @@ pid_t fork_vm_process(const VmProcessSpec& spec) {
   argv.push_back(nullptr);
   std::vector<const char*> procs;
   for (const std::string& p : spec.cgroup_procs) procs.push_back(p.c_str());
+  const std::vector<int>& pass = spec.pass_fds;
   const int log = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (log < 0) throw std::runtime_error("cannot open " + spec.log_path + ": " + std::strerror(errno));
   if (::fchown(log, spec.uid, spec.gid) != 0) {
@@ -76,15 +79,17 @@ pid_t fork_vm_process(const VmProcessSpec& spec) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const int null = ::open("/dev/null", O_RDONLY);
   if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0) fail(log, "stdio");
-  if (spec.pass_fd >= 0) {
-    if (spec.pass_fd == 3) {
-      if (::fcntl(3, F_SETFD, 0) != 0) fail(2, "fd 3");
-    } else if (::dup2(spec.pass_fd, 3) < 0) {
-      fail(2, "fd 3");
-    }
-  }
+  // Each passed descriptor first moves above every target (so placing one
+  // never overwrites another not yet placed), then onto 3, 4, ...; dup2
+  // leaves the copy without FD_CLOEXEC.
+  const unsigned n = static_cast<unsigned>(pass.size());
+  int moved[kMaxPassFds];
+  for (unsigned i = 0; i < n; ++i)
+    if ((moved[i] = ::fcntl(pass[i], F_DUPFD, static_cast<int>(3 + n))) < 0) fail(2, "passing descriptors");
+  for (unsigned i = 0; i < n; ++i)
+    if (::dup2(moved[i], static_cast<int>(3 + i)) < 0) fail(2, "passing descriptors");
   // Nothing else of zerod's: no control socket, no map, no key file.
-  if (::syscall(SYS_close_range, spec.pass_fd >= 0 ? 4u : 3u, ~0u, 0u) != 0) fail(2, "close_range");
+  if (::syscall(SYS_close_range, 3u + n, ~0u, 0u) != 0) fail(2, "close_range");
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2, "chdir");
   if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) fail(2, "setgroups");
   if (::setresgid(spec.gid, spec.gid, spec.gid) != 0) fail(2, "setresgid");
@@ -148,6 +153,7 @@ class Spawner {
 
 pid_t spawn_vm_process(const VmProcessSpec& spec) {
   if (spec.uid == 0 || spec.gid == 0) throw std::runtime_error("a VM never runs as root");
+  if (spec.pass_fds.size() > kMaxPassFds) throw std::runtime_error("too many descriptors for a VM");
   return Spawner::instance().spawn(spec);
 }
 

@@ -2,7 +2,7 @@
 // cannot signal, trace or read another's), no capabilities (a non-root uid
 // after exec keeps none, and no_new_privs stops setuid binaries giving any
 // back), in the VM's cgroup before it runs a line of the VMM, one inherited
-// descriptor (the TAP, as fd 3), and killed when zerod goes (PDEATHSIG, from
+// descriptors (the TAP as fd 3, then a disk's base and key pipe), and killed when zerod goes (PDEATHSIG, from
 // a thread that lives as long as zerod).
 #pragma once
 
@@ -19,7 +19,7 @@ struct VmProcessSpec {
   uid_t uid = 0;                  // never 0: refused
   gid_t gid = 0;
   std::vector<gid_t> groups;              // supplementary (e.g. kvm); may be empty
-  int pass_fd = -1;                       // becomes fd 3 in the child; -1 none
+  std::vector<int> pass_fds;              // become fds 3, 4, ... in the child (at most 8)
   std::vector<std::string> cgroup_procs;  // joined before exec
   std::string log_path;                   // stdout and stderr (created 0600, owned by uid)
   std::string cwd;                        // the VM's directory

@@ -2,11 +2,13 @@
 // MAC, the sandbox and the bounds are on, and nothing of the host is opened
 // by name.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "vmm/microvm/firecracker.h"
 #include "vmm/microvm/qemu.h"
+#include "vmm/microvm/vm_disk.h"
 
 namespace zn::vmm {
 namespace {
@@ -47,6 +49,68 @@ TEST(QemuArgv, TapByDescriptorSandboxedAndBounded) {
   EXPECT_TRUE(has(qemu_argv("q", spec, Accel::kKvm, true), "-accel", "kvm"));
   const auto probe = qemu_argv("q", spec, Accel::kKvm, false);
   EXPECT_EQ(std::find(probe.begin(), probe.end(), "-netdev"), probe.end());
+}
+
+// A disk: the base by descriptor and read-only, the overlay in the VM's
+// directory, and encrypted, the key from a pipe: never on the command line.
+TEST(QemuArgv, DiskOverlayOnADescriptorBase) {
+  VmSpec spec;
+  spec.name = "user-1";
+  spec.boot.network = guest_network(AddressPlan::lab_default(), 0);
+  spec.disk = VmDisk{"/srv/images/base.img", false, "raw"};
+  const auto plain = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_TRUE(has(plain, "-netdev", "tap,id=n0,fd=3"));
+  EXPECT_TRUE(has(plain, "-add-fd", "fd=4,set=1"));
+  EXPECT_TRUE(
+      has(plain, "-blockdev", "driver=file,node-name=zn-base-file,filename=/dev/fdset/1,read-only=on"));
+  EXPECT_TRUE(has(plain, "-blockdev", "driver=raw,node-name=zn-base,file=zn-base-file,read-only=on"));
+  EXPECT_TRUE(has(plain, "-blockdev", "driver=file,node-name=zn-overlay-file,filename=overlay.qcow2"));
+  EXPECT_TRUE(has(plain, "-blockdev", "driver=qcow2,node-name=zn-disk,file=zn-overlay-file,backing=zn-base"));
+  EXPECT_TRUE(has(plain, "-device", "virtio-blk-device,drive=zn-disk"));
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "-object"), plain.end());
+  for (const std::string& a : plain) {
+    // The base is never opened by name, and never writable.
+    EXPECT_EQ(a.find("/srv/images"), std::string::npos) << a;
+    EXPECT_EQ(a.find("luks"), std::string::npos) << a;
+  }
+
+  spec.disk = VmDisk{"/srv/images/base.qcow2", true, "qcow2"};
+  const auto encrypted = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_TRUE(has(encrypted, "-add-fd", "fd=4,set=1"));
+  EXPECT_TRUE(has(encrypted, "-blockdev", "driver=qcow2,node-name=zn-base,file=zn-base-file,read-only=on"));
+  EXPECT_TRUE(has(encrypted, "-object", "secret,id=zn-disk-key,file=/proc/self/fd/5"));
+  EXPECT_TRUE(has(encrypted, "-blockdev", "driver=file,node-name=zn-overlay-file,filename=overlay.luks"));
+  EXPECT_TRUE(has(encrypted, "-blockdev",
+                  "driver=luks,node-name=zn-overlay-luks,file=zn-overlay-file,key-secret=zn-disk-key"));
+  EXPECT_TRUE(
+      has(encrypted, "-blockdev", "driver=qcow2,node-name=zn-disk,file=zn-overlay-luks,backing=zn-base"));
+  EXPECT_TRUE(has(encrypted, "-device", "virtio-blk-device,drive=zn-disk"));
+  // The key's only way in is the secret object's file: no data=, no iv,
+  // nothing that could carry key bytes.
+  for (const std::string& a : encrypted) {
+    EXPECT_EQ(a.find("data="), std::string::npos) << a;
+    EXPECT_EQ(a.find("keyid="), std::string::npos) << a;
+    EXPECT_EQ(a.find("/srv/images"), std::string::npos) << a;
+  }
+  // No disk, no block device.
+  spec.disk.reset();
+  const auto none = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_EQ(std::find(none.begin(), none.end(), "-blockdev"), none.end());
+  EXPECT_EQ(std::find(none.begin(), none.end(), "-add-fd"), none.end());
+}
+
+// The key: 32 random bytes as base64 text, different per VM; the pipe hands
+// exactly those bytes to a reader and then EOF.
+TEST(DiskKey, RandomTextThroughAPipe) {
+  DiskKey a, b;
+  EXPECT_EQ(a.text().size(), 44u);
+  EXPECT_NE(a.text(), b.text());
+  const int fd = key_pipe(a.text(), ::getuid(), ::getgid());
+  char buf[128];
+  std::string got;
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(got, a.text());
 }
 
 TEST(Backends, FirecrackerSaysWhyItCannotRun) {

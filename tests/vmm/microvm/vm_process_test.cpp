@@ -1,5 +1,5 @@
 // A VM's process for real: another uid, no capabilities, no_new_privs, in
-// its own cgroup with its limits, fd 3 and nothing else of the parent's, and
+// its own cgroup with its limits, fds 3 and 4 and nothing else of the parent's, and
 // gone with the cgroup. A stand-in process (sh) takes the VMM's place.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -46,30 +46,48 @@ class VmProcessTest : public ::testing::Test {
 TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
   VmCgroup cgroup(name_, CgroupLimits{64ull << 20, 16});
   for (const std::string& d : cgroup.directories()) EXPECT_TRUE(fs::is_directory(d)) << d;
-  // A descriptor the child must get as fd 3, and one it must not get.
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  // Two descriptors the child must get as fds 3 and 4, and one it must not
+  // get. Each is the other's target (a's write end is fd 4 and goes to 3, b's
+  // is fd 3 and goes to 4): placing one must not overwrite the other.
+  int a[2], b[2];
+  ASSERT_EQ(::pipe2(a, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(b, O_CLOEXEC), 0);
+  for (int* end : {&a[0], &a[1], &b[0], &b[1]}) {
+    const int high = ::fcntl(*end, F_DUPFD_CLOEXEC, 100);
+    ASSERT_GE(high, 100);
+    ::close(*end);
+    *end = high;
+  }
+  ASSERT_EQ(::fcntl(3, F_GETFD), -1);
+  ASSERT_EQ(::fcntl(4, F_GETFD), -1);
+  ASSERT_EQ(::dup3(a[1], 4, O_CLOEXEC), 4);
+  ASSERT_EQ(::dup3(b[1], 3, O_CLOEXEC), 3);
+  ::close(a[1]);
+  ::close(b[1]);
   const int secret = ::open("/etc/hostname", O_RDONLY);  // any fd of the parent's, not CLOEXEC
   ASSERT_GE(secret, 0);
   VmProcessSpec spec;
   spec.binary = "/bin/sh";
-  spec.argv = {
-      "sh", "-c",
-      "echo uid=$(id -u) gid=$(id -g); grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; "
-      "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; echo piped >&3; cat /proc/self/cgroup; sleep 30"};
+  spec.argv = {"sh", "-c",
+               "echo uid=$(id -u) gid=$(id -g); grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; "
+               "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; echo three >&3; echo four >&4; "
+               "cat /proc/self/cgroup; sleep 30"};
   spec.uid = kUid;
   spec.gid = kUid;
-  spec.pass_fd = pipe_fds[1];
+  spec.pass_fds = {4, 3};
   spec.cgroup_procs = cgroup.procs_files();
   spec.log_path = (dir_ / "log").string();
   spec.cwd = dir_.string();
   const pid_t pid = spawn_vm_process(spec);
-  ::close(pipe_fds[1]);
+  ::close(3);
+  ::close(4);
   ::close(secret);
-  char buf[16] = {};
-  ASSERT_GT(::read(pipe_fds[0], buf, sizeof buf - 1), 0);
-  EXPECT_STREQ(buf, "piped\n");
-  ::close(pipe_fds[0]);
+  for (const auto& [reader, want] : {std::pair{a[0], "three\n"}, std::pair{b[0], "four\n"}}) {
+    char buf[16] = {};
+    ASSERT_GT(::read(reader, buf, sizeof buf - 1), 0);
+    EXPECT_STREQ(buf, want);
+    ::close(reader);
+  }
   std::string log;
   for (int i = 0; i < 100 && log.find("zeroness/" + name_) == std::string::npos; ++i) {
     std::this_thread::sleep_for(20ms);
@@ -80,8 +98,8 @@ TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
   EXPECT_NE(log.find("CapEff:\t0000000000000000"), std::string::npos) << log;
   EXPECT_NE(log.find("CapPrm:\t0000000000000000"), std::string::npos) << log;
   EXPECT_NE(log.find("NoNewPrivs:\t1"), std::string::npos) << log;
-  // 0, 1, 2, 3 and the one ls itself opens: nothing of the parent's.
-  EXPECT_NE(log.find("0 1 2 3 4 \n"), std::string::npos) << log;
+  // 0, 1, 2, 3, 4 and the one ls itself opens: nothing of the parent's.
+  EXPECT_NE(log.find("0 1 2 3 4 5 \n"), std::string::npos) << log;
   EXPECT_NE(log.find("zeroness/" + name_), std::string::npos) << log;
   EXPECT_FALSE(cgroup.empty());
   // Removing the cgroup ends what is in it.
