@@ -157,6 +157,35 @@ echo "allowed: $(curl -s -m 10 -o /dev/null -w '%{http_code}' https://api.github
   EXPECT_TRUE(call("vm.list")["result"].empty());
 }
 
+// A VM's declared port, from the host side: a ticket once, and nothing else.
+TEST_F(MicroVmTest, ADeclaredPortOfAVmAnswersATicketOnce) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", R"sh(
+mkdir -p /www && echo hello-from-the-vm > /www/index.html
+httpd -p 8080 -h /www && echo "httpd: up"
+)sh")["ok"]);
+  ASSERT_NE(user_data_output("vm-1").find("httpd: up"), std::string::npos);
+  json e = call("session.expose", {{"id", "vm-1"}, {"port", 8080}});
+  ASSERT_TRUE(e["ok"]) << e.dump();
+  const std::string listen = e["result"]["listen"];
+  auto get = [&](const std::string& flags) {
+    return run_in_netns(lab_->host_netns(), "curl -s -m 10 -w ' status=%{http_code}' " + flags + " http://" +
+                                                listen + "/index.html")
+        .output;
+  };
+  std::string r = get("");
+  EXPECT_NE(r.find("status=403"), std::string::npos) << r;
+  json t = call("session.ticket", {{"id", "vm-1"}, {"port", 8080}});
+  ASSERT_TRUE(t["ok"]) << t.dump();
+  const std::string header = "-H 'Zn-Ticket: " + t["result"]["ticket"].get<std::string>() + "'";
+  r = get(header);
+  EXPECT_NE(r.find("hello-from-the-vm"), std::string::npos) << r;
+  EXPECT_NE(r.find("status=200"), std::string::npos) << r;
+  r = get(header);
+  EXPECT_NE(r.find("status=403"), std::string::npos) << r;
+  EXPECT_EQ(r.find("hello-from-the-vm"), std::string::npos) << r;
+}
+
 // zerod killed outright: its VMs die with it (they never run unwatched), and
 // the next zerod removes what they left.
 TEST_F(MicroVmTest, AVmDiesWithZerodAndItsRemainsAreSweptAtStart) {
