@@ -94,6 +94,11 @@ pid_t fork_vm_process(const VmProcessSpec& spec) {
   if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) fail(2, "setgroups");
   if (::setresgid(spec.gid, spec.gid, spec.gid) != 0) fail(2, "setresgid");
   if (::setresuid(spec.uid, spec.uid, spec.uid) != 0) fail(2, "setresuid");
+  // A change of credentials clears the parent-death signal (the kernel's
+  // commit_creds): set it again as the VM's uid, and check zerod is still
+  // there, or the VM would outlive it.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(2, "PR_SET_PDEATHSIG");
+  if (::getppid() != parent) ::_exit(127);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(2, "no_new_privs");
   ::execv(spec.binary.c_str(), argv.data());
   fail(2, "exec");
