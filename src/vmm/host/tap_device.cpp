@@ -65,4 +65,18 @@ net::UniqueFd open_tap(const std::string& name) {
   return fd;
 }
 
+std::string tap_name(int tap_fd) {
+  ifreq ifr{};
+  if (::ioctl(tap_fd, TUNGETIFF, &ifr) != 0)
+    throw std::system_error(errno, std::generic_category(), "TUNGETIFF");
+  return std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ));
+}
+
+void set_tap_owner(int tap_fd, uid_t owner, gid_t group) {
+  if (::ioctl(tap_fd, TUNSETOWNER, static_cast<unsigned long>(owner)) != 0)
+    throw std::system_error(errno, std::generic_category(), "TUNSETOWNER");
+  if (::ioctl(tap_fd, TUNSETGROUP, static_cast<unsigned long>(group)) != 0)
+    throw std::system_error(errno, std::generic_category(), "TUNSETGROUP");
+}
+
 }  // namespace zn::vmm

@@ -2,6 +2,8 @@
 // All functions act in the calling thread's network namespace.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,5 +33,15 @@ bool delete_tap(const std::string& name);
 // persistent TAP, for a frame pump or VMM. While it is open the TAP has
 // carrier; a single-queue TAP accepts one such fd at a time (EBUSY otherwise).
 net::UniqueFd open_tap(const std::string& name);
+
+// The name of the TAP `tap_fd` is attached to (TUNGETIFF).
+std::string tap_name(int tap_fd);
+
+// Who may attach to the TAP `tap_fd` is attached to without CAP_NET_ADMIN
+// (TUNSETOWNER and TUNSETGROUP): a process whose euid is `owner` and which
+// is in group `group`. For a VMM that opens the TAP by name itself
+// (Firecracker) as its own uid; root (0, 0) takes it back. A TAP with
+// neither set can be attached to by any uid while no one holds it.
+void set_tap_owner(int tap_fd, uid_t owner, gid_t group);
 
 }  // namespace zn::vmm

@@ -114,7 +114,7 @@ TEST(DiskKey, RandomTextThroughAPipe) {
 }
 
 TEST(Backends, FirecrackerSaysWhyItCannotRun) {
-  FirecrackerBackend fc("/nonexistent/firecracker");
+  FirecrackerBackend fc(FirecrackerOptions{"/nonexistent/firecracker"});
   ASSERT_TRUE(fc.unavailable());
   EXPECT_NE(fc.unavailable()->find("not installed"), std::string::npos);
   EXPECT_THROW(fc.launch(VmSpec{}), std::runtime_error);
