@@ -36,6 +36,10 @@ int create_tap(const std::string& name, const TapSettings& settings) {
     net::UniqueFd fd = tun_set_iff(name, IFF_TUN_EXCL);
     if (::ioctl(fd.get(), TUNSETPERSIST, 1) != 0)
       throw std::system_error(errno, std::generic_category(), "TUNSETPERSIST " + name);
+    // A persistent TAP without an owner is anyone's to attach while nobody
+    // holds it (/dev/net/tun is usually 0666): a local user could then speak
+    // as the session's guest. Root's alone, until a launcher hands it over.
+    set_tap_owner(fd.get(), 0, 0);
   }  // closing our fd leaves the persistent device without carrier, as a VMM expects
   RouteNetlink nl;
   try {

@@ -78,6 +78,10 @@ class FirecrackerRoot : public ::testing::Test {
   std::string tap_;
 };
 
+// Before any hand-over, a TAP zerod made is root's alone: no other uid can
+// attach to it and speak as the session's guest.
+TEST_F(FirecrackerRoot, AFreshTapAttachesToNoOtherUid) { EXPECT_EQ(attach_as(kUid, tap_), EPERM); }
+
 TEST_F(FirecrackerRoot, TheTapIsTheVmsUidsWhileItRuns) {
   {
     net::UniqueFd fd = open_tap(tap_);

@@ -58,8 +58,10 @@ TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
     ::close(*end);
     *end = high;
   }
-  ASSERT_EQ(::fcntl(3, F_GETFD), -1);
-  ASSERT_EQ(::fcntl(4, F_GETFD), -1);
+  // The runner may leave descriptors 3 and 4 open to the test (ctest does);
+  // they are nobody's here, and must be free to be the targets.
+  ::close(3);
+  ::close(4);
   ASSERT_EQ(::dup3(a[1], 4, O_CLOEXEC), 4);
   ASSERT_EQ(::dup3(b[1], 3, O_CLOEXEC), 3);
   ::close(a[1]);
