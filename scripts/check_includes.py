@@ -16,7 +16,7 @@ import sys
 # Each folder of src/ with the folders it may include from (besides itself,
 # system headers and the BPF ABI headers in bpf/include). Lower layers first.
 USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/tls", "userspace/dns",
-             "userspace/proxy", "userspace/ingress"]
+             "userspace/proxy", "userspace/ingress", "userspace/command"]
 VMM = ["vmm/host", "vmm/lab", "vmm/microvm"]
 LOWER = ["common"] + USERSPACE + VMM
 ALLOWED = {
@@ -28,6 +28,7 @@ ALLOWED = {
     "userspace/dns": ["common", "userspace/net", "userspace/datapath"],
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/tls"],
     "userspace/ingress": ["common", "userspace/net", "userspace/http", "userspace/proxy"],
+    "userspace/command": [],
     "vmm/host": ["common", "userspace/net"],
     "vmm/lab": ["common", "userspace/net", "vmm/host"],
     "vmm/microvm": ["common", "userspace/net", "vmm/host"],

@@ -1,0 +1,332 @@
+#include "userspace/command/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "userspace/command/frames.h"
+
+namespace zn::command {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool send_frame(int fd, FrameKind kind, std::string_view payload) {
+  return write_all(fd, frame(kind, payload));
+}
+
+ServeOutcome reject(int fd, Rejection r, const std::string& type = "", const std::string& detail = "") {
+  json j = {{"reason", rejection_name(r)}};
+  if (!detail.empty()) j["detail"] = detail;
+  send_frame(fd, FrameKind::kReject, j.dump());
+  return ServeOutcome{false, type, std::string(rejection_name(r))};
+}
+
+// Reads until `buf` holds `want` bytes; false at the end of the stream or
+// on a timeout (SO_RCVTIMEO).
+bool read_to(int fd, std::string& buf, size_t want) {
+  char chunk[16384];
+  while (buf.size() < want) {
+    const ssize_t n = ::recv(fd, chunk, std::min(sizeof(chunk), want - buf.size()), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf.append(chunk, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// One read towards `want` bytes in `buf`; false at the end or a timeout.
+bool read_some(int fd, std::string& buf, size_t want) {
+  char chunk[512];
+  for (;;) {
+    const ssize_t n = ::recv(fd, chunk, std::min(sizeof(chunk), want - buf.size()), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+}
+
+int64_t ms_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// Runs argv with exactly `env`, streaming its output as frames.
+ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
+  if (!body.is_object() || !body.contains("argv") || !body["argv"].is_array() || body["argv"].empty())
+    return reject(fd, Rejection::kMalformed, "exec", "argv: a non-empty array of strings");
+  std::vector<std::string> argv, env;
+  for (const auto& a : body["argv"]) {
+    if (!a.is_string()) return reject(fd, Rejection::kMalformed, "exec", "argv: strings only");
+    argv.push_back(a.get<std::string>());
+  }
+  if (body.contains("env")) {
+    if (!body["env"].is_object())
+      return reject(fd, Rejection::kMalformed, "exec", "env: an object of strings");
+    for (const auto& [k, v] : body["env"].items()) {
+      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos)
+        return reject(fd, Rejection::kMalformed, "exec", "env: an object of strings");
+      env.push_back(k + "=" + v.get<std::string>());
+    }
+  }
+  const std::string cwd = body.value("cwd", std::string("/"));
+  const std::string input = body.value("stdin", std::string());
+  const uint64_t timeout_ms = body.value("timeout_ms", uint64_t{60000});
+  if (timeout_ms == 0 || timeout_ms > config.max_exec_timeout_ms)
+    return reject(fd, Rejection::kMalformed, "exec", "timeout_ms out of range");
+
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    return reject(fd, Rejection::kMalformed, "exec", std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  // Where argv[0] is looked for: as given when it has a slash, else on the
+  // command's own PATH (or the usual one).
+  std::vector<std::string> candidates;
+  if (argv[0].find('/') != std::string::npos) {
+    candidates.push_back(argv[0]);
+  } else {
+    std::string path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+    for (const auto& e : env)
+      if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+    size_t from = 0;
+    for (;;) {
+      const size_t colon = path.find(':', from);
+      const std::string dir =
+          path.substr(from, colon == std::string::npos ? std::string::npos : colon - from);
+      candidates.push_back((dir.empty() ? "." : dir) + "/" + argv[0]);
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+  }
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    // Only async-signal-safe calls from here (the agent has other threads):
+    // the candidates were made before fork.
+    for (const std::string& full : candidates) ::execve(full.c_str(), cargv.data(), cenv.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    ::close(err[0]);
+    return reject(fd, Rejection::kMalformed, "exec", std::string("fork: ") + std::strerror(errno));
+  }
+  // stdin: written whole, then closed (bounded by the body's limit).
+  ::signal(SIGPIPE, SIG_IGN);
+  for (std::string_view left = input; !left.empty();) {
+    const ssize_t n = ::write(in[1], left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    left.remove_prefix(static_cast<size_t>(n));
+  }
+  ::close(in[1]);
+
+  bool timed_out = false, client_gone = false;
+  int open_pipes = 2;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  char buf[16384];
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  while (open_pipes > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (r < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+        continue;
+      }
+      if (!client_gone &&
+          !send_frame(fd, i == 0 ? FrameKind::kStdout : FrameKind::kStderr, std::string_view(buf, n))) {
+        // Nobody to report to: the command is ended, not left running.
+        client_gone = true;
+        ::kill(-pid, SIGKILL);
+      }
+    }
+  }
+  for (auto& p : fds)
+    if (p.fd >= 0) ::close(p.fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  json result = {{"duration_ms", ms_since(start)}, {"timed_out", timed_out}};
+  if (WIFEXITED(status)) result["exit_code"] = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result["signal"] = WTERMSIG(status);
+  send_frame(fd, FrameKind::kResult, result.dump());
+  return ServeOutcome{true, "exec", ""};
+}
+
+ServeOutcome run_put(int fd, std::string_view body) {
+  const size_t nl = body.find('\n');
+  json meta = json::parse(body.substr(0, nl == std::string_view::npos ? body.size() : nl), nullptr, false);
+  if (nl == std::string_view::npos || !meta.is_object() || !meta.contains("path") ||
+      !meta["path"].is_string())
+    return reject(fd, Rejection::kMalformed, "put", "a JSON line {\"path\", \"mode\"} then the bytes");
+  const std::string path = meta["path"];
+  const unsigned mode = meta.value("mode", 0644u) & 07777u;
+  if (path.empty() || path.front() != '/')
+    return reject(fd, Rejection::kMalformed, "put", "path must be absolute");
+  const std::string_view bytes = body.substr(nl + 1);
+  // Whole or not at all: a temporary beside it, renamed over it.
+  const std::string tmp = path + ".zn-agent-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
+  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  bool ok = out >= 0;
+  for (std::string_view left = bytes; ok && !left.empty();) {
+    const ssize_t n = ::write(out, left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) left.remove_prefix(static_cast<size_t>(n));
+  }
+  const int e = errno;
+  if (out >= 0) ok = (::fchmod(out, mode) == 0) && (::fsync(out) == 0) && (::close(out) == 0) && ok;
+  if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    json j = {{"error", std::strerror(e ? e : errno)}, {"bytes", 0}};
+    send_frame(fd, FrameKind::kResult, j.dump());
+    return ServeOutcome{true, "put", ""};
+  }
+  send_frame(fd, FrameKind::kResult, json{{"bytes", bytes.size()}}.dump());
+  return ServeOutcome{true, "put", ""};
+}
+
+ServeOutcome run_get(int fd, const json& body, const AgentConfig& config) {
+  if (!body.is_object() || !body.contains("path") || !body["path"].is_string())
+    return reject(fd, Rejection::kMalformed, "get", "{\"path\"}");
+  const std::string path = body["path"];
+  const uint64_t max =
+      std::min<uint64_t>(body.value("max_bytes", config.max_get_bytes), config.max_get_bytes);
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    send_frame(fd, FrameKind::kResult, json{{"error", std::strerror(errno)}, {"bytes", 0}}.dump());
+    return ServeOutcome{true, "get", ""};
+  }
+  struct stat st {};
+  ::fstat(in, &st);
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max) {
+    ::close(in);
+    send_frame(
+        fd, FrameKind::kResult,
+        json{{"error", S_ISREG(st.st_mode) ? "larger than max_bytes" : "not a regular file"}, {"bytes", 0}}
+            .dump());
+    return ServeOutcome{true, "get", ""};
+  }
+  uint64_t total = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(in, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || total + static_cast<uint64_t>(n) > max) break;
+    total += static_cast<uint64_t>(n);
+    if (!send_frame(fd, FrameKind::kData, std::string_view(buf, static_cast<size_t>(n)))) break;
+  }
+  ::close(in);
+  send_frame(fd, FrameKind::kResult, json{{"bytes", total}, {"mode", st.st_mode & 07777}}.dump());
+  return ServeOutcome{true, "get", ""};
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config) : config_(std::move(config)) {}
+
+ServeOutcome Agent::serve(int fd) {
+  const timeval tv{static_cast<time_t>(config_.read_timeout.count() / 1000),
+                   static_cast<suseconds_t>((config_.read_timeout.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+  // The header, read only as far as it says it goes (never past kMaxHeaderSize).
+  std::string buf;
+  EnvelopeHeader header;
+  size_t header_size = 0;
+  for (;;) {
+    const Rejection r = parse_and_verify_header(buf, config_.key, config_.limits, header, &header_size);
+    if (r == Rejection::kNone) break;
+    if (r != Rejection::kTruncated || buf.size() >= kMaxHeaderSize) return reject(fd, r);
+    // The least that can complete what is there: byte by byte through the
+    // fixed part, then exactly the session and signature.
+    size_t want = buf.size() + 1;
+    if (buf.size() >= kFixedHeaderSize) {
+      const size_t session_length =
+          static_cast<unsigned char>(buf[6]) << 8 | static_cast<unsigned char>(buf[7]);
+      want = std::max(want, kFixedHeaderSize + session_length + kSignatureSize);
+    } else {
+      want = kFixedHeaderSize;
+    }
+    // One read at a time, never past what the header can need: garbage is
+    // refused as soon as it shows, not after a timeout.
+    if (!read_some(fd, buf, std::min(want, kMaxHeaderSize))) return reject(fd, Rejection::kTruncated);
+  }
+  const std::string type(command_type_name(header.type));
+  std::string body = buf.substr(header_size);
+  if (body.size() > header.body_length) return reject(fd, Rejection::kBadBodyHash, type);
+  if (!read_to(fd, body, header.body_length)) return reject(fd, Rejection::kTruncated, type);
+  if (const Rejection r = verify_body(header, body); r != Rejection::kNone) return reject(fd, r, type);
+  {
+    std::lock_guard lock(mu_);
+    const Rejection r =
+        replay_.admit(header, config_.session, std::chrono::system_clock::now(), config_.limits.window);
+    if (r != Rejection::kNone) return reject(fd, r, type);
+  }
+
+  switch (header.type) {
+    case CommandType::kPing:
+      send_frame(fd, FrameKind::kResult, json{{"pong", true}, {"session", config_.session}}.dump());
+      return ServeOutcome{true, type, ""};
+    case CommandType::kExec: {
+      const json j = json::parse(body, nullptr, false);
+      return run_exec(fd, j, config_);
+    }
+    case CommandType::kPut:
+      return run_put(fd, body);
+    case CommandType::kGet: {
+      const json j = json::parse(body, nullptr, false);
+      return run_get(fd, j, config_);
+    }
+  }
+  return reject(fd, Rejection::kMalformed, type);
+}
+
+}  // namespace zn::command

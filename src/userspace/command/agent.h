@@ -1,0 +1,53 @@
+// The in-sandbox agent's core (issue 15): one connection, one envelope.
+// Nothing runs before the envelope is verified: its signature under the
+// pinned key (zerod's, public), its session, its freshness, its nonce
+// (never seen within the window), its size and its body's hash. A refusal
+// is answered with its reason (a kReject frame) and nothing else happens.
+//
+// Commands, each body JSON:
+//   ping  {}                                      -> result {"pong": true}
+//   exec  {"argv": [...], "env": {...}, "cwd": "/", "timeout_ms": N, "stdin": "..."}
+//         -> stdout/stderr frames as output comes, then result
+//            {"exit_code"|"signal", "duration_ms", "timed_out"}
+//   put   {"path": "/abs", "mode": 420} "\n" bytes  -> result {"bytes"}
+//   get   {"path": "/abs", "max_bytes": N}       -> data frames, then result {"bytes"}
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "userspace/command/envelope.h"
+#include "userspace/command/replay_cache.h"
+
+namespace zn::command {
+
+struct AgentConfig {
+  std::string session;  // the sandbox this agent serves
+  PublicKey key{};      // zerod's command key (public), pinned at boot
+  VerifyLimits limits;
+  std::chrono::milliseconds read_timeout{10000};  // an envelope arriving
+  uint32_t max_exec_timeout_ms = 3600 * 1000;
+  uint64_t max_get_bytes = 16 * 1024 * 1024;
+};
+
+struct ServeOutcome {
+  bool ran = false;
+  std::string type;    // command_type_name, when the header verified
+  std::string reason;  // rejection_name when refused
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig config);
+  // Serves one connection on `fd` (connected, blocking); the caller closes
+  // it. Thread-safe: connections may be served at once.
+  ServeOutcome serve(int fd);
+
+ private:
+  AgentConfig config_;
+  std::mutex mu_;  // the replay cache
+  ReplayCache replay_;
+};
+
+}  // namespace zn::command

@@ -1,0 +1,200 @@
+// The agent's core over a socketpair: real envelopes signed by a test key,
+// real commands run by the agent (no root).
+#include "userspace/command/agent.h"
+
+#include <gtest/gtest.h>
+#include <sodium.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "userspace/command/frames.h"
+
+namespace zn::command {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+struct Reply {
+  std::string out, err, data;
+  json result, reject;
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GE(sodium_init(), 0);
+    crypto_sign_keypair(pk_.data(), sk_);
+    crypto_sign_keypair(other_pk_.data(), other_sk_);
+    AgentConfig c;
+    c.session = "user-1";
+    c.key = pk_;
+    c.read_timeout = 2s;
+    agent_ = std::make_unique<Agent>(c);
+    dir_ = fs::temp_directory_path() / ("zn-agent-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string seal(CommandType type, const std::string& body, const std::string& session = "user-1",
+                   std::chrono::system_clock::duration skew = 0s, bool other_key = false) {
+    const unsigned char* sk = other_key ? other_sk_ : sk_;
+    return seal_envelope(
+        type, session, body, std::chrono::system_clock::now() + skew, [sk](std::string_view m) {
+          Signature s;
+          crypto_sign_detached(s.data(), nullptr, reinterpret_cast<const unsigned char*>(m.data()), m.size(),
+                               sk);
+          return s;
+        });
+  }
+  // Sends `bytes` (then half-closes when asked) and collects the frames.
+  Reply exchange(const std::string& bytes, bool half_close = true, ServeOutcome* outcome = nullptr) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    auto served = std::async(std::launch::async, [&] {
+      ServeOutcome o = agent_->serve(sv[0]);
+      ::shutdown(sv[0], SHUT_RDWR);
+      return o;
+    });
+    EXPECT_EQ(::write(sv[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    if (half_close) ::shutdown(sv[1], SHUT_WR);
+    Reply r;
+    std::string buf;
+    char chunk[4096];
+    for (;;) {
+      const ssize_t n = ::read(sv[1], chunk, sizeof chunk);
+      if (n <= 0) break;
+      buf.append(chunk, static_cast<size_t>(n));
+    }
+    while (auto f = take_frame(buf)) {
+      switch (f->kind) {
+        case FrameKind::kStdout:
+          r.out += f->payload;
+          break;
+        case FrameKind::kStderr:
+          r.err += f->payload;
+          break;
+        case FrameKind::kData:
+          r.data += f->payload;
+          break;
+        case FrameKind::kResult:
+          r.result = json::parse(f->payload);
+          break;
+        case FrameKind::kReject:
+          r.reject = json::parse(f->payload);
+          break;
+      }
+    }
+    const ServeOutcome o = served.get();
+    if (outcome) *outcome = o;
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return r;
+  }
+  std::string reason_of(const std::string& bytes) {
+    const Reply r = exchange(bytes);
+    EXPECT_TRUE(r.result.is_null()) << r.result.dump();
+    return r.reject.value("reason", "");
+  }
+
+  PublicKey pk_{}, other_pk_{};
+  unsigned char sk_[crypto_sign_SECRETKEYBYTES], other_sk_[crypto_sign_SECRETKEYBYTES];
+  std::unique_ptr<Agent> agent_;
+  fs::path dir_;
+};
+
+TEST_F(AgentTest, AnHonestExecRunsAndItsOutputAndExitComeBack) {
+  const Reply r =
+      exchange(seal(CommandType::kExec, json{{"argv", {"sh", "-c", "cat; echo to-err >&2; exit 3"}},
+                                             {"env", {{"PATH", "/usr/bin:/bin"}}},
+                                             {"stdin", "from-stdin\n"}}
+                                            .dump()));
+  EXPECT_EQ(r.out, "from-stdin\n");
+  EXPECT_EQ(r.err, "to-err\n");
+  EXPECT_EQ(r.result.value("exit_code", -1), 3) << r.result.dump();
+  EXPECT_FALSE(r.result.value("timed_out", true));
+}
+
+TEST_F(AgentTest, ExecGetsExactlyItsEnvironmentAndCwd) {
+  const Reply r = exchange(
+      seal(CommandType::kExec,
+           json{{"argv", {"/usr/bin/env"}}, {"env", {{"ONLY", "this"}}}, {"cwd", dir_.string()}}.dump()));
+  EXPECT_EQ(r.out, "ONLY=this\n");
+  const Reply pwd =
+      exchange(seal(CommandType::kExec, json{{"argv", {"/bin/pwd"}}, {"cwd", dir_.string()}}.dump()));
+  EXPECT_EQ(pwd.out, dir_.string() + "\n");
+}
+
+TEST_F(AgentTest, ATimeoutKillsTheCommandAndSaysSo) {
+  const auto start = std::chrono::steady_clock::now();
+  const Reply r =
+      exchange(seal(CommandType::kExec,
+                    json{{"argv", {"/bin/sh", "-c", "sleep 30 & sleep 30"}}, {"timeout_ms", 300}}.dump()));
+  EXPECT_TRUE(r.result.value("timed_out", false)) << r.result.dump();
+  EXPECT_EQ(r.result.value("signal", 0), SIGKILL) << r.result.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST_F(AgentTest, PutAndGetAFile) {
+  const std::string path = (dir_ / "f.bin").string();
+  const std::string bytes("a\0b\nc", 5);
+  Reply r = exchange(seal(CommandType::kPut, json{{"path", path}, {"mode", 0600}}.dump() + "\n" + bytes));
+  EXPECT_EQ(r.result.value("bytes", 0), 5) << r.result.dump();
+  EXPECT_EQ((fs::status(path).permissions() & fs::perms::all),
+            fs::perms::owner_read | fs::perms::owner_write);
+  r = exchange(seal(CommandType::kGet, json{{"path", path}}.dump()));
+  EXPECT_EQ(r.data, bytes);
+  r = exchange(seal(CommandType::kGet, json{{"path", path}, {"max_bytes", 4}}.dump()));
+  EXPECT_TRUE(r.data.empty());
+  EXPECT_EQ(r.result.value("error", ""), "larger than max_bytes");
+  r = exchange(seal(CommandType::kPut, json{{"path", "relative"}}.dump() + "\nx"));
+  EXPECT_EQ(r.reject.value("reason", ""), "malformed");
+}
+
+TEST_F(AgentTest, EveryForgeryIsRefusedWithItsReasonAndNothingRuns) {
+  const std::string marker = (dir_ / "ran").string();
+  const std::string body = json{{"argv", {"/usr/bin/touch", marker}}}.dump();
+  std::string tampered_body = seal(CommandType::kExec, body);
+  tampered_body[tampered_body.size() - 3] ^= 1;
+  std::string tampered_header = seal(CommandType::kExec, body);
+  tampered_header[30] ^= 1;  // inside the issued time
+  const std::string honest = seal(CommandType::kExec, body);
+  EXPECT_EQ(reason_of(tampered_body), "bad_body_hash");
+  EXPECT_EQ(reason_of(tampered_header), "bad_signature");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, body, "user-1", 0s, true)), "bad_signature");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, body, "user-2")), "wrong_session");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, body, "user-1", -40s)), "stale");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, body, "user-1", 40s)), "future");
+  EXPECT_EQ(reason_of(honest.substr(0, honest.size() - 4)), "truncated");
+  EXPECT_EQ(reason_of(honest.substr(0, 40)), "truncated");
+  EXPECT_EQ(reason_of("GET / HTTP/1.1\r\nHost: agent\r\n\r\n"), "bad_magic");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, std::string(64 * 1024 + 1, ' '))), "oversized");
+  EXPECT_FALSE(fs::exists(marker)) << "a refused envelope ran";
+  // The positive control: the same command, honestly sealed, runs; replayed, it does not.
+  ServeOutcome o;
+  exchange(honest, true, &o);
+  EXPECT_TRUE(o.ran);
+  EXPECT_TRUE(fs::exists(marker));
+  fs::remove(marker);
+  EXPECT_EQ(reason_of(honest), "replayed");
+  EXPECT_FALSE(fs::exists(marker));
+}
+
+TEST_F(AgentTest, ASlowOrSilentClientIsRefusedAtTheReadTimeout) {
+  const std::string honest = seal(CommandType::kPing, "");
+  const auto start = std::chrono::steady_clock::now();
+  const Reply r = exchange(honest.substr(0, 20), /*half_close=*/false);
+  EXPECT_EQ(r.reject.value("reason", ""), "truncated");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(exchange(seal(CommandType::kPing, "")).result.value("pong", false), true);
+}
+
+}  // namespace
+}  // namespace zn::command
