@@ -40,13 +40,15 @@ ALLOWED = {
     "broker/session": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
                                "broker/identity"],
     "broker/exposure": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/session"],
+    "broker/commands": LOWER + ["broker/secrets", "broker/policy", "broker/audit", "broker/identity",
+                                "broker/session"],
     "broker/vms": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
                            "broker/identity", "broker/session"],
     "broker/control": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                               "broker/session", "broker/exposure", "broker/vms"],
+                               "broker/session", "broker/exposure", "broker/commands", "broker/vms"],
     "broker/daemon": LOWER + ["broker/secrets", "broker/resources", "broker/policy", "broker/audit",
-                              "broker/identity", "broker/session", "broker/exposure", "broker/vms",
-                              "broker/control"],
+                              "broker/identity", "broker/session", "broker/exposure", "broker/commands",
+                              "broker/vms", "broker/control"],
 }
 CAPABILITY = re.compile(r"zn_capability\((\w+)(.*?)\)\s*$", re.S | re.M)
 LIBRARY = re.compile(r"\bzn_\w+")

@@ -14,7 +14,7 @@ fi
 BUILD_DIR=${BUILD_DIR:-build}
 scripts/install-deps.sh
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target zn-lab zerod znctl > /dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target zn-lab zerod znctl zn-agent > /dev/null
 # The tiny microVM guest of step 4 (Debian's cloud kernel, busybox, curl).
 scripts/build-guest.sh "$BUILD_DIR/guest" > /dev/null
 trap 'echo "demo failed; see above" >&2' ERR
@@ -175,6 +175,16 @@ in_host "curl -s -m 5 -w ' -> %{http_code}\\n' -H 'Zn-Ticket: $TICKET' http://$L
 in_host "curl -s -m 5 -w ' -> %{http_code}\\n' -H 'Zn-Ticket: $TICKET' http://$LISTEN/"
 echo "  (the replayed ticket: 403; ingress:admit and ingress:deny reason ticket_used in the audit)"
 $ZNCTL session unexpose user-1 --port 8080 > /dev/null
+
+say "3c. A signed command: zn-agent in the guest runs only what zerod signed (Ed25519, fresh, never replayed)"
+AGENT_KEY=$($ZNCTL -j agent key | python3 -c 'import json,sys; print(json.load(sys.stdin)["public_key"])')
+ip netns exec "$PREFIX-g0" "$BUILD_DIR/tools/zn-agent/zn-agent" --session user-1 --key "$AGENT_KEY" \
+  --listen 0.0.0.0:7070 > "$WORK/agent.log" 2>&1 &
+UPSTREAM_PIDS+=($!)
+for _ in $(seq 50); do $LAB exec g0 -- nc -z 127.0.0.1 7070 2> /dev/null && break; sleep 0.1; done
+echo "$ znctl exec user-1 -- sh -c 'echo hello from \$(hostname); exit 3'"
+$ZNCTL exec user-1 -- sh -c 'echo "hello from the guest, uid $(id -u)"; exit 3' 2>&1 | sed 's/^/  /' || echo "  (exit $?)"
+echo "  from the host side, unsigned, the agent port is not even reachable: $(ip netns exec "$PREFIX-host" nc -z -w 2 198.19.0.2 7070 > /dev/null 2>&1 && echo reached || echo dropped)"
 
 say "4. A real microVM: QEMU on session vm-1's own TAP, governed exactly like the lab guest"
 $ZNCTL session create vm-1 --policy examples/policy.json --slot 1 | sed 's/^/  /'

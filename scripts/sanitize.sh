@@ -110,7 +110,7 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
              GrantBookConcurrency. ApprovalWebhook. ApprovalTest. SecretUseTest.
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
-             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest.)
+             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

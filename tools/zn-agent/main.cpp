@@ -119,6 +119,15 @@ int main(int argc, char** argv) {
     ++live;
     std::thread([fd, &agent, &live] {
       const zn::command::ServeOutcome o = agent.serve(fd);
+      // Closing with unread bytes (a refused envelope's rest) would reset the
+      // connection and could discard the reply: end ours, drain theirs
+      // (bounded), then close.
+      ::shutdown(fd, SHUT_WR);
+      const timeval second{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof(second));
+      char sink[4096];
+      for (int i = 0; i < 64 && ::recv(fd, sink, sizeof sink, 0) > 0; ++i) {
+      }
       ::close(fd);
       // What ran or why not; never a body, argv or file contents.
       std::fprintf(stderr, "zn-agent: %s %s%s\n", o.type.empty() ? "-" : o.type.c_str(),

@@ -47,6 +47,9 @@ struct Verb {
 
 // Each object's verbs, defined in the file of that name. Tables hold plain
 // function pointers so they are constant data, built before main runs.
+std::span<const Verb> agent_verbs();     // agent.cpp
+std::span<const Verb> exec_verbs();      // agent.cpp
+std::span<const Verb> cp_verbs();        // agent.cpp
 std::span<const Verb> approval_verbs();  // approval.cpp
 std::span<const Verb> audit_verbs();     // audit.cpp
 std::span<const Verb> identity_verbs();  // identity.cpp

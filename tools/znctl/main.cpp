@@ -29,6 +29,8 @@ VerbIndex index_verbs() {
       {"policy", z::policy_verbs()},     {"prog", z::prog_verbs()},
       {"session", z::session_verbs()},   {"vm", z::vm_verbs()},
       {"stats", z::stats_verbs()},       {"status", z::status_verbs()},
+      {"exec", z::exec_verbs()},         {"cp", z::cp_verbs()},
+      {"agent", z::agent_verbs()},
   };
   VerbIndex index;
   for (const auto& [object, verbs] : objects)

@@ -80,6 +80,10 @@ std::string DaemonConfig::webhook_signing_key() const {
   return (std::filesystem::path(host_key).parent_path() / "webhook-ed25519.key").string();
 }
 
+std::string DaemonConfig::command_signing_key() const {
+  return (std::filesystem::path(host_key).parent_path() / "command-ed25519.key").string();
+}
+
 DaemonConfig parse_daemon_config(const std::string& text) {
   json doc;
   try {
@@ -117,6 +121,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "expose_ticket_ttl_s",
                                  "expose_binding_s",
                                  "expose_head_timeout_ms",
+                                 "agent_port",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -175,6 +180,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.expose_ticket_ttl_s = get_uint(doc, "expose_ticket_ttl_s", c.expose_ticket_ttl_s, 1, 86400);
   c.expose_binding_s = get_uint(doc, "expose_binding_s", c.expose_binding_s, 1, 86400);
   c.expose_head_timeout_ms = get_uint(doc, "expose_head_timeout_ms", c.expose_head_timeout_ms, 100, 600000);
+  c.agent_port = get_uint(doc, "agent_port", c.agent_port, 0, 65535);
   if (doc.contains("approval_webhook")) c.approval_webhook = parse_webhook(doc["approval_webhook"]);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);

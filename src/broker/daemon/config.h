@@ -81,6 +81,11 @@ struct DaemonConfig {
   uint32_t expose_ticket_ttl_s = 300;
   uint32_t expose_binding_s = 600;
   uint32_t expose_head_timeout_ms = 10000;  // a client's first request head (ticket mode)
+  // The in-sandbox agent's TCP port (issue 15): zerod's signed commands
+  // reach it, and nothing else does; 0: no command channel.
+  uint32_t agent_port = 7070;
+  // zerod's command signing key (Ed25519 seed, beside the host key).
+  std::string command_signing_key() const;
   std::optional<ApprovalWebhookConfig> approval_webhook;
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.

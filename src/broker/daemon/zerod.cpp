@@ -10,6 +10,7 @@
 #include "broker/audit/drop_events.h"
 #include "broker/audit/event.h"
 #include "broker/control/metrics.h"
+#include "broker/control/command_verbs.h"
 #include "broker/control/exposure_verbs.h"
 #include "broker/control/verbs.h"
 #include "broker/control/vm_verbs.h"
@@ -135,6 +136,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   stores_ = std::make_shared<StoreSet>(config_.stores);
   capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_);
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
+  o.agent_port = static_cast<uint16_t>(config_.agent_port);
   registry_ = std::make_unique<SessionRegistry>(o);
   std::vector<std::string> failed;
   const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
@@ -179,6 +181,15 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     exposures_ = std::make_unique<ExposureService>(*registry_, *audit_, std::move(expose));
     for (const std::string& f : exposures_->reopen_all())
       spdlog::error("could not reopen declared port: {}", f);
+  }
+  if (config_.agent_port) {
+    // Like the webhook key: a seed file beside the host key (0600, ours),
+    // read into guarded pages.
+    const HostKey seed = HostKey::load_or_create(config_.command_signing_key());
+    auto key = seed.with_key([](std::span<const unsigned char> s) { return SigningKey::from_seed(s); });
+    CommandClientOptions command;
+    command.agent_port = static_cast<uint16_t>(config_.agent_port);
+    commands_ = std::make_unique<CommandClient>(*registry_, std::move(key), *audit_, command);
   }
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
@@ -277,6 +288,7 @@ void ZerodDaemon::register_verbs() {
                                      capabilities_.get(), vms_.get(), exposures_.get()});
   register_vm_verbs(*control_, *vms_);
   register_exposure_verbs(*control_, *exposures_);
+  if (commands_) register_command_verbs(*control_, *commands_);
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

@@ -24,6 +24,7 @@
 #include "broker/session/proxy.h"
 #include "userspace/proxy/transparent_proxy.h"
 #include "broker/session/registry.h"
+#include "broker/commands/command_client.h"
 #include "broker/exposure/exposure_service.h"
 #include "broker/vms/vm_registry.h"
 #include "userspace/dns/responder.h"
@@ -70,6 +71,7 @@ class ZerodDaemon {
   std::unique_ptr<SessionRegistry> registry_;
   std::unique_ptr<VmRegistry> vms_;             // a session's microVM
   std::unique_ptr<ExposureService> exposures_;  // declared guest ports
+  std::unique_ptr<CommandClient> commands_;     // signed commands to agents; null: agent_port 0
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
   std::unique_ptr<dns::Responder> dns_;

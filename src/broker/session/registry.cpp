@@ -171,6 +171,7 @@ dp::SessionEntry SessionRegistry::entry_locked(const Session& s) const {
   entry.event_rate = options_.event_rate;
   entry.event_burst = options_.event_burst;
   for (const auto& [port, exposure] : s.record.exposed) entry.exposed_ports.push_back(port);
+  if (options_.agent_port) entry.exposed_ports.push_back(options_.agent_port);
   // An adopted device's link-local comes from its own MAC, not from the
   // plan: zero tells the datapath it is not known (any link-local stands in).
   if (s.record.adopted) entry.gateway_ip6_ll = {};
@@ -279,14 +280,17 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
 SessionPtr SessionRegistry::set_exposed(const std::string& id, uint16_t port,
                                         std::optional<ExposedPort> exposure) {
   if (port == 0) throw SessionError("port 0 cannot be exposed");
+  if (port == options_.agent_port)
+    throw SessionError("port " + std::to_string(port) + " is the agent's, reached by zerod alone");
   if (exposure && exposure->family != 4 && exposure->family != 6) throw SessionError("family must be 4 or 6");
   std::lock_guard lock(control_mu_);
   SessionPtr previous = index_.by_id(id);
   if (!previous) throw SessionError("no session '" + id + "'");
   auto next = std::make_shared<Session>(*previous);
   if (exposure) {
-    if (!next->record.exposed.count(port) && next->record.exposed.size() >= ZN_MAX_EXPOSED_PORTS)
-      throw SessionError("session '" + id + "' has " + std::to_string(ZN_MAX_EXPOSED_PORTS) +
+    const size_t most = ZN_MAX_EXPOSED_PORTS - (options_.agent_port ? 1 : 0);
+    if (!next->record.exposed.count(port) && next->record.exposed.size() >= most)
+      throw SessionError("session '" + id + "' has " + std::to_string(most) +
                          " exposed ports (the most allowed)");
     next->record.exposed[port] = *exposure;
   } else if (next->record.exposed.erase(port) == 0) {

@@ -89,6 +89,10 @@ class SessionRegistry : public SessionDirectory {
     // What only zerod's config can judge of a new policy (the stores its
     // capabilities name): throws PolicyError to refuse it. Not on restore.
     std::function<void(const Policy&)> check_policy;
+    // The in-sandbox agent's port (issue 15), declared in every session's
+    // datapath entry for zerod's marked connection alone (no listener, no
+    // ticket); 0: none.
+    uint16_t agent_port = 0;
   };
   explicit SessionRegistry(Options options);
   ~SessionRegistry() override;
