@@ -182,7 +182,7 @@ ip netns exec "$PREFIX-g0" "$BUILD_DIR/tools/zn-agent/zn-agent" --session user-1
   --listen 0.0.0.0:7070 > "$WORK/agent.log" 2>&1 &
 UPSTREAM_PIDS+=($!)
 for _ in $(seq 50); do $LAB exec g0 -- nc -z 127.0.0.1 7070 2> /dev/null && break; sleep 0.1; done
-echo "$ znctl exec user-1 -- sh -c 'echo hello from \$(hostname); exit 3'"
+echo "$ znctl exec user-1 -- sh -c 'echo \"hello from the guest, uid \$(id -u)\"; exit 3'"
 $ZNCTL exec user-1 -- sh -c 'echo "hello from the guest, uid $(id -u)"; exit 3' 2>&1 | sed 's/^/  /' || echo "  (exit $?)"
 echo "  from the host side, unsigned, the agent port is not even reachable: $(ip netns exec "$PREFIX-host" nc -z -w 2 198.19.0.2 7070 > /dev/null 2>&1 && echo reached || echo dropped)"
 
