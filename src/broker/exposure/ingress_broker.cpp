@@ -1,20 +1,19 @@
 #include "broker/exposure/ingress_broker.h"
 
-#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cstring>
+
+#include "userspace/net/address.h"
 
 namespace zn::broker {
 namespace {
 
 // The client's address without its port: what a binding is tied to.
 std::string client_address(const sockaddr_storage& ss) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (ss.ss_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, text, sizeof(text));
-  else if (ss.ss_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, text, sizeof(text));
-  return text;
+  if (ss.ss_family == AF_INET) return net::to_string(reinterpret_cast<const sockaddr_in&>(ss).sin_addr);
+  if (ss.ss_family == AF_INET6) return net::to_string(reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr);
+  return "";
 }
 
 sockaddr_storage v4(in_addr addr, uint16_t port) {

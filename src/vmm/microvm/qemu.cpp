@@ -69,52 +69,24 @@ std::string probe_key(const std::string& binary, const VmSpec& spec) {
 class QemuVm : public MicroVm {
  public:
   QemuVm(pid_t pid, std::unique_ptr<VmCgroup> cgroup, std::string console, Accel accel)
-      : pid_(pid), cgroup_(std::move(cgroup)), console_(std::move(console)), accel_(accel) {}
+      : process_(pid), cgroup_(std::move(cgroup)), console_(std::move(console)), accel_(accel) {}
   ~QemuVm() override { stop(0ms); }
 
-  pid_t pid() const override { return pid_; }
-  bool running() override {
-    if (exited_) return false;
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno == ECHILD)) {
-      exited_ = true;
-      status_ = describe(r == pid_ ? status : -1);
-      return false;
-    }
-    return true;
-  }
-  std::string exit_status() const override { return status_; }
+  pid_t pid() const override { return process_.pid(); }
+  bool running() override { return process_.running(); }
+  std::string exit_status() const override { return process_.exit_status(); }
   void stop(std::chrono::milliseconds grace) override {
-    if (running()) {
-      ::kill(pid_, SIGTERM);
-      const auto until = std::chrono::steady_clock::now() + grace;
-      while (running() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
-      if (running()) {
-        ::kill(pid_, SIGKILL);
-        int status = 0;
-        if (::waitpid(pid_, &status, 0) == pid_) status_ = describe(status);
-        exited_ = true;
-      }
-    }
+    process_.stop(grace);
     if (cgroup_) cgroup_->remove();
   }
   std::string console_path() const override { return console_; }
   Accel accel() const override { return accel_; }
 
  private:
-  static std::string describe(int status) {
-    if (status < 0) return "gone";
-    if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-    return "stopped";
-  }
-  pid_t pid_;
+  VmmProcess process_;
   std::unique_ptr<VmCgroup> cgroup_;
   std::string console_;
   Accel accel_;
-  bool exited_ = false;
-  std::string status_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -160,6 +161,43 @@ pid_t spawn_vm_process(const VmProcessSpec& spec) {
   if (spec.uid == 0 || spec.gid == 0) throw std::runtime_error("a VM never runs as root");
   if (spec.pass_fds.size() > kMaxPassFds) throw std::runtime_error("too many descriptors for a VM");
   return Spawner::instance().spawn(spec);
+}
+
+namespace {
+
+std::string describe_exit(int status) {
+  if (status < 0) return "gone";
+  if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+bool VmmProcess::running() {
+  if (exited_) return false;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_ || (r < 0 && errno == ECHILD)) {
+    exited_ = true;
+    status_ = describe_exit(r == pid_ ? status : -1);
+    return false;
+  }
+  return true;
+}
+
+void VmmProcess::stop(std::chrono::milliseconds grace) {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    if (::waitpid(pid_, &status, 0) == pid_) status_ = describe_exit(status);
+    exited_ = true;
+  }
 }
 
 }  // namespace zn::vmm

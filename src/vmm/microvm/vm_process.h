@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,25 @@ struct VmProcessSpec {
 // the child before exec (joining the cgroup, dropping privileges) makes it
 // exit 127 with the reason in the log.
 pid_t spawn_vm_process(const VmProcessSpec& spec);
+
+// A VMM process this zerod forked (QEMU, Firecracker or its jailer): reaped
+// once, its exit described, stopped with SIGTERM then SIGKILL. The caller's
+// thread only; not thread-safe.
+class VmmProcess {
+ public:
+  explicit VmmProcess(pid_t pid) : pid_(pid) {}
+  pid_t pid() const { return pid_; }
+  // Whether it still runs; reaps it once it has exited.
+  bool running();
+  // "exited N", "killed by signal N", "gone"; "" while it runs.
+  const std::string& exit_status() const { return status_; }
+  // SIGTERM, then SIGKILL after `grace`; reaped. Idempotent.
+  void stop(std::chrono::milliseconds grace);
+
+ private:
+  pid_t pid_;
+  bool exited_ = false;
+  std::string status_;
+};
 
 }  // namespace zn::vmm
