@@ -204,10 +204,12 @@ ln -sfn /etc/ssl/certs/ca-certificates.crt "$root/usr/lib/ssl/cert.pem"
 
 cat > "$root/etc/passwd" << 'EOF'
 root:x:0:0:root:/root:/bin/sh
+zn:x:1000:1000:the workload (commands run as zn unless they name a uid):/home/zn:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 EOF
 cat > "$root/etc/group" << 'EOF'
 root:x:0:
+zn:x:1000:
 nogroup:x:65534:
 EOF
 cat > "$root/etc/hosts" << 'EOF'

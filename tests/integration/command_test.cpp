@@ -1,7 +1,9 @@
 // The signed command channel end to end (issue 15): the real zn-agent in a
 // lab guest, zerod sealing commands under its key and reaching the agent
 // over the one inward path the datapath keeps for it.
+#include <fcntl.h>
 #include <sodium.h>
+#include <sys/wait.h>
 
 #include "integration/proxy_fixture.h"
 
@@ -32,55 +34,78 @@ except Exception as e:
     print('failed')
 )py";
 
+// A process that is not the agent, listening on the agent port: it reads
+// the envelope and answers with a well-formed reply of its own, unsealed.
+constexpr const char* kFakeAgent = R"py(import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 7070))
+s.listen(8)
+def frame(kind, payload):
+    return struct.pack('>BI', kind, len(payload)) + payload
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    try:
+        while c.recv(65536):  # zerod half-closes after the envelope
+            pass
+        c.sendall(frame(1, b'forged-output\n') + frame(3, b'{"exit_code":0,"duration_ms":1}'))
+    except Exception:
+        pass
+    c.close()
+)py";
+
 class CommandTest : public ProxyTest {
  protected:
   void SetUp() override {
     ProxyTest::SetUp();
     if (HasFatalFailure()) return;
     std::ofstream(dir_ / "raw_agent.py") << kRawAgent;
+    std::ofstream(dir_ / "fake_agent.py") << kFakeAgent;
     json s = call("session.show", {{"id", "user-1"}})["result"];
     const std::string a = s["network"]["address"];
     guest_ip_ = a.substr(0, a.find('/'));
     gateway_ip_ = s["network"]["gateway"];
   }
-  void start_agent() {
-    json k = call("command.key");
-    ASSERT_TRUE(k["ok"]) << k.dump();
-    servers_.push_back(
-        spawn_in(lab_->guests()[0].netns, {ZN_AGENT_BIN, "--session", "user-1", "--key",
-                                           k["result"]["public_key"], "--listen", "0.0.0.0:7070"}));
+  // The session's agent config, as `znctl agent provision` writes it.
+  std::string provision(const std::string& name = "agent.conf") {
+    json p = call("command.provision", {{"id", "user-1"}});
+    EXPECT_TRUE(p["ok"]) << p.dump();
+    const std::string path = (dir_ / name).string();
+    ::unlink(path.c_str());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    const std::string text = p["result"].value("config", "");
+    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    return path;
+  }
+  // Starts `argv` in the guest and waits for the agent port to listen.
+  pid_t start_listener(std::vector<std::string> argv) {
+    const pid_t pid = spawn_in(lab_->guests()[0].netns, std::move(argv));
+    servers_.push_back(pid);
     bool up = false;
     for (int i = 0; i < 100 && !up; ++i) {
       up = guest("nc -z -w 1 127.0.0.1 7070").exit_code == 0;
       if (!up) std::this_thread::sleep_for(100ms);
     }
-    ASSERT_TRUE(up) << "the agent never listened";
+    EXPECT_TRUE(up) << "nothing listened on the agent port";
+    return pid;
   }
-  // command.exec, streamed: stdout, stderr and the last line.
-  struct ExecReply {
-    std::string out, err;
-    json last;
-  };
+  pid_t start_agent(const std::string& config = "") {
+    return start_listener(
+        {ZN_AGENT_BIN, "--config", config.empty() ? provision() : config, "--listen", "0.0.0.0:7070"});
+  }
+  void stop(pid_t pid) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    std::erase(servers_, pid);
+    for (int i = 0; i < 50 && guest("nc -z -w 1 127.0.0.1 7070").exit_code == 0; ++i)
+      std::this_thread::sleep_for(100ms);
+  }
   ExecReply exec(const json& args) {
-    ExecReply r;
     json a = args;
     a["id"] = "user-1";
-    broker::control_stream(socket_, "command.exec", a, [&](const json& line) {
-      if (line.contains("stream")) {
-        std::string bytes(line["b64"].get<std::string>().size(), '\0');
-        size_t len = 0;
-        const std::string text = line["b64"];
-        sodium_base642bin(reinterpret_cast<unsigned char*>(bytes.data()), bytes.size(), text.data(),
-                          text.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL);
-        bytes.resize(len);
-        (line["stream"] == "stderr" ? r.err : r.out) += bytes;
-        return true;
-      }
-      if (line.contains("ok")) return true;  // zerod's answer to the request itself
-      r.last = line;
-      return false;
-    });
-    return r;
+    return command_exec(a);
   }
   std::string raw(const std::string& mode, const std::string& hex_bytes) {
     return run_in_netns(lab_->host_netns(), "python3 " + (dir_ / "raw_agent.py").string() + " " +
@@ -146,6 +171,78 @@ TEST_F(CommandTest, TheAgentPortCannotBeExposed) {
   json e = call("session.expose", {{"id", "user-1"}, {"port", 7070}, {"mode", "public"}});
   EXPECT_FALSE(e["ok"]) << e.dump();
   EXPECT_NE(e.dump().find("agent"), std::string::npos) << e.dump();
+}
+
+TEST_F(CommandTest, AReplyThatIsNotTheSessionsAgentsIsRefused) {
+  // A process of the guest answering on the agent port: its output never
+  // reaches the operator, and the audit says why.
+  const pid_t fake = start_listener({"python3", (dir_ / "fake_agent.py").string()});
+  const ExecReply forged = exec({{"argv", {"/bin/true"}}});
+  EXPECT_EQ(forged.out, "") << "a forged frame was relayed";
+  EXPECT_NE(forged.last.value("error", "").find("not the agent's"), std::string::npos) << forged.last.dump();
+  stop(fake);
+
+  // A real agent with the wrong result key (one provisioned for another
+  // session): it runs the command, but its reply does not open.
+  std::string conf = slurp(provision("wrong.conf"));
+  const size_t at = conf.find("ZN_RESULT_KEY=") + 14;
+  conf.replace(at, 64, std::string(64, 'a'));
+  { std::ofstream(dir_ / "wrong.conf", std::ios::trunc) << conf; }
+  const pid_t wrong = start_agent((dir_ / "wrong.conf").string());
+  const ExecReply unsealed = exec({{"argv", {"/bin/echo", "ran"}}});
+  EXPECT_EQ(unsealed.out, "");
+  EXPECT_NE(unsealed.last.value("error", "").find("not the agent's"), std::string::npos)
+      << unsealed.last.dump();
+  stop(wrong);
+
+  // The positive control: the session's own agent on the same port.
+  start_agent();
+  const ExecReply honest = exec({{"argv", {"/bin/echo", "ran"}}});
+  EXPECT_EQ(honest.out, "ran\n");
+  EXPECT_EQ(honest.last["result"].value("exit_code", -1), 0) << honest.last.dump();
+  const std::string events = audit_events("command:", {"\"argv\":[\"/bin/echo\",\"ran\"]"});
+  size_t refusals = 0;
+  for (size_t p = 0; (p = events.find("unauthenticated_reply", p)) != std::string::npos; ++p) ++refusals;
+  EXPECT_EQ(refusals, 2u) << events;
+}
+
+TEST_F(CommandTest, ARotationRekeysTheAgentAndOneItMissedIsRekeyedOnItsNextCommand) {
+  const std::string config = provision();
+  pid_t agent = start_agent(config);
+  const std::string first = call("command.key")["result"]["public_key"];
+  json r = call("command.rotate");
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  EXPECT_EQ(r["result"]["rekeyed"], json::array({"user-1"})) << r.dump();
+  const std::string second = r["result"]["public_key"];
+  EXPECT_NE(second, first);
+  EXPECT_EQ(call("command.key")["result"]["public_key"], second);
+  EXPECT_EQ(exec({{"argv", {"/bin/echo", "after-rotation"}}}).out, "after-rotation\n");
+  // The agent kept the key it was rotated to: restarted from its config,
+  // it still takes zerod's commands.
+  EXPECT_NE(slurp(config).find("ZN_COMMAND_KEY=" + second), std::string::npos) << slurp(config);
+  stop(agent);
+
+  // A rotation the agent misses: it still pins the key before.
+  r = call("command.rotate");
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  ASSERT_EQ(r["result"]["unreached"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["result"]["rekeyed"].size(), 0u) << r.dump();
+  agent = start_agent(config);
+  EXPECT_EQ(exec({{"argv", {"/bin/echo", "rekeyed-late"}}}).out, "rekeyed-late\n");
+  EXPECT_NE(slurp(config).find("ZN_COMMAND_KEY=" + r["result"]["public_key"].get<std::string>()),
+            std::string::npos);
+  const std::string events = audit_events("command:", {"rekeyed-late"});
+  EXPECT_NE(events.find("command:rotate"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"type\":\"rekey\""), std::string::npos) << events;
+  // And an agent that pins a key zerod never had is not rekeyed by anyone.
+  stop(agent);
+  std::string conf = slurp(config);
+  const size_t at = conf.find("ZN_COMMAND_KEY=") + 15;
+  conf.replace(at, 64, std::string(64, '1'));
+  std::ofstream(config, std::ios::trunc) << conf;
+  start_agent(config);
+  const ExecReply refused = exec({{"argv", {"/bin/true"}}});
+  EXPECT_EQ(refused.last["reject"].value("reason", ""), "bad_signature") << refused.last.dump();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "integration/proxy_fixture.h"
 
@@ -184,6 +185,60 @@ httpd -p 8080 -h /www && echo "httpd: up"
   r = get(header);
   EXPECT_NE(r.find("status=403"), std::string::npos) << r;
   EXPECT_EQ(r.find("hello-from-the-vm"), std::string::npos) << r;
+}
+
+// The command channel in a real VM (issue 15): the agent /init starts from
+// the config zerod put in the VM's boot archive runs commands as the
+// workload's uid, which can neither read the agent's key, take its port,
+// signal it, nor reach zerod's control socket; zerod's rotation reaches it.
+TEST_F(MicroVmTest, ACommandRunsInAVmAndTheWorkloadCannotForgeTheAgentsReplies) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
+  ASSERT_NE(user_data_output("vm-1").find("up"), std::string::npos);
+  auto exec = [&](const std::string& script, std::optional<unsigned> uid = std::nullopt) {
+    json a = {{"id", "vm-1"}, {"argv", {"/bin/sh", "-c", script}}, {"timeout_ms", 20000}};
+    if (uid) a["uid"] = *uid;
+    return command_exec(a);
+  };
+  // Commands run as the workload (zn, 1000) unless they name a uid.
+  ExecReply r = exec("id -u; echo $((6 * 7)) >&2; exit 3");
+  EXPECT_EQ(r.out, "1000\n") << r.last.dump();
+  EXPECT_EQ(r.err, "42\n");
+  EXPECT_EQ(r.last["result"].value("exit_code", -1), 3) << r.last.dump();
+  EXPECT_EQ(exec("id -u", 0u).out, "0\n");
+  // The positive control for what follows: root in the guest sees the
+  // agent's config and process.
+  EXPECT_EQ(exec("test -s /run/zn-agent/agent.conf && pidof zn-agent >/dev/null && echo seen", 0u).out,
+            "seen\n");
+  r = exec(
+      "test -e /zn/agent.conf && echo boot-copy-left;"
+      "cat /run/zn-agent/agent.conf >/dev/null 2>&1 && echo key-read;"
+      "ls /run/zn-agent >/dev/null 2>&1 && echo dir-listed;"
+      "kill -9 $(pidof zn-agent) 2>/dev/null && echo agent-killed;"
+      "cat /proc/$(pidof zn-agent)/environ >/dev/null 2>&1 && echo agent-environ-read;"
+      // A listener that binds lives until `timeout` ends it (status 124 or
+      // more); one that cannot bind fails at once. A free port is the
+      // positive control.
+      "timeout 1 nc -l -p 7071 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo free-port-listened;"
+      "timeout 1 nc -l -p 7070 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo port-taken;"
+      "timeout 1 nc -l -s 198.19.5.2 -p 7070 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo "
+      "addr-port-taken;"
+      "test -e " +
+      socket_ +
+      " && echo control-socket-visible;"
+      "echo done");
+  EXPECT_EQ(r.out, "free-port-listened\ndone\n") << r.err;
+  // The agent survived all of it: the next command still runs, sealed.
+  EXPECT_EQ(exec("echo alive").out, "alive\n");
+  // A rotation rekeys it.
+  json rot = call("command.rotate");
+  ASSERT_TRUE(rot["ok"]) << rot.dump();
+  bool rekeyed = false;
+  for (const auto& id : rot["result"]["rekeyed"]) rekeyed = rekeyed || id == "vm-1";
+  EXPECT_TRUE(rekeyed) << rot.dump();
+  EXPECT_EQ(exec("echo after-rotation").out, "after-rotation\n");
+  const std::string events = audit_events("command:", {"after-rotation"});
+  EXPECT_EQ(events.find("unauthenticated_reply"), std::string::npos) << events;
 }
 
 // zerod killed outright: its VMs die with it (they never run unwatched), and

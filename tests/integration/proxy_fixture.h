@@ -8,6 +8,7 @@
 //   198.18.0.13 evil.example     s_server 443; socat echo on 5432
 #pragma once
 
+#include <sodium.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -160,6 +161,32 @@ class ProxyTest : public ZerodTest {
     return guest("timeout 10 openssl s_client -quiet -CAfile " + p("guest-trust.pem") + " -connect " + ip +
                  ":443 -servername " + host + " < " + f.string() + " 2>/dev/null")
         .output;
+  }
+
+  // command.exec (issue 15), streamed: stdout, stderr and the last line
+  // ({"result"}, {"reject"} or {"error"}). `args` names the session ("id").
+  struct ExecReply {
+    std::string out, err;
+    json last;
+  };
+  ExecReply command_exec(const json& args) {
+    ExecReply r;
+    broker::control_stream(socket_, "command.exec", args, [&](const json& line) {
+      if (line.contains("stream")) {
+        const std::string text = line["b64"];
+        std::string bytes(text.size(), '\0');
+        size_t len = 0;
+        sodium_base642bin(reinterpret_cast<unsigned char*>(bytes.data()), bytes.size(), text.data(),
+                          text.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL);
+        bytes.resize(len);
+        (line["stream"] == "stderr" ? r.err : r.out) += bytes;
+        return true;
+      }
+      if (line.contains("ok")) return true;  // zerod's answer to the request itself
+      r.last = line;
+      return false;
+    });
+    return r;
   }
 
   fs::path pki_;

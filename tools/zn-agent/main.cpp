@@ -2,13 +2,23 @@
 // (a TCP address: in a lab guest or a VM, the datapath lets only zerod's own
 // marked connection reach it) and serves each connection one signed
 // envelope (userspace/command/agent.h). zerod's public key is pinned at
-// start; nothing it is sent runs before it verifies.
+// start; nothing it is sent runs before it verifies. Every reply is sealed
+// under the session's result key, which only this process (and zerod) know.
 //
-//   zn-agent --session ID --key HEX|--key-file FILE [--listen 0.0.0.0:7070]
+//   zn-agent --config FILE [--listen 0.0.0.0:7070] [--exec-uid N [--exec-gid N]]
+//   zn-agent --session ID --key HEX|--key-file FILE --result-key-file FILE ...
+//
+// FILE (what `znctl agent provision ID` prints, or /zn/agent.conf in a
+// microVM) holds ZN_SESSION=, ZN_COMMAND_KEY= (public) and ZN_RESULT_KEY=
+// (secret) lines; it must be readable by its owner alone. A rekey rewrites
+// its ZN_COMMAND_KEY, so a restarted agent keeps the key zerod rotated to.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +26,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -28,9 +40,11 @@ namespace {
 constexpr int kMaxConnections = 16;
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "zn-agent: %s\nusage: zn-agent --session ID --key HEX|--key-file FILE [--listen ADDR:PORT]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "zn-agent: %s\nusage: zn-agent --config FILE [--listen ADDR:PORT] [--exec-uid N [--exec-gid N]]\n"
+      "       zn-agent --session ID --key HEX|--key-file FILE --result-key-file FILE [...]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -39,10 +53,65 @@ std::string trim(std::string s) {
   return s;
 }
 
+int64_t id_number(const std::string& v) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n > 0xfffffffeull) usage("a uid or gid must be a number: " + v);
+  return static_cast<int64_t>(n);
+}
+
+// A file holding a secret: ours, and nobody else's to read.
+std::string read_private(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) usage("cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
+    usage(path + " must be a regular file of ours, mode 0600 or tighter (it holds the result key)");
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in) usage("cannot read " + path);
+  return ss.str();
+}
+
+std::map<std::string, std::string> parse_config(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) usage("config line without '='");
+    out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+// The config file again with its command key replaced: whole or not at all.
+void persist_command_key(const std::string& path, const zn::command::PublicKey& key) {
+  char hex[2 * zn::command::kPublicKeySize + 1];
+  sodium_bin2hex(hex, sizeof hex, key.data(), key.size());
+  std::map<std::string, std::string> values = parse_config(read_private(path));
+  values["ZN_COMMAND_KEY"] = hex;
+  const std::string tmp = path + ".rekey";
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error(std::string("cannot write ") + tmp + ": " + std::strerror(errno));
+  std::string text;
+  for (const auto& [k, v] : values) text += k + "=" + v + "\n";
+  const bool ok =
+      ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot replace " + path);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string session, key_hex, listen = "0.0.0.0:7070";
+  std::string session, key_hex, result_hex, config_path, listen = "0.0.0.0:7070";
+  int64_t exec_uid = -1, exec_gid = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) usage("missing a value for " + a);
@@ -55,7 +124,19 @@ int main(int argc, char** argv) {
       std::ifstream in(v);
       if (!in) usage("cannot read " + v);
       std::getline(in, key_hex);
-    } else if (a == "--listen")
+    } else if (a == "--result-key-file")
+      result_hex = trim(read_private(v));
+    else if (a == "--config") {
+      config_path = v;
+      auto values = parse_config(read_private(v));
+      session = values["ZN_SESSION"];
+      key_hex = values["ZN_COMMAND_KEY"];
+      result_hex = values["ZN_RESULT_KEY"];
+    } else if (a == "--exec-uid")
+      exec_uid = id_number(v);
+    else if (a == "--exec-gid")
+      exec_gid = id_number(v);
+    else if (a == "--listen")
       listen = v;
     else
       usage("unknown option " + a);
@@ -70,6 +151,16 @@ int main(int argc, char** argv) {
                      nullptr) != 0 ||
       key_len != config.key.size())
     usage("the key must be 64 hex digits (zerod's command key, public)");
+  if (!zn::command::parse_result_key(trim(result_hex), config.result_key))
+    usage("the result key must be 64 hex digits (--result-key-file, or ZN_RESULT_KEY in --config)");
+  if (exec_uid >= 0 && exec_gid < 0) exec_gid = exec_uid;
+  config.exec_uid = exec_uid;
+  config.exec_gid = exec_gid;
+  if (!config_path.empty())
+    config.on_rekey = [config_path](const zn::command::PublicKey& k) { persist_command_key(config_path, k); };
+  // Nobody else (a process of the workload's uid included) may trace us or
+  // read our memory; core dumps would hold the result key.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) usage("--listen ADDR:PORT");

@@ -1,5 +1,6 @@
 // znctl exec, cp and agent: signed commands to a session's in-sandbox agent
 // (issue 15). zerod seals every command; znctl only asks.
+#include <fcntl.h>
 #include <sodium.h>
 #include <unistd.h>
 
@@ -33,7 +34,7 @@ std::string b64(const std::string& bytes) {
   return out;
 }
 
-// znctl exec ID [--timeout S] [--cwd DIR] [--env K=V]... -- CMD ARGS...
+// znctl exec ID [--timeout S] [--cwd DIR] [--env K=V]... [--user UID[:GID]] -- CMD ARGS...
 int exec(const Args& a) {
   const std::string id = arg(a, 0, "ID");
   json args = {{"id", id}};
@@ -45,7 +46,19 @@ int exec(const Args& a) {
       args["timeout_ms"] = std::stoul(a[++i]) * 1000;
     else if (a[i] == "--cwd")
       args["cwd"] = a[++i];
-    else if (a[i] == "--env") {
+    else if (a[i] == "--user") {
+      // Numeric: the guest's names are not the host's.
+      const std::string u = a[++i];
+      const size_t colon = u.find(':');
+      try {
+        size_t used = 0;
+        args["uid"] = std::stoul(u.substr(0, colon), &used);
+        if (used != (colon == std::string::npos ? u.size() : colon)) throw std::invalid_argument(u);
+        if (colon != std::string::npos) args["gid"] = std::stoul(u.substr(colon + 1));
+      } catch (const std::exception&) {
+        throw UsageError("--user UID[:GID] (numbers)");
+      }
+    } else if (a[i] == "--env") {
       const std::string kv = a[++i];
       const size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--env K=V");
@@ -138,10 +151,52 @@ int agent_ping(const Args& a) {
   return r.value("ran", false) ? 0 : 1;
 }
 
+// znctl agent provision ID [--out FILE]: the config a session's agent is
+// started with (zn-agent --config FILE). It holds the session's result key:
+// written 0600, never printed to a terminal by accident.
+int agent_provision(const Args& a) {
+  const std::string id = arg(a, 0, "ID");
+  json r = call("command.provision", {{"id", id}});
+  const std::string text = r.value("config", "");
+  if (a.size() >= 3 && a[1] == "--out") {
+    const std::string path = a[2];
+    ::unlink(path.c_str());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::close(fd) != 0)
+      throw std::runtime_error("cannot write " + path);
+    print(json{{"written", path}, {"agent_port", r["agent_port"]}},
+          [&] { std::cout << "agent config for " << id << " written to " << path << " (0600)\n"; });
+    return 0;
+  }
+  if (a.size() > 1) throw UsageError("agent provision ID [--out FILE]");
+  if (isatty(1)) throw UsageError("the config holds a secret: use --out FILE or redirect stdout");
+  std::cout << text;
+  return 0;
+}
+
+int agent_rotate(const Args&) {
+  json r = call("command.rotate");
+  print(r, [&] {
+    std::cout << "command key is now " << r["public_key"].get<std::string>() << "\n";
+    std::cout << r["rekeyed"].size() << " agent(s) rekeyed";
+    if (!r["unreached"].empty()) {
+      std::cout << "; not reached (rekeyed at their next command):";
+      for (const auto& u : r["unreached"])
+        std::cout << "\n  " << u["session"].get<std::string>() << ": " << u["reason"].get<std::string>();
+    }
+    std::cout << "\n";
+  });
+  return 0;
+}
+
 constexpr Verb kExecVerbs[] = {
-    {"run", "exec ID [--timeout S] [--cwd DIR] [--env K=V]... -- CMD [ARGS...]", exec}};
+    {"run", "exec ID [--timeout S] [--cwd DIR] [--env K=V]... [--user UID[:GID]] -- CMD [ARGS...]", exec}};
 constexpr Verb kCpVerbs[] = {{"copy", "cp ID:PATH LOCAL | LOCAL ID:PATH [--mode OCTAL]", cp}};
-constexpr Verb kAgentVerbs[] = {{"key", "agent key", agent_key}, {"ping", "agent ping ID", agent_ping}};
+constexpr Verb kAgentVerbs[] = {{"key", "agent key", agent_key},
+                                {"ping", "agent ping ID", agent_ping},
+                                {"provision", "agent provision ID [--out FILE]", agent_provision},
+                                {"rotate-key", "agent rotate-key", agent_rotate}};
 
 }  // namespace
 

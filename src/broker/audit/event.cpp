@@ -20,7 +20,7 @@ constexpr std::string_view kEventNames[] = {
     "dns:allow",      "dns:deny",
     "packet:deny",
     "resource:read",  "resource:write",  "resource:deny",
-    "command:run",    "command:reject",
+    "command:run",    "command:reject", "command:rotate",
     "session:create", "session:update",  "session:delete",
     "secret:reflected",  // an upstream sent an injected secret back; scrubbed
     "secret:canary",     // a planted fake credential left in egress; refused

@@ -69,23 +69,128 @@ void send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) 
   }
 }
 
+std::string hex_of(std::span<const unsigned char> bytes) {
+  std::string hex(bytes.size() * 2 + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), bytes.data(), bytes.size());
+  hex.pop_back();
+  return hex;
+}
+
+constexpr std::string_view kResultKeyDomain = "zeroness/agent-result/v1";
+
 }  // namespace
 
 CommandClient::CommandClient(const SessionDirectory& sessions, std::shared_ptr<const SigningKey> key,
-                             AuditLog& audit, CommandClientOptions options)
-    : sessions_(sessions), key_(std::move(key)), audit_(audit), options_(options) {}
+                             HostKey result_root, AuditLog& audit, CommandClientOptions options,
+                             std::shared_ptr<const SigningKey> previous)
+    : sessions_(sessions),
+      result_root_(std::move(result_root)),
+      audit_(audit),
+      options_(options),
+      key_(std::move(key)),
+      previous_(std::move(previous)) {}
 
 std::string CommandClient::public_key_hex() const {
-  const auto& pk = key_->public_key();
-  std::string hex(pk.size() * 2 + 1, '\0');
-  sodium_bin2hex(hex.data(), hex.size(), pk.data(), pk.size());
-  hex.pop_back();
-  return hex;
+  std::lock_guard lock(mu_);
+  return hex_of(key_->public_key());
+}
+
+command::ResultKey CommandClient::result_key(const std::string& session) const {
+  command::ResultKey out{};
+  result_root_.with_key([&](std::span<const unsigned char> root) {
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, root.data(), root.size());
+    crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(kResultKeyDomain.data()),
+                                  kResultKeyDomain.size());
+    crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(session.data()),
+                                  session.size());
+    crypto_auth_hmacsha256_final(&st, out.data());
+    sodium_memzero(&st, sizeof st);
+  });
+  return out;
+}
+
+std::string CommandClient::agent_config(const std::string& session) const {
+  if (!sessions_.get(session)) throw CommandError("no session '" + session + "'");
+  command::ResultKey rk = result_key(session);
+  std::string out = "# zn-agent --config: secret (the result key); readable by the agent alone\n";
+  out += "ZN_SESSION=" + session + "\n";
+  out += "ZN_COMMAND_KEY=" + public_key_hex() + "\n";
+  out += "ZN_RESULT_KEY=" + command::result_key_hex(rk) + "\n";
+  sodium_memzero(rk.data(), rk.size());
+  return out;
+}
+
+bool CommandClient::rekey(const SigningKey& by, const SigningKey& next, const std::string& session,
+                          std::string* reason) {
+  try {
+    const CommandOutcome o =
+        run_signed(by, session, command::CommandType::kRekey, json{{"key", hex_of(next.public_key())}}.dump(),
+                   {{"key_id", next.kid()}}, [](const command::Frame&) { return true; });
+    if (o.ran && o.result.value("rekeyed", false)) return true;
+    *reason = o.ran ? o.result.value("error", "not rekeyed") : o.result.value("reason", "refused");
+  } catch (const CommandError& e) {
+    *reason = e.what();
+  }
+  return false;
+}
+
+json CommandClient::rotate(std::shared_ptr<const SigningKey> next, const std::vector<std::string>& sessions,
+                           const std::function<void()>& commit) {
+  std::shared_ptr<const SigningKey> current;
+  {
+    std::lock_guard lock(mu_);
+    current = key_;
+  }
+  json rekeyed = json::array(), unreached = json::array();
+  for (const std::string& id : sessions) {
+    std::string reason;
+    if (rekey(*current, *next, id, &reason))
+      rekeyed.push_back(id);
+    else
+      unreached.push_back({{"session", id}, {"reason", reason}});
+  }
+  // Agents that pinned `next` refuse the old key from now on: it is the
+  // key in memory whatever the file's rename does.
+  {
+    std::lock_guard lock(mu_);
+    previous_ = current;
+    key_ = next;
+  }
+  audit_.post({"command:rotate",
+               "",
+               {{"key_id", next->kid()}, {"rekeyed", rekeyed.size()}, {"unreached", unreached.size()}}});
+  commit();
+  return {{"key_id", next->kid()},
+          {"public_key", hex_of(next->public_key())},
+          {"rekeyed", rekeyed},
+          {"unreached", unreached}};
 }
 
 CommandOutcome CommandClient::run(const std::string& session, command::CommandType type,
                                   const std::string& body, const json& audit_detail,
                                   const std::function<bool(const command::Frame&)>& on_frame) {
+  std::shared_ptr<const SigningKey> key, previous;
+  {
+    std::lock_guard lock(mu_);
+    key = key_;
+    previous = previous_;
+  }
+  CommandOutcome o = run_signed(*key, session, type, body, audit_detail, on_frame);
+  // An agent a rotation did not reach still pins the previous key: rekey
+  // it under that key, then ask again (once).
+  if (!o.ran && previous && o.result.value("reason", "") == "bad_signature") {
+    std::string why;
+    if (rekey(*previous, *key, session, &why))
+      return run_signed(*key, session, type, body, audit_detail, on_frame);
+  }
+  return o;
+}
+
+CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::string& session,
+                                         command::CommandType type, const std::string& body,
+                                         const json& audit_detail,
+                                         const std::function<bool(const command::Frame&)>& on_frame) {
   const SessionPtr s = sessions_.get(session);
   if (!s) throw CommandError("no session '" + session + "'");
   json detail = audit_detail;
@@ -97,15 +202,16 @@ CommandOutcome CommandClient::run(const std::string& session, command::CommandTy
     audit_.post({"command:reject", session, d});
   };
   net::UniqueFd fd;
+  std::string envelope;
   try {
     fd = connect_agent(*s, options_.agent_port, options_.connect_timeout);
-    const std::string envelope = command::seal_envelope(type, session, body, std::chrono::system_clock::now(),
-                                                        [this](std::string_view m) {
-                                                          const SigningKey::Signature sig = key_->sign(m);
-                                                          command::Signature out;
-                                                          std::copy(sig.begin(), sig.end(), out.begin());
-                                                          return out;
-                                                        });
+    envelope = command::seal_envelope(type, session, body, std::chrono::system_clock::now(),
+                                      [&key](std::string_view m) {
+                                        const SigningKey::Signature sig = key.sign(m);
+                                        command::Signature out;
+                                        std::copy(sig.begin(), sig.end(), out.begin());
+                                        return out;
+                                      });
     send_all(fd.get(), envelope, options_.connect_timeout);
     ::shutdown(fd.get(), SHUT_WR);
   } catch (const CommandError& e) {
@@ -113,6 +219,10 @@ CommandOutcome CommandClient::run(const std::string& session, command::CommandTy
     throw;
   }
 
+  // The reply must be the agent's, for this envelope, frame by frame.
+  command::ResultKey rk = result_key(session);
+  command::ReplyOpener opener(rk, command::envelope_nonce(envelope));
+  sodium_memzero(rk.data(), rk.size());
   CommandOutcome outcome;
   std::string buf;
   char chunk[65536];
@@ -125,6 +235,12 @@ CommandOutcome CommandClient::run(const std::string& session, command::CommandTy
     } catch (const std::exception& e) {
       audit_reject("bad_reply");
       throw CommandError(std::string("the agent's reply is malformed: ") + e.what());
+    }
+    if (f && !opener.open(*f)) {
+      audit_reject("unauthenticated_reply");
+      throw CommandError(
+          "the reply on the agent port is not the agent's: its seal does not verify under the session's "
+          "result key (another process on the port, or an agent provisioned for another session)");
     }
     if (f) {
       if (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject) {

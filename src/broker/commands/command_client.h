@@ -7,21 +7,30 @@
 // path, exit code or signal, duration; never stdin or file contents) or
 // command:reject (the agent's reason, or why it could not be reached).
 // The control plane's: blocks on the network (a command's duration).
+//
+// Every frame of the agent's reply must open under the session's result key
+// (reply_seal.h): HMAC-SHA-256 keyed by a key derived from zerod's result
+// root (a seed file beside the host key) and the session id. Anything else
+// answering on the agent port is refused as `unauthenticated_reply`.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "broker/audit/log.h"
 #include "broker/identity/signing_key.h"
+#include "broker/secrets/host_key.h"
 #include "broker/session/directory.h"
 #include "userspace/command/envelope.h"
 #include "userspace/command/frames.h"
+#include "userspace/command/reply_seal.h"
 
 namespace zn::broker {
 
@@ -46,8 +55,11 @@ struct CommandOutcome {
 
 class CommandClient {
  public:
-  CommandClient(const SessionDirectory& sessions, std::shared_ptr<const SigningKey> key, AuditLog& audit,
-                CommandClientOptions options = {});
+  // `previous`: the key before the last rotation, when an agent may still
+  // pin it (null when none); used only to send such an agent a rekey.
+  CommandClient(const SessionDirectory& sessions, std::shared_ptr<const SigningKey> key, HostKey result_root,
+                AuditLog& audit, CommandClientOptions options = {},
+                std::shared_ptr<const SigningKey> previous = nullptr);
 
   // Runs one command; `on_frame` sees each output or data frame as it comes
   // (returns false to stop: the connection is closed, the agent kills an
@@ -61,11 +73,36 @@ class CommandClient {
   std::string public_key_hex() const;
   uint16_t agent_port() const { return options_.agent_port; }
 
+  // The session's result key (secret): HMAC-SHA-256(result root,
+  // "zeroness/agent-result/v1" | session).
+  command::ResultKey result_key(const std::string& session) const;
+  // What the session's agent is started with (zn-agent --config): its
+  // session, zerod's public key and its result key. Secret.
+  std::string agent_config(const std::string& session) const;
+
+  // Rotation: every listed session's agent is sent a rekey to `next`
+  // signed by the current key; then `commit` (the key file's rename) runs
+  // and `next` is the key commands are signed with. The old key is kept
+  // (in memory) to rekey an agent this did not reach, the first time it
+  // refuses a command as bad_signature. Returns {"rekeyed": [...],
+  // "unreached": [{"session","reason"}]}; audited as command:rotate.
+  nlohmann::json rotate(std::shared_ptr<const SigningKey> next, const std::vector<std::string>& sessions,
+                        const std::function<void()>& commit);
+
  private:
+  CommandOutcome run_signed(const SigningKey& key, const std::string& session, command::CommandType type,
+                            const std::string& body, const nlohmann::json& audit_detail,
+                            const std::function<bool(const command::Frame&)>& on_frame);
+  // Sends a rekey to `next`'s public key, signed by `by`; true if pinned.
+  bool rekey(const SigningKey& by, const SigningKey& next, const std::string& session, std::string* reason);
+
   const SessionDirectory& sessions_;
-  std::shared_ptr<const SigningKey> key_;
+  HostKey result_root_;
   AuditLog& audit_;
   CommandClientOptions options_;
+  mutable std::mutex mu_;  // the keys: swapped by a rotation
+  std::shared_ptr<const SigningKey> key_;
+  std::shared_ptr<const SigningKey> previous_;
 };
 
 }  // namespace zn::broker

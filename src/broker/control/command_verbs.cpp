@@ -38,14 +38,19 @@ json exec_body(const json& args) {
   if (!args.contains("argv") || !args["argv"].is_array() || args["argv"].empty())
     throw CommandError("\"argv\" must be a non-empty array of strings");
   json body = {{"argv", args["argv"]}};
-  for (const char* k : {"env", "cwd", "timeout_ms", "stdin"})
+  for (const char* k : {"env", "cwd", "timeout_ms", "stdin", "uid", "gid"})
     if (args.contains(k)) body[k] = args[k];
   return body;
 }
 
 }  // namespace
 
-void register_command_verbs(ControlServer& server, CommandClient& commands) {
+void register_command_verbs(ControlServer& server, CommandClient& commands,
+                            std::function<nlohmann::json()> rotate) {
+  server.handle("command.provision", [&commands](const json& args) {
+    return json{{"config", commands.agent_config(text(args, "id"))}, {"agent_port", commands.agent_port()}};
+  });
+  server.handle("command.rotate", [rotate = std::move(rotate)](const json&) { return rotate(); });
   server.handle("command.key", [&commands](const json&) {
     return json{{"public_key", commands.public_key_hex()}, {"agent_port", commands.agent_port()}};
   });

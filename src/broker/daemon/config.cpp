@@ -84,6 +84,10 @@ std::string DaemonConfig::command_signing_key() const {
   return (std::filesystem::path(host_key).parent_path() / "command-ed25519.key").string();
 }
 
+std::string DaemonConfig::command_result_root() const {
+  return (std::filesystem::path(host_key).parent_path() / "command-results.key").string();
+}
+
 DaemonConfig parse_daemon_config(const std::string& text) {
   json doc;
   try {
@@ -122,6 +126,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "expose_binding_s",
                                  "expose_head_timeout_ms",
                                  "agent_port",
+                                 "agent_binary",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -181,6 +186,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.expose_binding_s = get_uint(doc, "expose_binding_s", c.expose_binding_s, 1, 86400);
   c.expose_head_timeout_ms = get_uint(doc, "expose_head_timeout_ms", c.expose_head_timeout_ms, 100, 600000);
   c.agent_port = get_uint(doc, "agent_port", c.agent_port, 0, 65535);
+  c.agent_binary = get_string(doc, "agent_binary", c.agent_binary);
+  if (!c.agent_binary.empty() && c.agent_binary.front() != '/')
+    fail("$.agent_binary", "must be an absolute path");
   if (doc.contains("approval_webhook")) c.approval_webhook = parse_webhook(doc["approval_webhook"]);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);

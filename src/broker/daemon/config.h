@@ -84,8 +84,16 @@ struct DaemonConfig {
   // The in-sandbox agent's TCP port (issue 15): zerod's signed commands
   // reach it, and nothing else does; 0: no command channel.
   uint32_t agent_port = 7070;
+  // The static zn-agent a microVM is given ("" = the one installed beside
+  // zerod: <zerod's dir>/zn-agent, ../zn-agent/zn-agent in a build tree,
+  // /usr/lib/zeroness/zn-agent). None found: VMs boot without an agent.
+  std::string agent_binary;
   // zerod's command signing key (Ed25519 seed, beside the host key).
   std::string command_signing_key() const;
+  // The seed each session's agent result key is derived from (32 random
+  // bytes, 0600, beside the host key; never rotated with the command key,
+  // which travels to agents in the clear).
+  std::string command_result_root() const;
   std::optional<ApprovalWebhookConfig> approval_webhook;
   // PEM bundle trusted for upstream TLS on top of the system store (the
   // lab's CA); "" = system store only.

@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <sodium.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <future>
+#include <vector>
 
 #include "broker/audit/drop_events.h"
 #include "broker/audit/event.h"
@@ -27,6 +29,23 @@
 
 namespace zn::broker {
 namespace {
+
+// The zn-agent microVMs are given: the configured one, else the one beside
+// zerod (installed, or in a build tree). "" when there is none.
+std::string find_agent_binary(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    candidates.push_back(self.parent_path() / "zn-agent");
+    candidates.push_back(self.parent_path().parent_path() / "zn-agent" / "zn-agent");
+  }
+  candidates.emplace_back("/usr/lib/zeroness/zn-agent");
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  return "";
+}
 
 using json = nlohmann::json;
 
@@ -164,6 +183,16 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     vm_options.directory = config_.state_dir + "/vms";
     vm_options.ca_cert_path = ca_.cert;
     vm_options.uid_base = config_.vm_uid_base;
+    if (config_.agent_port) {
+      vm_options.agent_binary = find_agent_binary(config_.agent_binary);
+      if (vm_options.agent_binary.empty())
+        spdlog::warn("no zn-agent found: microVMs boot without a command agent");
+      vm_options.agent_port = static_cast<uint16_t>(config_.agent_port);
+      // commands_ is made below; a VM is only ever run after start-up.
+      vm_options.agent_config = [this](const std::string& id) {
+        return commands_ ? commands_->agent_config(id) : std::string();
+      };
+    }
     vmm::QemuOptions qemu;
     qemu.binary = config_.vm_qemu;
     qemu.accel = config_.vm_accel;
@@ -184,12 +213,24 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   }
   if (config_.agent_port) {
     // Like the webhook key: a seed file beside the host key (0600, ours),
-    // read into guarded pages.
-    const HostKey seed = HostKey::load_or_create(config_.command_signing_key());
-    auto key = seed.with_key([](std::span<const unsigned char> s) { return SigningKey::from_seed(s); });
+    // read into guarded pages. A rotation a crash interrupted is finished:
+    // its agents may pin the next key already; the others are rekeyed
+    // under the old one (kept in memory) the first time they refuse.
+    command_keys_ = std::make_unique<HostKeys>(config_.command_signing_key(), false);
+    auto signing = [](const HostKey& seed) {
+      return seed.with_key([](std::span<const unsigned char> s) { return SigningKey::from_seed(s); });
+    };
+    std::shared_ptr<const SigningKey> previous;
+    if (command_keys_->pending()) {
+      previous = signing(*command_keys_->current());
+      command_keys_->commit_rotation();
+      spdlog::warn("command key: finished a rotation a restart interrupted");
+    }
     CommandClientOptions command;
     command.agent_port = static_cast<uint16_t>(config_.agent_port);
-    commands_ = std::make_unique<CommandClient>(*registry_, std::move(key), *audit_, command);
+    commands_ = std::make_unique<CommandClient>(*registry_, signing(*command_keys_->current()),
+                                                HostKey::load_or_create(config_.command_result_root()),
+                                                *audit_, command, std::move(previous));
   }
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
@@ -288,7 +329,17 @@ void ZerodDaemon::register_verbs() {
                                      capabilities_.get(), vms_.get(), exposures_.get()});
   register_vm_verbs(*control_, *vms_);
   register_exposure_verbs(*control_, *exposures_);
-  if (commands_) register_command_verbs(*control_, *commands_);
+  if (commands_)
+    register_command_verbs(*control_, *commands_, [this] {
+      // The next key on disk first (<path>.next), then the agents, then
+      // the rename: a crash anywhere leaves a state the next start finishes.
+      const auto next_seed = command_keys_->begin_rotation();
+      auto next =
+          next_seed->with_key([](std::span<const unsigned char> s) { return SigningKey::from_seed(s); });
+      std::vector<std::string> ids;
+      for (const SessionPtr& s : registry_->list()) ids.push_back(s->record.id);
+      return commands_->rotate(std::move(next), ids, [this] { command_keys_->commit_rotation(); });
+    });
   register_approval_verbs(*control_, *approvals_, *audit_);
   register_approval_watch_verb(*control_, *approvals_, approval_events_);
   control_->handle("approval.webhook_key", [this](const json&) {

@@ -71,6 +71,7 @@ class ZerodDaemon {
   std::unique_ptr<SessionRegistry> registry_;
   std::unique_ptr<VmRegistry> vms_;             // a session's microVM
   std::unique_ptr<ExposureService> exposures_;  // declared guest ports
+  std::unique_ptr<HostKeys> command_keys_;      // the command key file and its rotation
   std::unique_ptr<CommandClient> commands_;     // signed commands to agents; null: agent_port 0
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;

@@ -152,6 +152,11 @@ nlohmann::json VmRegistry::run(const VmRunRequest& request) {
   spec.boot.ca_pem = slurp(options_.ca_cert_path);
   spec.boot.user_data = request.user_data;
   spec.boot.poweroff_after = request.poweroff_after;
+  if (!options_.agent_binary.empty() && options_.agent_config && options_.agent_port) {
+    spec.boot.agent_binary = slurp(options_.agent_binary);
+    spec.boot.agent_config = options_.agent_config(request.session);
+    spec.boot.agent_port = options_.agent_port;
+  }
   if (!request.disk.empty()) spec.disk = vmm::VmDisk{request.disk, request.encrypt_disk, ""};
   std::error_code ignored;
   fs::remove_all(spec.directory, ignored);

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,11 @@ struct VmRegistryOptions {
   std::string directory;     // state_dir/vms: one directory per VM
   std::string ca_cert_path;  // the deployment CA (public)
   uid_t uid_base = 0;        // a VM runs as uid_base + its session's slot
+  // The command agent every VM boots with (issue 15): the static binary's
+  // path, and the session's agent config (secret). Empty path: no agent.
+  std::string agent_binary;
+  std::function<std::string(const std::string& session)> agent_config;
+  uint16_t agent_port = 0;
   std::vector<std::shared_ptr<vmm::VmBackend>> backends;
 };
 

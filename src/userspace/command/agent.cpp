@@ -1,6 +1,8 @@
 #include "userspace/command/agent.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <sodium.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -33,15 +35,27 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-bool send_frame(int fd, FrameKind kind, std::string_view payload) {
-  return write_all(fd, frame(kind, payload));
-}
+// One command's replies: every frame sealed, in order, for its nonce.
+struct Replier {
+  int fd;
+  ReplySealer sealer;
+  bool send(FrameKind kind, std::string_view payload) { return write_all(fd, sealer.seal(kind, payload)); }
+};
 
-ServeOutcome reject(int fd, Rejection r, const std::string& type = "", const std::string& detail = "") {
+ServeOutcome reject(Replier& out, Rejection r, const std::string& type = "", const std::string& detail = "") {
   json j = {{"reason", rejection_name(r)}};
   if (!detail.empty()) j["detail"] = detail;
-  send_frame(fd, FrameKind::kReject, j.dump());
+  out.send(FrameKind::kReject, j.dump());
   return ServeOutcome{false, type, std::string(rejection_name(r))};
+}
+
+// The nonce where the header has it, for sealing a refusal: what zerod sent
+// when it was zerod (a header it could not have sent gets zeros).
+Nonce nonce_in(std::string_view header) {
+  Nonce n{};
+  constexpr size_t kAt = 4 + 1 + 1 + 2;
+  if (header.size() >= kAt + n.size()) std::copy_n(header.data() + kAt, n.size(), n.begin());
+  return n;
 }
 
 // Reads until `buf` holds `want` bytes; false at the end of the stream or
@@ -74,20 +88,20 @@ int64_t ms_since(Clock::time_point start) {
 }
 
 // Runs argv with exactly `env`, streaming its output as frames.
-ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
+ServeOutcome run_exec(Replier& reply, const json& body, const AgentConfig& config) {
   if (!body.is_object() || !body.contains("argv") || !body["argv"].is_array() || body["argv"].empty())
-    return reject(fd, Rejection::kMalformed, "exec", "argv: a non-empty array of strings");
+    return reject(reply, Rejection::kMalformed, "exec", "argv: a non-empty array of strings");
   std::vector<std::string> argv, env;
   for (const auto& a : body["argv"]) {
-    if (!a.is_string()) return reject(fd, Rejection::kMalformed, "exec", "argv: strings only");
+    if (!a.is_string()) return reject(reply, Rejection::kMalformed, "exec", "argv: strings only");
     argv.push_back(a.get<std::string>());
   }
   if (body.contains("env")) {
     if (!body["env"].is_object())
-      return reject(fd, Rejection::kMalformed, "exec", "env: an object of strings");
+      return reject(reply, Rejection::kMalformed, "exec", "env: an object of strings");
     for (const auto& [k, v] : body["env"].items()) {
       if (!v.is_string() || k.empty() || k.find('=') != std::string::npos)
-        return reject(fd, Rejection::kMalformed, "exec", "env: an object of strings");
+        return reject(reply, Rejection::kMalformed, "exec", "env: an object of strings");
       env.push_back(k + "=" + v.get<std::string>());
     }
   }
@@ -95,11 +109,19 @@ ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
   const std::string input = body.value("stdin", std::string());
   const uint64_t timeout_ms = body.value("timeout_ms", uint64_t{60000});
   if (timeout_ms == 0 || timeout_ms > config.max_exec_timeout_ms)
-    return reject(fd, Rejection::kMalformed, "exec", "timeout_ms out of range");
+    return reject(reply, Rejection::kMalformed, "exec", "timeout_ms out of range");
+  int64_t uid = config.exec_uid, gid = config.exec_gid;
+  for (auto [key, slot] : {std::pair{"uid", &uid}, std::pair{"gid", &gid}}) {
+    if (!body.contains(key)) continue;
+    if (!body[key].is_number_unsigned() || body[key].get<uint64_t>() > 0xfffffffeu)
+      return reject(reply, Rejection::kMalformed, "exec", std::string(key) + ": a number");
+    *slot = body[key].get<int64_t>();
+  }
+  if (body.contains("uid") && !body.contains("gid")) gid = uid;
 
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-    return reject(fd, Rejection::kMalformed, "exec", std::string("pipe: ") + std::strerror(errno));
+    return reject(reply, Rejection::kMalformed, "exec", std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -131,6 +153,10 @@ ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    // The identity before the directory: cwd is checked with the command's
+    // own rights. setgroups is a plain syscall here: the child has one thread.
+    if (gid >= 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0)) ::_exit(126);
+    if (uid >= 0 && ::setresuid(uid, uid, uid) != 0) ::_exit(126);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
     // Only async-signal-safe calls from here (the agent has other threads):
     // the candidates were made before fork.
@@ -144,7 +170,7 @@ ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
     ::close(in[1]);
     ::close(out[0]);
     ::close(err[0]);
-    return reject(fd, Rejection::kMalformed, "exec", std::string("fork: ") + std::strerror(errno));
+    return reject(reply, Rejection::kMalformed, "exec", std::string("fork: ") + std::strerror(errno));
   }
   // stdin: written whole, then closed (bounded by the body's limit).
   ::signal(SIGPIPE, SIG_IGN);
@@ -180,7 +206,7 @@ ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
         continue;
       }
       if (!client_gone &&
-          !send_frame(fd, i == 0 ? FrameKind::kStdout : FrameKind::kStderr, std::string_view(buf, n))) {
+          !reply.send(i == 0 ? FrameKind::kStdout : FrameKind::kStderr, std::string_view(buf, n))) {
         // Nobody to report to: the command is ended, not left running.
         client_gone = true;
         ::kill(-pid, SIGKILL);
@@ -195,20 +221,20 @@ ServeOutcome run_exec(int fd, const json& body, const AgentConfig& config) {
   json result = {{"duration_ms", ms_since(start)}, {"timed_out", timed_out}};
   if (WIFEXITED(status)) result["exit_code"] = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result["signal"] = WTERMSIG(status);
-  send_frame(fd, FrameKind::kResult, result.dump());
+  reply.send(FrameKind::kResult, result.dump());
   return ServeOutcome{true, "exec", ""};
 }
 
-ServeOutcome run_put(int fd, std::string_view body) {
+ServeOutcome run_put(Replier& reply, std::string_view body) {
   const size_t nl = body.find('\n');
   json meta = json::parse(body.substr(0, nl == std::string_view::npos ? body.size() : nl), nullptr, false);
   if (nl == std::string_view::npos || !meta.is_object() || !meta.contains("path") ||
       !meta["path"].is_string())
-    return reject(fd, Rejection::kMalformed, "put", "a JSON line {\"path\", \"mode\"} then the bytes");
+    return reject(reply, Rejection::kMalformed, "put", "a JSON line {\"path\", \"mode\"} then the bytes");
   const std::string path = meta["path"];
   const unsigned mode = meta.value("mode", 0644u) & 07777u;
   if (path.empty() || path.front() != '/')
-    return reject(fd, Rejection::kMalformed, "put", "path must be absolute");
+    return reject(reply, Rejection::kMalformed, "put", "path must be absolute");
   const std::string_view bytes = body.substr(nl + 1);
   // Whole or not at all: a temporary beside it, renamed over it.
   const std::string tmp = path + ".zn-agent-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
@@ -226,30 +252,30 @@ ServeOutcome run_put(int fd, std::string_view body) {
   if (!ok) {
     ::unlink(tmp.c_str());
     json j = {{"error", std::strerror(e ? e : errno)}, {"bytes", 0}};
-    send_frame(fd, FrameKind::kResult, j.dump());
+    reply.send(FrameKind::kResult, j.dump());
     return ServeOutcome{true, "put", ""};
   }
-  send_frame(fd, FrameKind::kResult, json{{"bytes", bytes.size()}}.dump());
+  reply.send(FrameKind::kResult, json{{"bytes", bytes.size()}}.dump());
   return ServeOutcome{true, "put", ""};
 }
 
-ServeOutcome run_get(int fd, const json& body, const AgentConfig& config) {
+ServeOutcome run_get(Replier& reply, const json& body, const AgentConfig& config) {
   if (!body.is_object() || !body.contains("path") || !body["path"].is_string())
-    return reject(fd, Rejection::kMalformed, "get", "{\"path\"}");
+    return reject(reply, Rejection::kMalformed, "get", "{\"path\"}");
   const std::string path = body["path"];
   const uint64_t max =
       std::min<uint64_t>(body.value("max_bytes", config.max_get_bytes), config.max_get_bytes);
   const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) {
-    send_frame(fd, FrameKind::kResult, json{{"error", std::strerror(errno)}, {"bytes", 0}}.dump());
+    reply.send(FrameKind::kResult, json{{"error", std::strerror(errno)}, {"bytes", 0}}.dump());
     return ServeOutcome{true, "get", ""};
   }
   struct stat st {};
   ::fstat(in, &st);
   if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max) {
     ::close(in);
-    send_frame(
-        fd, FrameKind::kResult,
+    reply.send(
+        FrameKind::kResult,
         json{{"error", S_ISREG(st.st_mode) ? "larger than max_bytes" : "not a regular file"}, {"bytes", 0}}
             .dump());
     return ServeOutcome{true, "get", ""};
@@ -261,11 +287,34 @@ ServeOutcome run_get(int fd, const json& body, const AgentConfig& config) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || total + static_cast<uint64_t>(n) > max) break;
     total += static_cast<uint64_t>(n);
-    if (!send_frame(fd, FrameKind::kData, std::string_view(buf, static_cast<size_t>(n)))) break;
+    if (!reply.send(FrameKind::kData, std::string_view(buf, static_cast<size_t>(n)))) break;
   }
   ::close(in);
-  send_frame(fd, FrameKind::kResult, json{{"bytes", total}, {"mode", st.st_mode & 07777}}.dump());
+  reply.send(FrameKind::kResult, json{{"bytes", total}, {"mode", st.st_mode & 07777}}.dump());
   return ServeOutcome{true, "get", ""};
+}
+
+// Pins the key a verified rekey names (the caller holds the agent's lock).
+ServeOutcome run_rekey(Replier& out, std::string_view body, AgentConfig& config) {
+  const json j = json::parse(body, nullptr, false);
+  PublicKey next{};
+  size_t len = 0;
+  const std::string hex = j.is_object() && j.contains("key") && j["key"].is_string() ? j["key"] : "";
+  if (hex.size() != 2 * next.size() ||
+      sodium_hex2bin(next.data(), next.size(), hex.data(), hex.size(), nullptr, &len, nullptr) != 0 ||
+      len != next.size())
+    return reject(out, Rejection::kMalformed, "rekey", "{\"key\": 64 hex digits}");
+  if (config.on_rekey) {
+    try {
+      config.on_rekey(next);
+    } catch (const std::exception& e) {
+      out.send(FrameKind::kResult, json{{"rekeyed", false}, {"error", e.what()}}.dump());
+      return ServeOutcome{true, "rekey", ""};
+    }
+  }
+  config.key = next;
+  out.send(FrameKind::kResult, json{{"rekeyed", true}}.dump());
+  return ServeOutcome{true, "rekey", ""};
 }
 
 }  // namespace
@@ -276,15 +325,23 @@ ServeOutcome Agent::serve(int fd) {
   const timeval tv{static_cast<time_t>(config_.read_timeout.count() / 1000),
                    static_cast<suseconds_t>((config_.read_timeout.count() % 1000) * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  PublicKey key;
+  {
+    std::lock_guard lock(mu_);
+    key = config_.key;
+  }
 
   // The header, read only as far as it says it goes (never past kMaxHeaderSize).
   std::string buf;
   EnvelopeHeader header;
   size_t header_size = 0;
   for (;;) {
-    const Rejection r = parse_and_verify_header(buf, config_.key, config_.limits, header, &header_size);
+    const Rejection r = parse_and_verify_header(buf, key, config_.limits, header, &header_size);
     if (r == Rejection::kNone) break;
-    if (r != Rejection::kTruncated || buf.size() >= kMaxHeaderSize) return reject(fd, r);
+    if (r != Rejection::kTruncated || buf.size() >= kMaxHeaderSize) {
+      Replier early{fd, ReplySealer(config_.result_key, nonce_in(buf))};
+      return reject(early, r);
+    }
     // The least that can complete what is there: byte by byte through the
     // fixed part, then exactly the session and signature.
     size_t want = buf.size() + 1;
@@ -297,36 +354,44 @@ ServeOutcome Agent::serve(int fd) {
     }
     // One read at a time, never past what the header can need: garbage is
     // refused as soon as it shows, not after a timeout.
-    if (!read_some(fd, buf, std::min(want, kMaxHeaderSize))) return reject(fd, Rejection::kTruncated);
+    if (!read_some(fd, buf, std::min(want, kMaxHeaderSize))) {
+      Replier early{fd, ReplySealer(config_.result_key, nonce_in(buf))};
+      return reject(early, Rejection::kTruncated);
+    }
   }
+  Replier out{fd, ReplySealer(config_.result_key, header.nonce)};
   const std::string type(command_type_name(header.type));
   std::string body = buf.substr(header_size);
-  if (body.size() > header.body_length) return reject(fd, Rejection::kBadBodyHash, type);
-  if (!read_to(fd, body, header.body_length)) return reject(fd, Rejection::kTruncated, type);
-  if (const Rejection r = verify_body(header, body); r != Rejection::kNone) return reject(fd, r, type);
+  if (body.size() > header.body_length) return reject(out, Rejection::kBadBodyHash, type);
+  if (!read_to(fd, body, header.body_length)) return reject(out, Rejection::kTruncated, type);
+  if (const Rejection r = verify_body(header, body); r != Rejection::kNone) return reject(out, r, type);
   {
     std::lock_guard lock(mu_);
     const Rejection r =
         replay_.admit(header, config_.session, std::chrono::system_clock::now(), config_.limits.window);
-    if (r != Rejection::kNone) return reject(fd, r, type);
+    if (r != Rejection::kNone) return reject(out, r, type);
   }
 
   switch (header.type) {
     case CommandType::kPing:
-      send_frame(fd, FrameKind::kResult, json{{"pong", true}, {"session", config_.session}}.dump());
+      out.send(FrameKind::kResult, json{{"pong", true}, {"session", config_.session}}.dump());
       return ServeOutcome{true, type, ""};
     case CommandType::kExec: {
       const json j = json::parse(body, nullptr, false);
-      return run_exec(fd, j, config_);
+      return run_exec(out, j, config_);
     }
     case CommandType::kPut:
-      return run_put(fd, body);
+      return run_put(out, body);
     case CommandType::kGet: {
       const json j = json::parse(body, nullptr, false);
-      return run_get(fd, j, config_);
+      return run_get(out, j, config_);
+    }
+    case CommandType::kRekey: {
+      std::lock_guard lock(mu_);
+      return run_rekey(out, body, config_);
     }
   }
-  return reject(fd, Rejection::kMalformed, type);
+  return reject(out, Rejection::kMalformed, type);
 }
 
 }  // namespace zn::command

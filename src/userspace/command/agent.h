@@ -11,20 +11,40 @@
 //            {"exit_code"|"signal", "duration_ms", "timed_out"}
 //   put   {"path": "/abs", "mode": 420} "\n" bytes  -> result {"bytes"}
 //   get   {"path": "/abs", "max_bytes": N}       -> data frames, then result {"bytes"}
+//   rekey {"key": "<64 hex>"}                     -> result {"rekeyed": true}; later
+//         envelopes must verify under the new key (zerod's rotation)
+//
+// exec may name {"uid", "gid"}; without them a command runs as the agent's
+// exec identity (AgentConfig::exec_uid, in a microVM an unprivileged user),
+// so the workload cannot read the agent's keys or take over its port.
+//
+// Every reply frame is sealed under the session's result key and the
+// envelope's nonce (reply_seal.h), so zerod can tell the agent's replies
+// from anything else that answers on the agent port.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
 #include "userspace/command/envelope.h"
 #include "userspace/command/replay_cache.h"
+#include "userspace/command/reply_seal.h"
 
 namespace zn::command {
 
 struct AgentConfig {
-  std::string session;  // the sandbox this agent serves
-  PublicKey key{};      // zerod's command key (public), pinned at boot
+  std::string session;     // the sandbox this agent serves
+  PublicKey key{};         // zerod's command key (public), pinned at boot
+  ResultKey result_key{};  // seals every reply (secret: the agent's alone in the guest)
+  // Who exec runs as when the command names nobody; -1 keeps the agent's.
+  int64_t exec_uid = -1, exec_gid = -1;
+  // Called (under the agent's lock) with a key a verified rekey pinned, so
+  // a restarted agent keeps it. A throw refuses the rekey.
+  std::function<void(const PublicKey&)> on_rekey;
   VerifyLimits limits;
   std::chrono::milliseconds read_timeout{10000};  // an envelope arriving
   uint32_t max_exec_timeout_ms = 3600 * 1000;
@@ -46,7 +66,7 @@ class Agent {
 
  private:
   AgentConfig config_;
-  std::mutex mu_;  // the replay cache
+  std::mutex mu_;  // the replay cache and config_.key
   ReplayCache replay_;
 };
 

@@ -22,7 +22,7 @@ uint64_t get_be(std::string_view in, size_t at, int bytes) {
   return v;
 }
 
-bool known_type(uint8_t t) { return t >= 1 && t <= 4; }
+bool known_type(uint8_t t) { return t >= 1 && t <= 5; }
 
 void init_sodium() {
   if (sodium_init() < 0) throw std::runtime_error("libsodium did not initialise");
@@ -40,6 +40,8 @@ std::string_view command_type_name(CommandType t) {
       return "put";
     case CommandType::kGet:
       return "get";
+    case CommandType::kRekey:
+      return "rekey";
   }
   return "unknown";
 }
@@ -72,6 +74,14 @@ std::string_view rejection_name(Rejection r) {
       return "replay_cache_full";
   }
   return "malformed";
+}
+
+Nonce envelope_nonce(std::string_view envelope) {
+  Nonce n{};
+  constexpr size_t kAt = 4 + 1 + 1 + 2;
+  if (envelope.size() < kAt + n.size()) throw std::invalid_argument("not a sealed envelope");
+  std::copy_n(envelope.data() + kAt, n.size(), n.begin());
+  return n;
 }
 
 std::string seal_envelope(CommandType type, const std::string& session, std::string_view body,

@@ -24,7 +24,8 @@
 
 namespace zn::command {
 
-enum class CommandType : uint8_t { kPing = 1, kExec = 2, kPut = 3, kGet = 4 };
+// kRekey: the agent pins a new key (zerod's rotation), signed by the old one.
+enum class CommandType : uint8_t { kPing = 1, kExec = 2, kPut = 3, kGet = 4, kRekey = 5 };
 std::string_view command_type_name(CommandType t);
 
 inline constexpr size_t kNonceSize = 16;
@@ -56,6 +57,9 @@ using Signer = std::function<Signature(std::string_view message)>;
 // The whole envelope for `body`: a fresh random nonce, `issued` as given.
 std::string seal_envelope(CommandType type, const std::string& session, std::string_view body,
                           std::chrono::system_clock::time_point issued, const Signer& sign);
+
+// The nonce of a sealed envelope (what its reply is sealed for).
+Nonce envelope_nonce(std::string_view envelope);
 
 // Why an envelope was refused. Each is reported back and audited
 // (command:reject) by name.

@@ -31,6 +31,7 @@ std::string guest_conf(const GuestBoot& boot) {
       {"ZN_DNS", net::to_string(n.gateway_ip4)},
       {"ZN_MTU", std::to_string(GuestNetwork::kMtu)},
       {"ZN_POWEROFF", boot.poweroff_after ? "1" : "0"},
+      {"ZN_AGENT_PORT", std::to_string(boot.agent_config.empty() ? 0 : boot.agent_port)},
   };
   std::string out = "# zeroness guest configuration (public: no secret is ever here)\n";
   for (const auto& [key, value] : lines) {
@@ -47,6 +48,11 @@ std::string guest_config_archive(const GuestBoot& boot) {
       {"zn/ca.pem", 0644, false, boot.ca_pem},
   };
   if (!boot.user_data.empty()) entries.push_back({"zn/user-data", 0755, false, boot.user_data});
+  if (!boot.agent_config.empty()) {
+    if (boot.agent_binary.empty()) throw std::invalid_argument("an agent config without the agent binary");
+    entries.push_back({"zn/zn-agent", 0755, false, boot.agent_binary});
+    entries.push_back({"zn/agent.conf", 0600, false, boot.agent_config});
+  }
   return newc_archive(entries);
 }
 

@@ -2,9 +2,12 @@
 // (addresses, gateways, resolver, MTU, MAC), the deployment CA to trust, and
 // the operator's optional user-data script — as a small cpio archive the host
 // appends to the shared initramfs (newc_archive.h). The guest image's /init
-// (scripts/guest/init) reads /zn/guest.conf. Nothing secret is ever in it:
-// the CA is the public certificate, and user-data is the operator's script,
-// shown in `vm console` like the rest of the boot.
+// (scripts/guest/init) reads /zn/guest.conf. Nothing secret is in
+// guest.conf: the CA is the public certificate, and user-data is the
+// operator's script, shown in `vm console` like the rest of the boot. The
+// one secret is the command agent's config (zn/agent.conf, 0600: its result
+// key, issue 15), which /init moves where only root reads it before anything
+// of the workload runs; the archive itself is the VM uid's alone on the host.
 #pragma once
 
 #include <string>
@@ -19,13 +22,19 @@ struct GuestBoot {
   std::string ca_pem;           // the deployment CA certificate (public)
   std::string user_data;        // a sh script run once at boot; "" none
   bool poweroff_after = false;  // power off once user-data has run
+  // The command agent (issue 15): its static binary and its config (secret);
+  // both empty: the VM has no agent.
+  std::string agent_binary;
+  std::string agent_config;
+  uint16_t agent_port = 0;
 };
 
 // /zn/guest.conf: KEY=value lines (ZN_IP4, ZN_GW4, ZN_IP6, ZN_GW6, ZN_DNS,
-// ZN_MTU, ZN_MAC, ZN_HOSTNAME, ZN_POWEROFF).
+// ZN_MTU, ZN_MAC, ZN_HOSTNAME, ZN_POWEROFF, ZN_AGENT_PORT).
 std::string guest_conf(const GuestBoot& boot);
 
-// The archive: zn/, zn/guest.conf, zn/ca.pem, and zn/user-data when given.
+// The archive: zn/, zn/guest.conf, zn/ca.pem, zn/user-data when given, and
+// zn/zn-agent with zn/agent.conf when the VM has an agent.
 std::string guest_config_archive(const GuestBoot& boot);
 
 }  // namespace zn::vmm

@@ -1,5 +1,6 @@
 // The zn-agent binary itself: static, and serving signed envelopes on its
 // TCP transport (no root: loopback of the test's namespace).
+#include <fcntl.h>
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 
 #include "userspace/command/envelope.h"
 #include "userspace/command/frames.h"
+#include "userspace/command/reply_seal.h"
 
 #ifdef ZN_AGENT_STATIC
 #define ZN_AGENT_STATIC_EXPECTED true
@@ -98,11 +100,40 @@ TEST(AgentBinary, IsStaticAndServesOnlyWhatZerodSigned) {
   crypto_sign_keypair(pk.data(), sk);
   char hex[2 * kPublicKeySize + 1];
   sodium_bin2hex(hex, sizeof hex, pk.data(), pk.size());
+  ResultKey rk;
+  randombytes_buf(rk.data(), rk.size());
+  // The config file, as `znctl agent provision` writes it: 0600.
+  const std::string config = "/tmp/zn-agent-binary-test-" + std::to_string(::getpid()) + ".conf";
+  {
+    ::unlink(config.c_str());
+    const int fd = ::open(config.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string text = std::string("ZN_SESSION=user-1\nZN_COMMAND_KEY=") + hex +
+                             "\nZN_RESULT_KEY=" + result_key_hex(rk) + "\n";
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
   const uint16_t port = free_port();
   const std::string listen = "127.0.0.1:" + std::to_string(port);
+  // A config others can read is refused: it holds the result key.
+  ASSERT_EQ(::chmod(config.c_str(), 0644), 0);
+  {
+    const pid_t loose = ::fork();
+    if (loose == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 2);
+      ::execl(ZN_AGENT_BIN, "zn-agent", "--config", config.c_str(), "--listen", listen.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(loose, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << "a world-readable config was accepted";
+  }
+  ASSERT_EQ(::chmod(config.c_str(), 0600), 0);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::execl(ZN_AGENT_BIN, "zn-agent", "--session", "user-1", "--key", hex, "--listen", listen.c_str(),
+    ::execl(ZN_AGENT_BIN, "zn-agent", "--config", config.c_str(), "--listen", listen.c_str(),
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -116,20 +147,28 @@ TEST(AgentBinary, IsStaticAndServesOnlyWhatZerodSigned) {
                     std::chrono::system_clock::now(), sign);
   auto frames = talk(port, exec);
   ASSERT_EQ(frames.size(), 2u);
+  {
+    // Sealed under the result key, for this envelope.
+    ReplyOpener opener(rk, envelope_nonce(exec));
+    for (auto& f : frames) ASSERT_TRUE(opener.open(f)) << "a frame the agent sent does not open";
+  }
   EXPECT_EQ(frames[0].kind, FrameKind::kStdout);
   EXPECT_EQ(frames[0].payload, "agent-ran\n");
   EXPECT_EQ(json::parse(frames[1].payload).value("exit_code", -1), 0);
   // Replayed, and a forged one: refused with their reasons.
   frames = talk(port, exec);
   ASSERT_EQ(frames.size(), 1u);
+  ASSERT_TRUE(ReplyOpener(rk, envelope_nonce(exec)).open(frames[0]));
   EXPECT_EQ(json::parse(frames[0].payload).value("reason", ""), "replayed");
   std::string forged = exec;
   forged[20] ^= 1;
   frames = talk(port, forged);
   ASSERT_EQ(frames.size(), 1u);
+  ASSERT_TRUE(ReplyOpener(rk, envelope_nonce(forged)).open(frames[0]));
   EXPECT_EQ(json::parse(frames[0].payload).value("reason", ""), "bad_signature");
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
+  ::unlink(config.c_str());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 struct Reply {
   std::string out, err, data;
   json result, reject;
+  bool sealed = true;  // every frame opened under the result key, in order
 };
 
 class AgentTest : public ::testing::Test {
@@ -36,6 +37,8 @@ class AgentTest : public ::testing::Test {
     AgentConfig c;
     c.session = "user-1";
     c.key = pk_;
+    randombytes_buf(result_key_.data(), result_key_.size());
+    c.result_key = result_key_;
     c.read_timeout = 2s;
     agent_ = std::make_unique<Agent>(c);
     dir_ = fs::temp_directory_path() / ("zn-agent-test-" + std::to_string(::getpid()));
@@ -73,7 +76,24 @@ class AgentTest : public ::testing::Test {
       if (n <= 0) break;
       buf.append(chunk, static_cast<size_t>(n));
     }
-    while (auto f = take_frame(buf)) {
+    std::vector<Frame> frames;
+    while (auto f = take_frame(buf)) frames.push_back(*f);
+    // Sealed for the envelope's nonce, or (a refusal of bytes too short to
+    // hold one) for zeros.
+    Nonce nonce{};
+    if (bytes.size() >= 24) std::copy_n(bytes.data() + 8, nonce.size(), nonce.begin());
+    for (const Nonce& n : {nonce, Nonce{}}) {
+      std::vector<Frame> opened = frames;
+      ReplyOpener opener(result_key_, n);
+      r.sealed = true;
+      for (Frame& f : opened) r.sealed = r.sealed && opener.open(f);
+      if (r.sealed) {
+        frames = opened;
+        break;
+      }
+    }
+    EXPECT_TRUE(r.sealed) << "a reply frame does not open under the result key";
+    for (auto* f = frames.data(); f != frames.data() + frames.size(); ++f) {
       switch (f->kind) {
         case FrameKind::kStdout:
           r.out += f->payload;
@@ -105,6 +125,7 @@ class AgentTest : public ::testing::Test {
   }
 
   PublicKey pk_{}, other_pk_{};
+  ResultKey result_key_{};
   unsigned char sk_[crypto_sign_SECRETKEYBYTES], other_sk_[crypto_sign_SECRETKEYBYTES];
   std::unique_ptr<Agent> agent_;
   fs::path dir_;
@@ -193,6 +214,54 @@ TEST_F(AgentTest, ASlowOrSilentClientIsRefusedAtTheReadTimeout) {
   const Reply r = exchange(honest.substr(0, 20), /*half_close=*/false);
   EXPECT_EQ(r.reject.value("reason", ""), "truncated");
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(exchange(seal(CommandType::kPing, "")).result.value("pong", false), true);
+}
+
+TEST_F(AgentTest, ExecRunsAsTheUidItNamesAndOnlyRootCanChangeIt) {
+  const Reply self = exchange(seal(CommandType::kExec, json{{"argv", {"/usr/bin/id", "-u"}}}.dump()));
+  EXPECT_EQ(self.out, std::to_string(::geteuid()) + "\n");
+  const Reply other = exchange(
+      seal(CommandType::kExec, json{{"argv", {"/usr/bin/id", "-u"}}, {"uid", 65534}, {"gid", 65534}}.dump()));
+  if (::geteuid() == 0) {
+    EXPECT_EQ(other.out, "65534\n");
+    EXPECT_EQ(other.result.value("exit_code", -1), 0);
+  } else {
+    // Not root: the identity cannot be had, and nothing runs as ourselves instead.
+    EXPECT_EQ(other.out, "");
+    EXPECT_EQ(other.result.value("exit_code", -1), 126);
+  }
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, json{{"argv", {"/bin/true"}}, {"uid", -1}}.dump())),
+            "malformed");
+  EXPECT_EQ(reason_of(seal(CommandType::kExec, json{{"argv", {"/bin/true"}}, {"uid", "0"}}.dump())),
+            "malformed");
+}
+
+TEST_F(AgentTest, ARekeyPinsTheNewKeyAndTheOldOneIsRefusedAfter) {
+  char hex[2 * kPublicKeySize + 1];
+  sodium_bin2hex(hex, sizeof hex, other_pk_.data(), other_pk_.size());
+  // Signed by a key the agent does not pin: refused, nothing pinned.
+  EXPECT_EQ(reason_of(seal(CommandType::kRekey, json{{"key", hex}}.dump(), "user-1", 0s, true)),
+            "bad_signature");
+  EXPECT_EQ(exchange(seal(CommandType::kPing, "")).result.value("pong", false), true);
+  EXPECT_EQ(reason_of(seal(CommandType::kRekey, json{{"key", "abcd"}}.dump())), "malformed");
+  const Reply r = exchange(seal(CommandType::kRekey, json{{"key", hex}}.dump()));
+  EXPECT_EQ(r.result.value("rekeyed", false), true) << r.reject.dump();
+  EXPECT_EQ(reason_of(seal(CommandType::kPing, "")), "bad_signature");
+  EXPECT_EQ(exchange(seal(CommandType::kPing, "", "user-1", 0s, true)).result.value("pong", false), true);
+}
+
+TEST_F(AgentTest, ARekeyThatCannotBeKeptChangesNothing) {
+  AgentConfig c;
+  c.session = "user-1";
+  c.key = pk_;
+  c.result_key = result_key_;
+  c.on_rekey = [](const PublicKey&) { throw std::runtime_error("disk full"); };
+  agent_ = std::make_unique<Agent>(c);
+  char hex[2 * kPublicKeySize + 1];
+  sodium_bin2hex(hex, sizeof hex, other_pk_.data(), other_pk_.size());
+  const Reply r = exchange(seal(CommandType::kRekey, json{{"key", hex}}.dump()));
+  EXPECT_EQ(r.result.value("rekeyed", true), false);
+  EXPECT_EQ(r.result.value("error", ""), "disk full");
   EXPECT_EQ(exchange(seal(CommandType::kPing, "")).result.value("pong", false), true);
 }
 
