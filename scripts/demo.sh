@@ -177,8 +177,9 @@ echo "  (the replayed ticket: 403; ingress:admit and ingress:deny reason ticket_
 $ZNCTL session unexpose user-1 --port 8080 > /dev/null
 
 say "3c. A signed command: zn-agent in the guest runs only what zerod signed (Ed25519, fresh, never replayed)"
-AGENT_KEY=$($ZNCTL -j agent key | python3 -c 'import json,sys; print(json.load(sys.stdin)["public_key"])')
-ip netns exec "$PREFIX-g0" "$BUILD_DIR/tools/zn-agent/zn-agent" --session user-1 --key "$AGENT_KEY" \
+echo "  and zerod relays only what the agent sealed under the session's result key"
+$ZNCTL agent provision user-1 --out "$WORK/agent.conf" | sed 's/^/  /'
+ip netns exec "$PREFIX-g0" "$BUILD_DIR/tools/zn-agent/zn-agent" --config "$WORK/agent.conf" \
   --listen 0.0.0.0:7070 > "$WORK/agent.log" 2>&1 &
 UPSTREAM_PIDS+=($!)
 for _ in $(seq 50); do $LAB exec g0 -- nc -z 127.0.0.1 7070 2> /dev/null && break; sleep 0.1; done
@@ -201,6 +202,9 @@ $ZNCTL vm run vm-1 --kernel "$GUEST/vmlinuz" --initrd "$GUEST/initramfs.cpio.gz"
   --memory 256M --user-data "$WORK/user-data" | sed 's/^/  /'
 for _ in $(seq 600); do $ZNCTL vm console vm-1 | grep -q ZN-USER-DATA-END && break; sleep 0.2; done
 $ZNCTL vm console vm-1 | sed -n '/ZN-USER-DATA-BEGIN/,/ZN-USER-DATA-END/p' | sed 's/^/  /'
+echo "$ znctl exec vm-1 -- sh -c 'echo \"in the VM as uid \$(id -u)\"; cat /run/zn-agent/agent.conf'   (the agent's key: root's alone)"
+$ZNCTL exec vm-1 -- sh -c 'echo "in the VM as uid $(id -u)"; cat /run/zn-agent/agent.conf' < /dev/null 2>&1 |
+  sed 's/^/  /' || true
 $ZNCTL session delete vm-1 > /dev/null
 echo "  session vm-1 deleted: its VM stopped, its TAP, directory and cgroup gone ($($ZNCTL -j vm list))"
 
