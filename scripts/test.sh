@@ -19,6 +19,9 @@ scripts/lint.sh
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=ON
 cmake --build "$BUILD_DIR" -j"$(nproc)"
+# The docs' policy examples are accepted by `znctl policy check`, and every
+# znctl verb they show exists (docs/*.md).
+python3 scripts/check_docs.py "$BUILD_DIR"
 # The tiny microVM guest the VM tests boot (Debian's cloud kernel, busybox,
 # curl), from Debian packages; nothing is installed on the host's /boot.
 scripts/build-guest.sh "$BUILD_DIR/guest"
