@@ -33,7 +33,8 @@ struct ExportBatch {
 // A delivery that failed: the exporter retries the same batch later (with
 // exponential backoff, or after `retry_after` when the receiver said so).
 struct SinkError : std::runtime_error {
-  explicit SinkError(const std::string& what, std::optional<std::chrono::milliseconds> retry_after = std::nullopt)
+  explicit SinkError(const std::string& what,
+                     std::optional<std::chrono::milliseconds> retry_after = std::nullopt)
       : std::runtime_error(what), retry_after(retry_after) {}
   std::optional<std::chrono::milliseconds> retry_after;
 };

@@ -21,7 +21,8 @@ bool is_network_sink_type(const std::string& type);
 void check_network_sink(const nlohmann::json& config, const std::string& path);
 
 // A sink of config["type"]; never connects here (deliver() does).
-std::unique_ptr<audit_export::AuditSink> make_network_sink(const nlohmann::json& config, const std::string& path,
+std::unique_ptr<audit_export::AuditSink> make_network_sink(const nlohmann::json& config,
+                                                           const std::string& path,
                                                            const audit_export::SinkContext& context);
 
 }  // namespace zn::broker::audit_sinks
