@@ -34,12 +34,13 @@ constexpr std::string_view kEventNames[] = {
     "ingress:admit",     // a client let in to a declared port (ticket, binding, public)
     "ingress:deny",      // a client refused at a declared port
     "ingress:close",     // an admitted connection ended (bytes, duration)
+    "audit:dropped",     // an export sink's spool overflowed: records skipped for it (counts)
 };
 // clang-format on
 
 constexpr std::string_view kEventPrefixes[] = {
-    "egress:",  "dns:",    "packet:", "resource:", "command:",
-    "session:", "secret:", "key:",    "grant:",    "ingress:",
+    "egress:", "dns:", "packet:", "resource:", "command:", "session:",
+    "secret:", "key:", "grant:",  "ingress:",  "audit:",
 };
 
 // Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). Rejects C0/C1

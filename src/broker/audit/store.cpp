@@ -100,6 +100,7 @@ AuditStore::AuditStore(const std::string& path, Mode mode) {
           prepare("INSERT INTO audit(seq, ts, event, sid, detail, prev, hash) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     } else {
       exec("PRAGMA query_only=ON");
+      head_ = prepare("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1");
     }
   } catch (...) {
     sqlite3_finalize(head_);
@@ -174,6 +175,19 @@ std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& bu
   }
 }
 
+AuditStore::Head AuditStore::head() {
+  Head out{0, audit_genesis_hash()};
+  Stmt h(head_);
+  const int rc = sqlite3_step(h.s);
+  if (rc == SQLITE_ROW) {
+    out.seq = static_cast<uint64_t>(sqlite3_column_int64(h.s, 0));
+    out.hash = col_text(h.s, 1);
+  } else if (rc != SQLITE_DONE) {
+    fail(db_, "read chain head");
+  }
+  return out;
+}
+
 std::vector<AuditRecord> AuditStore::query(const AuditQuery& q) {
   if (q.limit == 0 || q.limit > AuditQuery::kMaxLimit)
     throw std::invalid_argument("audit query: limit must be 1.." + std::to_string(AuditQuery::kMaxLimit));
@@ -203,6 +217,8 @@ std::vector<AuditRecord> AuditStore::query(const AuditQuery& q) {
   }
   if (q.since) add("ts >=", format_audit_ts(*q.since));
   if (q.until) add("ts <", format_audit_ts(*q.until));
+  // A number, not text: bound as an integer literal (never user text).
+  if (q.after_seq) sql += " AND seq > " + std::to_string(*q.after_seq);
   const int limit_idx = static_cast<int>(args.size()) + 1;
   sql += " ORDER BY seq LIMIT ?" + std::to_string(limit_idx);
 

@@ -26,6 +26,7 @@ struct AuditQuery {
   std::optional<std::string> event;  // exact name ("dns:deny") or category prefix ("dns:")
   std::optional<std::chrono::system_clock::time_point> since;  // inclusive (ms precision)
   std::optional<std::chrono::system_clock::time_point> until;  // exclusive (ms precision)
+  std::optional<uint64_t> after_seq;                           // seq > after_seq (the exporters' cursor)
   size_t limit = kDefaultLimit;                                // 1..kMaxLimit, else std::invalid_argument
 };
 
@@ -49,6 +50,13 @@ class AuditStore {
   // The same for several records in one transaction (one fsync): each build
   // is given the record before it. All or nothing.
   std::vector<AuditRecord> append_batch(const std::vector<BuildFn>& builds);
+
+  // The last record's seq and hash; 0 and the genesis hash when empty.
+  struct Head {
+    uint64_t seq = 0;
+    std::string hash;
+  };
+  Head head();
 
   // Matching records, ascending seq. Throws std::invalid_argument on a bad query.
   std::vector<AuditRecord> query(const AuditQuery& q);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "broker/daemon/audit_export_service.h"
 #include "broker/daemon/store_config.h"
 #include "broker/policy/host_pattern.h"
 #include "broker/policy/parser.h"
@@ -84,6 +85,10 @@ std::string DaemonConfig::command_signing_key() const {
   return (std::filesystem::path(host_key).parent_path() / "command-ed25519.key").string();
 }
 
+std::string DaemonConfig::audit_signing_key() const {
+  return (std::filesystem::path(host_key).parent_path() / "audit-ed25519.key").string();
+}
+
 std::string DaemonConfig::command_result_root() const {
   return (std::filesystem::path(host_key).parent_path() / "command-results.key").string();
 }
@@ -127,6 +132,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "expose_head_timeout_ms",
                                  "agent_port",
                                  "agent_binary",
+                                 "audit_sinks",
+                                 "audit_host",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -190,6 +197,13 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   if (!c.agent_binary.empty() && c.agent_binary.front() != '/')
     fail("$.agent_binary", "must be an absolute path");
   if (doc.contains("approval_webhook")) c.approval_webhook = parse_webhook(doc["approval_webhook"]);
+  if (doc.contains("audit_sinks")) {
+    check_audit_sinks(doc["audit_sinks"]);
+    c.audit_sinks = doc["audit_sinks"];
+  }
+  c.audit_host = get_string(doc, "audit_host", c.audit_host);
+  if (c.audit_host.size() > 255 || c.audit_host.find_first_of(" \t\r\n/") != std::string::npos)
+    fail("$.audit_host", "must be a host name (no spaces or slashes, at most 255 bytes)");
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
   c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,6 +125,14 @@ struct DaemonConfig {
   std::string vm_cache_dir = "/var/cache/zeroness";
   std::string vm_qemu;
   std::vector<std::string> capability_addresses = {"203.0.113.253", "2001:db8:ca9::1"};
+  // Audit export (issue 16): the sinks ("file", "syslog", "http", "nats"),
+  // checked at parse time (audit_export_service.h), and this host's name in
+  // what they receive ("" = the kernel's host name).
+  nlohmann::json audit_sinks = nlohmann::json::array();
+  std::string audit_host;
+  // zerod's audit signing key (Ed25519 seed, beside the host key): seals
+  // every exported batch.
+  std::string audit_signing_key() const;
 
   // The pools and per-guest prefixes as the registry's address plan (the
   // destination guard refuses the same pools); valid once parsed.

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <vector>
@@ -109,7 +110,25 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   host_keys_ = std::make_unique<HostKeys>(config_.host_key, state_holds_sealed_values(config_.state_file()));
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
+  // Each committed line goes to stdout (the journal) and wakes the
+  // exporters, which read the store themselves.
+  audit_options.sink = [this](const std::string& line) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (AuditExportService* e = audit_export_ptr_.load()) e->notify();
+  };
   audit_ = std::make_unique<AuditLog>(audit_options);
+  {
+    AuditExportConfig exports;
+    exports.host = config_.audit_host;
+    exports.sinks = config_.audit_sinks.get<std::vector<nlohmann::json>>();
+    exports.signing_key = config_.audit_signing_key();
+    exports.state_dir = config_.state_dir;
+    exports.db_path = config_.audit_db();
+    audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
+    audit_export_ptr_ = audit_export_.get();
+  }
 
   SessionRegistry::Options o;
   o.maps = maps_.get();
@@ -287,9 +306,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   if (config_.metrics_port)
     metrics_ = std::make_unique<DocumentServer>(
         "127.0.0.1", config_.metrics_port,
-        std::vector<DocumentServer::Document>{
-            {"/metrics", "text/plain; version=0.0.4",
-             [this] { return render_metrics(read_metrics(*registry_, *maps_, *dns_, *proxy_, *audit_)); }}});
+        std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
+                                                 return render_metrics(read_metrics(*registry_, *maps_, *dns_,
+                                                                                    *proxy_, *audit_)) +
+                                                        audit_export_->metrics();
+                                               }}});
   if (config_.jwks_port)
     jwks_ = std::make_unique<DocumentServer>(
         config_.jwks_address, config_.jwks_port,
@@ -319,6 +340,10 @@ void ZerodDaemon::stop() {
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
   if (webhook_) webhook_->stop();
+  // Last: what the loops above audited on their way out is exported (or
+  // left in the store for the cursor to resume from).
+  audit_export_ptr_ = nullptr;
+  audit_export_.reset();
   spdlog::info("zerod stopped; the datapath stays attached and denying");
 }
 
@@ -328,6 +353,8 @@ void ZerodDaemon::register_verbs() {
   register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
                                      capabilities_.get(), vms_.get(), exposures_.get()});
   register_vm_verbs(*control_, *vms_);
+  control_->handle("audit.key", [this](const nlohmann::json&) { return audit_export_->public_key(); });
+  control_->handle("audit.sinks", [this](const nlohmann::json&) { return audit_export_->status(); });
   register_exposure_verbs(*control_, *exposures_);
   if (commands_)
     register_command_verbs(*control_, *commands_, [this] {

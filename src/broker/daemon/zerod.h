@@ -14,6 +14,7 @@
 #include "broker/control/server.h"
 #include "broker/daemon/approval_webhook.h"
 #include "broker/daemon/config.h"
+#include "broker/daemon/audit_export_service.h"
 #include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
 #include "broker/identity/jwt_minter.h"
@@ -64,6 +65,9 @@ class ZerodDaemon {
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::unique_ptr<AuditLog> audit_;
+  // After audit_ (destroyed first: its exporters post audit:dropped to it).
+  std::unique_ptr<AuditExportService> audit_export_;
+  std::atomic<AuditExportService*> audit_export_ptr_{nullptr};  // for the audit log's line sink
   // Capability-scoped resources: the stores of the config, and the service
   // answering guests' requests to them (shut down before the proxy goes).
   std::shared_ptr<StoreSet> stores_;
