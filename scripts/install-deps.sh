@@ -15,7 +15,7 @@ PACKAGES=(
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
   qemu-system-x86 qemu-utils cryptsetup-bin e2fsprogs busybox-static cpio
-  libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev
+  libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev help2man dpkg-dev
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(iperf3 haproxy nginx wrk gnuplot-nox jq nftables squid-openssl mitmproxy)

@@ -1,7 +1,10 @@
 // zerod: the zeroness broker daemon. Runs as root; see README.md.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -19,9 +22,25 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", state_dir, "sessions and audit database (overrides the config)");
   app.add_option("--pin-root", pin_root, "bpffs directory for pins (overrides the config)");
   app.add_option("--control-socket", control_socket, "control socket path (overrides the config)");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "parse and check the config file (every field, the audit sinks) without starting; exit 0 if it "
+               "is good, 2 with the field's JSON path if not");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ zerod %l %v", spdlog::pattern_time_type::utc);
+  if (check_config) {
+    // No root needed, nothing touched: a package's postinst or an operator
+    // before a restart.
+    try {
+      zn::broker::load_daemon_config(config_path);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "config %s: %s\n", config_path.c_str(), e.what());
+      return 2;
+    }
+    std::printf("config %s: ok\n", config_path.c_str());
+    return 0;
+  }
   if (::geteuid() != 0) {
     spdlog::error("zerod must run as root (BPF, TAP devices, transparent sockets)");
     return 1;
@@ -53,8 +72,25 @@ int main(int argc, char** argv) {
     spdlog::error("start-up failed: {}", e.what());
     return 1;
   }
+  // systemd (Type=notify): ready once every listener is up; the watchdog
+  // is fed from this thread while it waits for a stop signal. Outside
+  // systemd both calls do nothing.
+  sd_notify(0, "READY=1");
+  uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  while (true) {
+    if (!watchdog) {
+      sigwait(&stop_signals, &sig);
+      break;
+    }
+    const timespec half{static_cast<time_t>(watchdog_usec / 2 / 1000000),
+                        static_cast<long>((watchdog_usec / 2 % 1000000) * 1000)};
+    sig = sigtimedwait(&stop_signals, nullptr, &half);
+    if (sig > 0) break;
+    sd_notify(0, "WATCHDOG=1");
+  }
+  sd_notify(0, "STOPPING=1");
   spdlog::info("signal {}: shutting down", sig);
   daemon->stop();
   return 0;

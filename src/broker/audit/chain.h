@@ -27,6 +27,7 @@ struct AuditVerifyResult {
   bool ok = true;
   uint64_t records = 0;  // records checked before stopping
   std::optional<uint64_t> first_bad_seq;
+  std::optional<uint64_t> checkpoint_seq;  // verified from a retention checkpoint (its signature is the caller's to check)
   std::string reason;  // empty when ok
 };
 
@@ -40,6 +41,10 @@ struct AuditRawRow {
 // Walks rows in ascending seq order, stopping at the first bad one.
 class AuditChainVerifier {
  public:
+  AuditChainVerifier() = default;
+  // Starts after a retention checkpoint: the first row must be seq + 1 and
+  // link to hash.
+  AuditChainVerifier(uint64_t seq, std::string hash) : expected_seq_(seq + 1), prev_(std::move(hash)) {}
   // Returns false (and fills result()) at the first bad row; further rows are ignored.
   bool feed(const AuditRawRow& row);
   const AuditVerifyResult& result() const { return result_; }

@@ -35,6 +35,7 @@ constexpr std::string_view kEventNames[] = {
     "ingress:deny",      // a client refused at a declared port
     "ingress:close",     // an admitted connection ended (bytes, duration)
     "audit:dropped",     // an export sink's spool overflowed: records skipped for it (counts)
+    "audit:pruned",      // retention cut the store's oldest records (a signed checkpoint stays)
 };
 // clang-format on
 

@@ -269,9 +269,31 @@ std::vector<AuditRecord> AuditLog::query(const AuditQuery& q) {
 }
 
 AuditVerifyResult AuditLog::verify_store(AuditStore& store) {
-  AuditChainVerifier v;
+  const std::optional<AuditCheckpoint> cp = store.checkpoint();
+  AuditChainVerifier v = cp ? AuditChainVerifier(cp->seq, cp->hash) : AuditChainVerifier();
   store.for_each_raw([&](const AuditRawRow& row) { return v.feed(row); });
-  return v.result();
+  AuditVerifyResult r = v.result();
+  if (cp) r.checkpoint_seq = cp->seq;
+  return r;
+}
+
+uint64_t AuditLog::prune_through(uint64_t seq, const AuditStore::CheckpointFn& make) {
+  std::lock_guard sl(store_mu_);
+  return store_->prune_through(seq, make);
+}
+
+AuditLog::RetentionView AuditLog::retention_view(const std::string& before, uint64_t max_seq) {
+  std::lock_guard sl(store_mu_);
+  RetentionView v;
+  v.first = store_->first_seq();
+  v.head = store_->head().seq;
+  v.last_before = before.empty() ? 0 : store_->last_seq_before(before, std::min(max_seq, v.head));
+  return v;
+}
+
+std::optional<AuditCheckpoint> AuditLog::checkpoint() {
+  std::lock_guard sl(store_mu_);
+  return store_->checkpoint();
 }
 
 AuditVerifyResult AuditLog::verify() {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,6 +124,19 @@ class AuditLog {
   // Thread-safe (waits for a commit in flight). Verifies the whole chain in
   // this log's file.
   AuditVerifyResult verify();
+
+  // Retention (issue 16), from zerod's retention thread: deletes records
+  // up to seq in one transaction and leaves a checkpoint (AuditStore::
+  // prune_through). Holds the store for that transaction: callers prune in
+  // chunks so the writer waits at most one.
+  uint64_t prune_through(uint64_t seq, const AuditStore::CheckpointFn& make);
+  // What retention decides from: the lowest and highest seq, and the last
+  // seq <= max_seq older than `before` (0 if none; "" skips the age).
+  struct RetentionView {
+    uint64_t first = 0, head = 0, last_before = 0;
+  };
+  RetentionView retention_view(const std::string& before, uint64_t max_seq);
+  std::optional<AuditCheckpoint> checkpoint();
 
   // Verifies a chain file opened read-only (for znctl; never creates or
   // writes the file). Throws std::runtime_error if it cannot be read as an

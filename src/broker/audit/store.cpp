@@ -8,7 +8,8 @@ namespace zn::broker {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 2: audit_checkpoint (retention). A build that knows only 1 refuses a 2 store.
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS audit (
@@ -22,6 +23,14 @@ CREATE TABLE IF NOT EXISTS audit (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS audit_sid_ts ON audit(sid, ts);
 CREATE INDEX IF NOT EXISTS audit_event_ts ON audit(event, ts);
+CREATE TABLE IF NOT EXISTS audit_checkpoint (
+  id   INTEGER PRIMARY KEY CHECK (id = 1),
+  seq  INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  ts   TEXT NOT NULL,
+  kid  TEXT NOT NULL,
+  sig  TEXT NOT NULL
+) STRICT;
 )sql";
 
 [[noreturn]] void fail(sqlite3* db, const std::string& what) {
@@ -169,6 +178,99 @@ std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& bu
     }
     exec("COMMIT");
     return out;
+  } catch (...) {
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::string audit_checkpoint_message(const AuditCheckpoint& cp) {
+  return "zeroness/audit-checkpoint/v1\n" + std::to_string(cp.seq) + ":" + cp.hash + "\n" + cp.ts + "\n" + cp.kid;
+}
+
+std::optional<AuditCheckpoint> AuditStore::checkpoint() {
+  OwnedStmt t;
+  if (sqlite3_prepare_v2(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit_checkpoint'", -1, &t.s,
+                         nullptr) != SQLITE_OK)
+    fail(db_, "prepare checkpoint");
+  if (sqlite3_step(t.s) != SQLITE_ROW) return std::nullopt;  // a store made before retention existed
+  OwnedStmt st;
+  if (sqlite3_prepare_v2(db_, "SELECT seq, hash, ts, kid, sig FROM audit_checkpoint WHERE id = 1", -1, &st.s,
+                         nullptr) != SQLITE_OK)
+    fail(db_, "prepare checkpoint");
+  const int rc = sqlite3_step(st.s);
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) fail(db_, "read checkpoint");
+  AuditCheckpoint cp;
+  cp.seq = static_cast<uint64_t>(sqlite3_column_int64(st.s, 0));
+  cp.hash = col_text(st.s, 1);
+  cp.ts = col_text(st.s, 2);
+  cp.kid = col_text(st.s, 3);
+  cp.sig = col_text(st.s, 4);
+  return cp;
+}
+
+uint64_t AuditStore::first_seq() {
+  OwnedStmt st;
+  if (sqlite3_prepare_v2(db_, "SELECT seq FROM audit ORDER BY seq LIMIT 1", -1, &st.s, nullptr) != SQLITE_OK)
+    fail(db_, "prepare first");
+  const int rc = sqlite3_step(st.s);
+  if (rc == SQLITE_DONE) return 0;
+  if (rc != SQLITE_ROW) fail(db_, "read first");
+  return static_cast<uint64_t>(sqlite3_column_int64(st.s, 0));
+}
+
+uint64_t AuditStore::last_seq_before(const std::string& before, uint64_t max_seq) {
+  OwnedStmt st;
+  if (sqlite3_prepare_v2(db_, "SELECT max(seq) FROM audit WHERE seq <= ?1 AND ts < ?2", -1, &st.s, nullptr) !=
+      SQLITE_OK)
+    fail(db_, "prepare age");
+  sqlite3_bind_int64(st.s, 1, static_cast<sqlite3_int64>(max_seq));
+  bind_text(db_, st.s, 2, before);
+  const int rc = sqlite3_step(st.s);
+  if (rc != SQLITE_ROW) fail(db_, "read age");
+  return sqlite3_column_type(st.s, 0) == SQLITE_NULL ? 0 : static_cast<uint64_t>(sqlite3_column_int64(st.s, 0));
+}
+
+uint64_t AuditStore::prune_through(uint64_t seq, const CheckpointFn& make) {
+  if (!insert_) throw std::logic_error("audit store: opened read-only");
+  exec("BEGIN IMMEDIATE");
+  try {
+    std::string hash;
+    {
+      OwnedStmt st;
+      if (sqlite3_prepare_v2(db_, "SELECT hash FROM audit WHERE seq = ?1", -1, &st.s, nullptr) != SQLITE_OK)
+        fail(db_, "prepare prune");
+      sqlite3_bind_int64(st.s, 1, static_cast<sqlite3_int64>(seq));
+      if (sqlite3_step(st.s) != SQLITE_ROW) throw std::invalid_argument("audit prune: no record " + std::to_string(seq));
+      hash = col_text(st.s, 0);
+    }
+    const AuditCheckpoint cp = make(seq, hash);
+    uint64_t deleted = 0;
+    {
+      OwnedStmt del;
+      if (sqlite3_prepare_v2(db_, "DELETE FROM audit WHERE seq <= ?1", -1, &del.s, nullptr) != SQLITE_OK)
+        fail(db_, "prepare prune");
+      sqlite3_bind_int64(del.s, 1, static_cast<sqlite3_int64>(seq));
+      if (sqlite3_step(del.s) != SQLITE_DONE) fail(db_, "prune");
+      deleted = static_cast<uint64_t>(sqlite3_changes(db_));
+    }
+    {
+      OwnedStmt up;
+      if (sqlite3_prepare_v2(db_,
+                             "INSERT OR REPLACE INTO audit_checkpoint(id, seq, hash, ts, kid, sig) "
+                             "VALUES(1, ?1, ?2, ?3, ?4, ?5)",
+                             -1, &up.s, nullptr) != SQLITE_OK)
+        fail(db_, "prepare checkpoint");
+      sqlite3_bind_int64(up.s, 1, static_cast<sqlite3_int64>(cp.seq));
+      bind_text(db_, up.s, 2, cp.hash);
+      bind_text(db_, up.s, 3, cp.ts);
+      bind_text(db_, up.s, 4, cp.kid);
+      bind_text(db_, up.s, 5, cp.sig);
+      if (sqlite3_step(up.s) != SQLITE_DONE) fail(db_, "write checkpoint");
+    }
+    exec("COMMIT");
+    return deleted;
   } catch (...) {
     if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;

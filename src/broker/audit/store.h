@@ -30,6 +30,19 @@ struct AuditQuery {
   size_t limit = kDefaultLimit;                                // 1..kMaxLimit, else std::invalid_argument
 };
 
+// Where retention cut the chain (issue 16): the last pruned record's seq and
+// hash, signed by zerod's audit key, so the chain that remains verifies from
+// it (the record after it links to `hash`) and a cut nobody signed shows.
+struct AuditCheckpoint {
+  uint64_t seq = 0;
+  std::string hash;
+  std::string ts;   // when the cut was made
+  std::string kid;  // the signing key's id
+  std::string sig;  // hex Ed25519 over audit_checkpoint_message()
+};
+// "zeroness/audit-checkpoint/v1\n<seq>:<hash>\n<ts>\n<kid>": what is signed.
+std::string audit_checkpoint_message(const AuditCheckpoint& cp);
+
 class AuditStore {
  public:
   enum class Mode { kReadWrite, kReadOnly };
@@ -60,6 +73,19 @@ class AuditStore {
 
   // Matching records, ascending seq. Throws std::invalid_argument on a bad query.
   std::vector<AuditRecord> query(const AuditQuery& q);
+
+  // The checkpoint retention left, if any.
+  std::optional<AuditCheckpoint> checkpoint();
+  // The lowest seq stored (0 when empty).
+  uint64_t first_seq();
+  // The highest seq <= max_seq whose ts is before `before` (RFC 3339, as
+  // stored); 0 if none. Scans from the lowest seq (retention's age cut).
+  uint64_t last_seq_before(const std::string& before, uint64_t max_seq);
+  // Retention: in one transaction, deletes every record with seq <= seq and
+  // stores the checkpoint `make` builds from record seq's hash (replacing
+  // the one before). seq must be stored. Returns the rows deleted.
+  using CheckpointFn = std::function<AuditCheckpoint(uint64_t seq, const std::string& hash)>;
+  uint64_t prune_through(uint64_t seq, const CheckpointFn& make);
 
   // Every row in ascending seq order, unparsed, in one read transaction.
   // Stops when fn returns false.

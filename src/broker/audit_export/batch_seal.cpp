@@ -139,6 +139,15 @@ SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key) 
   return out;
 }
 
+bool audit_checkpoint_signed_by(const AuditCheckpoint& cp, const Ed25519PublicKey& key) {
+  if (cp.kid != jwk_thumbprint(key) || cp.sig.size() != 2 * crypto_sign_BYTES) return false;
+  unsigned char sig[crypto_sign_BYTES];
+  if (sodium_hex2bin(sig, sizeof sig, cp.sig.data(), cp.sig.size(), nullptr, nullptr, nullptr) != 0) return false;
+  const std::string msg = audit_checkpoint_message(cp);
+  return crypto_sign_verify_detached(sig, reinterpret_cast<const unsigned char*>(msg.data()), msg.size(),
+                                     key.data()) == 0;
+}
+
 std::string public_key_hex(const Ed25519PublicKey& key) { return to_hex(key.data(), key.size()); }
 
 std::optional<Ed25519PublicKey> parse_public_key_hex(std::string_view hex) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "broker/audit/event.h"
+#include "broker/audit/store.h"
 #include "broker/identity/jwk.h"
 #include "broker/identity/signing_key.h"
 
@@ -78,6 +79,10 @@ struct SealCheck {
   std::string error;  // empty when seal is set
 };
 SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key);
+
+// True if the store's retention checkpoint (audit/store.h) is signed by
+// the audit key `key` (kid and signature).
+bool audit_checkpoint_signed_by(const AuditCheckpoint& cp, const Ed25519PublicKey& key);
 
 // Hex of a public key, and back (std::nullopt unless exactly 64 hex digits).
 std::string public_key_hex(const Ed25519PublicKey& key);

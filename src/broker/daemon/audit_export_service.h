@@ -41,6 +41,8 @@ class AuditExportService {
   void notify();
   // The public half of the audit key and its id, for receivers.
   nlohmann::json public_key() const;
+  // The audit key itself (retention signs its checkpoints with it).
+  std::shared_ptr<const SigningKey> signing_key() const { return key_; }
   // Per-sink state, for `znctl audit sinks` and the metrics.
   nlohmann::json status() const;
   // Prometheus lines (zn_audit_export_*{sink=...}).

@@ -134,6 +134,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "agent_binary",
                                  "audit_sinks",
                                  "audit_host",
+                                 "audit_retention",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -146,6 +147,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "vm_qemu"};
   for (const auto& [key, value] : doc.items()) {
     (void)value;
+    // "// name": a comment (JSON has none); the example config is commented this way.
+    if (key.rfind("//", 0) == 0) continue;
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
       fail("$." + key, "unknown field");
   }
@@ -202,6 +205,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     c.audit_sinks = doc["audit_sinks"];
   }
   c.audit_host = get_string(doc, "audit_host", c.audit_host);
+  if (doc.contains("audit_retention")) c.audit_retention = parse_audit_retention(doc["audit_retention"]);
   if (c.audit_host.size() > 255 || c.audit_host.find_first_of(" \t\r\n/") != std::string::npos)
     fail("$.audit_host", "must be a host name (no spaces or slashes, at most 255 bytes)");
   c.proxy_max_connections_per_guest =

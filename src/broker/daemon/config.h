@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/daemon/audit_retention.h"
 #include "broker/resources/store_catalog.h"
 #include "userspace/proxy/transparent_proxy.h"
 #include "vmm/host/guest_network.h"
@@ -130,6 +131,8 @@ struct DaemonConfig {
   // what they receive ("" = the kernel's host name).
   nlohmann::json audit_sinks = nlohmann::json::array();
   std::string audit_host;
+  // Retention of the local store ("audit_retention"); no limits = keep all.
+  AuditRetentionOptions audit_retention;
   // zerod's audit signing key (Ed25519 seed, beside the host key): seals
   // every exported batch.
   std::string audit_signing_key() const;

@@ -129,6 +129,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
     audit_export_ptr_ = audit_export_.get();
   }
+  audit_retention_ = std::make_unique<AuditRetention>(config_.audit_retention, *audit_, audit_export_->signing_key());
 
   SessionRegistry::Options o;
   o.maps = maps_.get();
@@ -342,6 +343,7 @@ void ZerodDaemon::stop() {
   if (webhook_) webhook_->stop();
   // Last: what the loops above audited on their way out is exported (or
   // left in the store for the cursor to resume from).
+  audit_retention_.reset();
   audit_export_ptr_ = nullptr;
   audit_export_.reset();
   spdlog::info("zerod stopped; the datapath stays attached and denying");

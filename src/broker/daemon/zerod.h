@@ -15,6 +15,7 @@
 #include "broker/daemon/approval_webhook.h"
 #include "broker/daemon/config.h"
 #include "broker/daemon/audit_export_service.h"
+#include "broker/daemon/audit_retention.h"
 #include "broker/daemon/host_keys.h"
 #include "broker/identity/deployment_ca.h"
 #include "broker/identity/jwt_minter.h"
@@ -68,6 +69,7 @@ class ZerodDaemon {
   // After audit_ (destroyed first: its exporters post audit:dropped to it).
   std::unique_ptr<AuditExportService> audit_export_;
   std::atomic<AuditExportService*> audit_export_ptr_{nullptr};  // for the audit log's line sink
+  std::unique_ptr<AuditRetention> audit_retention_;
   // Capability-scoped resources: the stores of the config, and the service
   // answering guests' requests to them (shut down before the proxy goes).
   std::shared_ptr<StoreSet> stores_;
