@@ -18,14 +18,36 @@ void check(natsStatus status, const std::string& what) {
 
 }  // namespace
 
+std::string nats_shown_url(const std::string& url) {
+  std::string out;
+  for (size_t start = 0;;) {
+    const size_t comma = url.find(',', start);
+    std::string one = url.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t scheme = one.find("://");
+    const size_t at = one.rfind('@');
+    if (at != std::string::npos)
+      one.replace(scheme == std::string::npos ? 0 : scheme + 3,
+                  at - (scheme == std::string::npos ? 0 : scheme + 3), "***");
+    out += one;
+    if (comma == std::string::npos) return out;
+    out += ',';
+    start = comma + 1;
+  }
+}
+
 std::string nats_failure(const std::string& what, natsStatus status, jsErrCode js_error) {
   std::string text = what + ": " + natsStatus_GetText(status);
   // libnats keeps a per-thread detail of the last failure (a TLS verify
   // error, a server's -ERR): the reason an operator needs.
   natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (last == status && detail != nullptr && *detail != '\0' && text.find(detail) == std::string::npos)
-    text += std::string(": ") + detail;
+  const char* raw_detail = nats_GetLastError(&last);
+  std::string detail = raw_detail != nullptr ? raw_detail : "";
+  // It starts with libnats' own source location: "(conn.c:2088): ".
+  if (!detail.empty() && detail.front() == '(') {
+    const size_t end = detail.find("): ");
+    if (end != std::string::npos) detail.erase(0, end + 3);
+  }
+  if (last == status && !detail.empty() && detail != natsStatus_GetText(status)) text += ": " + detail;
   if (js_error != 0) text += " (JetStream error " + std::to_string(static_cast<int>(js_error)) + ")";
   return text;
 }
@@ -47,12 +69,12 @@ NatsConnection::NatsConnection(const NatsEndpoint& endpoint) {
     check(natsOptions_SetSecure(opts.get(), true), "NATS TLS");
   if (!endpoint.ca_file.empty())
     check(natsOptions_LoadCATrustedCertificates(opts.get(), endpoint.ca_file.c_str()),
-          "NATS ca_file " + endpoint.ca_file);
+          "ca_file " + endpoint.ca_file);
   if (!endpoint.creds_file.empty())
     check(natsOptions_SetUserCredentialsFromFiles(opts.get(), endpoint.creds_file.c_str(), nullptr),
-          "NATS creds_file " + endpoint.creds_file);
+          "creds_file " + endpoint.creds_file);
 
-  check(natsConnection_Connect(&conn_, opts.get()), "NATS connect");
+  check(natsConnection_Connect(&conn_, opts.get()), "connect to " + nats_shown_url(endpoint.url));
   jsOptions js_opts;
   jsOptions_Init(&js_opts);
   js_opts.Wait = timeout_ms;
@@ -60,7 +82,7 @@ NatsConnection::NatsConnection(const NatsEndpoint& endpoint) {
   if (s != NATS_OK) {
     natsConnection_Destroy(conn_);
     conn_ = nullptr;
-    throw NatsError(nats_failure("NATS JetStream context", s));
+    throw NatsError(nats_failure("JetStream context", s));
   }
 }
 

@@ -33,6 +33,10 @@ struct NatsError : std::runtime_error {
 std::string nats_failure(const std::string& what, natsStatus status,
                          jsErrCode js_error = static_cast<jsErrCode>(0));
 
+// The URL (list) as errors show it: any user, password or token replaced by
+// "***" ("nats://***@host:4222").
+std::string nats_shown_url(const std::string& url);
+
 class NatsConnection {
  public:
   // Connects and opens a JetStream context; throws NatsError.

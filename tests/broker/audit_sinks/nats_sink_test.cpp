@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -117,6 +118,7 @@ class NatsServer {
 
   std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
+  uint16_t port() const { return port_; }
 
  private:
   uint16_t port_;
@@ -279,6 +281,7 @@ TEST_F(NatsSinkTest, AServerThatDiesFailsTheBatchInTimeAndTheRetryAfterItsReturn
   server_->start();  // same port, same store
   s->deliver(b2);
   s->deliver(b2);  // the exporter may retry a batch that had in fact landed
+  s->deliver(b1);  // ids stored before the crash are still known
   EXPECT_EQ(stored().size(), 8u);
   EXPECT_EQ(read("web-1"), expected_lines({&b1, &b2}));
 }
@@ -310,6 +313,20 @@ TEST_F(NatsSinkTest, TwoHostsInOneStreamAreReadApart) {
   EXPECT_EQ(read("web-1"), expected_lines({&w1, &w2}));
   EXPECT_EQ(read("db-2"), expected_lines({&d1, &d2}));
   EXPECT_TRUE(read("mail-3").empty());
+}
+
+TEST_F(NatsSinkTest, ALongTrailIsReadWholeAndInOrder) {
+  auto s = sink("web-1");
+  std::vector<ExportBatch> batches;
+  for (uint64_t first = 1; first <= 4000; first += 500) {
+    batches.push_back(batch(first, first + 499, {"egress:allow", "dns:query", "session:start"}));
+    s->deliver(batches.back());
+  }
+  std::vector<const ExportBatch*> all;
+  for (const auto& b : batches) all.push_back(&b);
+  const std::vector<std::string> got = read("web-1");
+  ASSERT_EQ(got.size(), 4008u);
+  EXPECT_TRUE(got == expected_lines(all));
 }
 
 TEST_F(NatsSinkTest, AHostNameWithDotsIsSanitisedIntoOneToken) {
@@ -347,6 +364,71 @@ TEST_F(NatsSinkTest, AStreamThatDoesNotTakeTheSubjectsFailsTheBatch) {
 }
 
 TEST_F(NatsSinkTest, TheReaderRefusesAStreamThatDoesNotExist) { EXPECT_THROW(read("web-1"), NatsError); }
+
+// Runs a shell command for the test's fixtures; fails the test if it fails.
+void sh(const std::string& command) {
+  ASSERT_EQ(std::system((command + " 2>/dev/null").c_str()), 0) << command;
+}
+
+// A server that speaks TLS only, with a certificate for 127.0.0.1 from a CA
+// made for the test.
+class NatsSinkTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + dir_.file("ca.key") +
+       " -out " + dir_.file("ca.pem") + " -days 2 -subj '/CN=zeroness nats test CA'");
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + dir_.file("server.key") +
+       " -out " + dir_.file("server.csr") + " -subj '/CN=127.0.0.1'");
+    std::ofstream(dir_.file("server.ext")) << "subjectAltName=IP:127.0.0.1\n";
+    sh("openssl x509 -req -in " + dir_.file("server.csr") + " -CA " + dir_.file("ca.pem") + " -CAkey " +
+       dir_.file("ca.key") + " -CAcreateserial -out " + dir_.file("server.pem") + " -days 2 -extfile " +
+       dir_.file("server.ext"));
+    if (HasFatalFailure()) return;
+    server_ = std::make_unique<NatsServer>(free_port(), dir_.file("store"), dir_.file("nats.log"));
+    server_->start({"--tls", "--tlscert", dir_.file("server.pem"), "--tlskey", dir_.file("server.key")});
+  }
+  void TearDown() override { server_.reset(); }
+
+  std::string url(const char* scheme) const {
+    return std::string(scheme) + "127.0.0.1:" + std::to_string(port());
+  }
+  uint16_t port() const { return server_->port(); }
+
+  zn::test::TempDir dir_;
+  std::unique_ptr<NatsServer> server_;
+};
+
+TEST_F(NatsSinkTlsTest, DeliversAndReadsOverTlsVerifyingTheServerWithTheCaFile) {
+  const ExportBatch b = batch(1, 3, {"egress:allow"});
+  make_nats_sink(
+      {{"type", "nats"}, {"url", url("tls://")}, {"ca_file", dir_.file("ca.pem")}, {"timeout_ms", 2000}},
+      "$.audit_sinks[0]", SinkContext{"web-1", dir_.path().string()})
+      ->deliver(b);
+  NatsReadOptions o;
+  o.url = url("tls://");
+  o.ca_file = dir_.file("ca.pem");
+  o.host = "web-1";
+  o.timeout = 10s;
+  EXPECT_EQ(read_nats_audit(o), expected_lines({&b}));
+
+  // A server the CA file does not vouch for (here: the system's CAs, which
+  // know nothing of the test's) is refused, in time.
+  auto untrusting = make_nats_sink({{"type", "nats"}, {"url", url("tls://")}, {"timeout_ms", 1000}},
+                                   "$.audit_sinks[0]", SinkContext{"web-1", dir_.path().string()});
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    untrusting->deliver(b);
+    ADD_FAILURE() << "a server no CA vouches for was trusted";
+  } catch (const SinkError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("nats: connect to " + url("tls://") + ": ", 0), 0u) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 3s);
+}
+
+TEST(NatsShownUrl, HidesCredentialsOfEachServer) {
+  EXPECT_EQ(nats_shown_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+  EXPECT_EQ(nats_shown_url("nats://user:pw@a:4222,tls://token@b"), "nats://***@a:4222,tls://***@b");
+}
 
 TEST(NatsSubjectToken, KeepsNamesThatAreTokensAndEscapesTheRestWithoutCollisions) {
   EXPECT_EQ(nats_subject_token("web-1"), "web-1");
