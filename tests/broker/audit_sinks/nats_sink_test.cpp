@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +87,7 @@ class NatsServer {
     pid_ = ::fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a test binary that crashed
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -291,6 +293,9 @@ TEST_F(NatsSinkTest, AServerThatStopsAnsweringFailsTheBatchWithinTheTimeout) {
   s->deliver(batch(1, 1, {"egress:allow"}));
   // Frozen, not dead: the connection stays up and nothing answers.
   ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
+  int status = 0;  // until it has stopped indeed (kill only queues the signal)
+  ASSERT_EQ(::waitpid(server_->pid(), &status, WUNTRACED), server_->pid());
+  ASSERT_TRUE(WIFSTOPPED(status));
   const auto started = std::chrono::steady_clock::now();
   EXPECT_THROW(s->deliver(batch(2, 2, {"egress:allow"})), SinkError);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
