@@ -23,9 +23,10 @@ int main(int argc, char** argv) {
   app.add_option("--pin-root", pin_root, "bpffs directory for pins (overrides the config)");
   app.add_option("--control-socket", control_socket, "control socket path (overrides the config)");
   bool check_config = false;
-  app.add_flag("--check-config", check_config,
-               "parse and check the config file (every field, the audit sinks) without starting; exit 0 if it "
-               "is good, 2 with the field's JSON path if not");
+  app.add_flag(
+      "--check-config", check_config,
+      "parse and check the config file (every field, the audit sinks) without starting; exit 0 if it "
+      "is good, 2 with the field's JSON path if not");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ zerod %l %v", spdlog::pattern_time_type::utc);

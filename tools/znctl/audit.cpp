@@ -9,6 +9,7 @@
 #include "broker/audit/store.h"
 #include "broker/audit_export/export_file_reader.h"
 #include "broker/audit_export/export_verifier.h"
+#include "broker/audit_sinks/nats_reader.h"
 #include "command.h"
 
 namespace zn::znctl {
@@ -115,7 +116,8 @@ int verify_store(const std::map<std::string, std::string>& f) {
     const auto cp = store.checkpoint();
     if (!cp || !broker::audit_export::audit_checkpoint_signed_by(*cp, audit_public_key(f))) {
       v.ok = false;
-      v.reason = "the checkpoint at seq " + std::to_string(*v.checkpoint_seq) + " is not signed by the audit key";
+      v.reason =
+          "the checkpoint at seq " + std::to_string(*v.checkpoint_seq) + " is not signed by the audit key";
     }
   }
   json r = {{"ok", v.ok}, {"records", v.records}, {"reason", v.reason}};
@@ -131,8 +133,8 @@ int verify_store(const std::map<std::string, std::string>& f) {
     const auto recs = store.query(q);
     if (recs.empty() || recs.front().seq != anchor->seq) {
       v.ok = false;
-      v.reason = "truncated: the store ends at seq " + std::to_string(store.head().seq) + ", the anchor is seq " +
-                 std::to_string(anchor->seq);
+      v.reason = "truncated: the store ends at seq " + std::to_string(store.head().seq) +
+                 ", the anchor is seq " + std::to_string(anchor->seq);
     } else if (recs.front().hash != anchor->hash) {
       v.ok = false;
       v.reason = "seq " + std::to_string(anchor->seq) + " has another hash than the anchor's";
@@ -154,7 +156,8 @@ int verify_store(const std::map<std::string, std::string>& f) {
   return v.ok ? 0 : 3;
 }
 
-int verify_export(const std::vector<std::string>& files, const std::map<std::string, std::string>& f, bool strict) {
+int verify_export(const std::vector<std::string>& files, const std::map<std::string, std::string>& f,
+                  bool strict) {
   broker::audit_export::ExportVerifier::Options o;
   o.public_key = audit_public_key(f);
   o.strict = strict;
@@ -164,14 +167,32 @@ int verify_export(const std::vector<std::string>& files, const std::map<std::str
     if (!o.anchor) throw UsageError("--anchor is SEQ:HASH (64 lowercase hex)");
   }
   broker::audit_export::ExportVerifier verifier(o);
+  if (f.count("nats")) {
+    // A range pulled from JetStream: every message the stream holds for the host, in stream order.
+    broker::audit_sinks::NatsReadOptions n;
+    n.url = f.at("nats");
+    if (!f.count("host")) throw UsageError("--nats needs --host (the host whose audit to read)");
+    n.host = f.at("host");
+    if (f.count("stream")) n.stream = f.at("stream");
+    if (f.count("subject-prefix")) n.subject_prefix = f.at("subject-prefix");
+    if (f.count("ca-file")) n.ca_file = f.at("ca-file");
+    for (const std::string& line : broker::audit_sinks::read_nats_audit(n)) verifier.feed(line);
+  }
   for (const std::string& file : files)
     broker::audit_export::read_export_lines(file, [&](std::string_view line) { return verifier.feed(line); });
   const auto v = verifier.finish();
   json dropped = json::array();
-  for (const auto& d : v.dropped) dropped.push_back({{"first", d.first}, {"last", d.last}, {"count", d.count()}});
-  json r = {{"ok", v.ok},          {"records", v.records},         {"seals", v.seals},
-            {"first_seq", v.first_seq}, {"last_seq", v.last_seq}, {"last_hash", v.last_hash},
-            {"redelivered", v.redelivered}, {"torn", v.torn},     {"dropped", dropped},
+  for (const auto& d : v.dropped)
+    dropped.push_back({{"first", d.first}, {"last", d.last}, {"count", d.count()}});
+  json r = {{"ok", v.ok},
+            {"records", v.records},
+            {"seals", v.seals},
+            {"first_seq", v.first_seq},
+            {"last_seq", v.last_seq},
+            {"last_hash", v.last_hash},
+            {"redelivered", v.redelivered},
+            {"torn", v.torn},
+            {"dropped", dropped},
             {"reason", v.reason}};
   if (!v.ok && v.line) r["line"] = v.line;
   print(r, [&] {
@@ -201,8 +222,11 @@ int verify(const Args& a) {
     else
       rest.push_back(a[i]);
   }
-  auto f = flags(rest, 0, {"anchor", "key", "host"});
-  if (files.empty()) {
+  auto f = flags(rest, 0, {"anchor", "key", "host", "nats", "stream", "subject-prefix", "ca-file"});
+  if (f.count("nats") && !files.empty()) throw UsageError("FILE... or --nats, not both");
+  if (files.empty() && !f.count("nats")) {
+    if (f.count("stream") || f.count("subject-prefix") || f.count("ca-file"))
+      throw UsageError("--stream, --subject-prefix and --ca-file apply to --nats");
     if (f.count("host") || strict) throw UsageError("--host and --strict apply to FILEs");
     return verify_store(f);
   }
@@ -234,7 +258,8 @@ int sinks(const Args& a) {
       std::cout << e.value("name", "") << "  " << (e.value("up", false) ? "up" : "down") << "  delivered "
                 << e.value("delivered_records", 0) << "  backlog " << e.value("backlog", 0) << "  dropped "
                 << e.value("dropped_records", 0) << "  failures " << e.value("failures", 0)
-                << (e.value("last_error", "").empty() ? "" : "  last error: " + e.value("last_error", "")) << "\n";
+                << (e.value("last_error", "").empty() ? "" : "  last error: " + e.value("last_error", ""))
+                << "\n";
   });
   return 0;
 }
@@ -242,7 +267,11 @@ int sinks(const Args& a) {
 constexpr Verb kVerbs[] = {
     {"query", "audit query [--sid ID] [--event NAME|CATEGORY:] [--since T] [--until T] [--limit N]", query},
     {"tail", "audit tail [--sid ID] [--event NAME]", tail},
-    {"verify", "audit verify [FILE...] [--anchor SEQ:HASH] [--key HEX] [--host NAME] [--strict]", verify},
+    {"verify",
+     "audit verify [FILE... | --nats URL --host NAME [--stream S] [--subject-prefix P] [--ca-file F]] "
+     "[--anchor "
+     "SEQ:HASH] [--key HEX] [--host NAME] [--strict]",
+     verify},
     {"head", "audit head", head},
     {"key", "audit key", key},
     {"sinks", "audit sinks", sinks},

@@ -27,7 +27,8 @@ struct AuditVerifyResult {
   bool ok = true;
   uint64_t records = 0;  // records checked before stopping
   std::optional<uint64_t> first_bad_seq;
-  std::optional<uint64_t> checkpoint_seq;  // verified from a retention checkpoint (its signature is the caller's to check)
+  std::optional<uint64_t>
+      checkpoint_seq;  // verified from a retention checkpoint (its signature is the caller's to check)
   std::string reason;  // empty when ok
 };
 

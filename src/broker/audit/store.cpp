@@ -185,13 +185,14 @@ std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& bu
 }
 
 std::string audit_checkpoint_message(const AuditCheckpoint& cp) {
-  return "zeroness/audit-checkpoint/v1\n" + std::to_string(cp.seq) + ":" + cp.hash + "\n" + cp.ts + "\n" + cp.kid;
+  return "zeroness/audit-checkpoint/v1\n" + std::to_string(cp.seq) + ":" + cp.hash + "\n" + cp.ts + "\n" +
+         cp.kid;
 }
 
 std::optional<AuditCheckpoint> AuditStore::checkpoint() {
   OwnedStmt t;
-  if (sqlite3_prepare_v2(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit_checkpoint'", -1, &t.s,
-                         nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit_checkpoint'",
+                         -1, &t.s, nullptr) != SQLITE_OK)
     fail(db_, "prepare checkpoint");
   if (sqlite3_step(t.s) != SQLITE_ROW) return std::nullopt;  // a store made before retention existed
   OwnedStmt st;
@@ -229,7 +230,8 @@ uint64_t AuditStore::last_seq_before(const std::string& before, uint64_t max_seq
   bind_text(db_, st.s, 2, before);
   const int rc = sqlite3_step(st.s);
   if (rc != SQLITE_ROW) fail(db_, "read age");
-  return sqlite3_column_type(st.s, 0) == SQLITE_NULL ? 0 : static_cast<uint64_t>(sqlite3_column_int64(st.s, 0));
+  return sqlite3_column_type(st.s, 0) == SQLITE_NULL ? 0
+                                                     : static_cast<uint64_t>(sqlite3_column_int64(st.s, 0));
 }
 
 uint64_t AuditStore::prune_through(uint64_t seq, const CheckpointFn& make) {
@@ -242,7 +244,8 @@ uint64_t AuditStore::prune_through(uint64_t seq, const CheckpointFn& make) {
       if (sqlite3_prepare_v2(db_, "SELECT hash FROM audit WHERE seq = ?1", -1, &st.s, nullptr) != SQLITE_OK)
         fail(db_, "prepare prune");
       sqlite3_bind_int64(st.s, 1, static_cast<sqlite3_int64>(seq));
-      if (sqlite3_step(st.s) != SQLITE_ROW) throw std::invalid_argument("audit prune: no record " + std::to_string(seq));
+      if (sqlite3_step(st.s) != SQLITE_ROW)
+        throw std::invalid_argument("audit prune: no record " + std::to_string(seq));
       hash = col_text(st.s, 0);
     }
     const AuditCheckpoint cp = make(seq, hash);

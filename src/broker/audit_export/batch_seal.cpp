@@ -65,10 +65,17 @@ BatchSealer::BatchSealer(std::shared_ptr<const SigningKey> key, std::string host
 std::string BatchSealer::seal(uint64_t first, uint64_t last, const std::string& last_hash,
                               const std::vector<AuditRecord>& records,
                               const std::optional<DroppedRange>& dropped) const {
-  nlohmann::json s = {{"zn", "audit-seal"}, {"v", 1},         {"host", host_},
-                      {"first", first},     {"last", last},   {"hash", last_hash},
-                      {"count", records.size()}, {"digest", records_digest(records)}, {"kid", key_->kid()}};
-  if (dropped) s["dropped"] = {{"first", dropped->first}, {"last", dropped->last}, {"count", dropped->count()}};
+  nlohmann::json s = {{"zn", "audit-seal"},
+                      {"v", 1},
+                      {"host", host_},
+                      {"first", first},
+                      {"last", last},
+                      {"hash", last_hash},
+                      {"count", records.size()},
+                      {"digest", records_digest(records)},
+                      {"kid", key_->kid()}};
+  if (dropped)
+    s["dropped"] = {{"first", dropped->first}, {"last", dropped->last}, {"count", dropped->count()}};
   const SigningKey::Signature sig = key_->sign(signed_message(s));
   s["sig"] = to_hex(sig.data(), sig.size());
   // "zn" first so a reader can tell a seal from a record by its prefix.
@@ -104,8 +111,8 @@ SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key) 
   Seal s;
   if (!str("host", s.host) || !u64(j, "first", s.first) || !u64(j, "last", s.last) || !str("hash", s.hash) ||
       !u64(j, "count", s.count) || !str("digest", s.digest) || !str("kid", s.kid) || !str("sig", s.sig) ||
-      !is_lower_hex(s.hash, 64) || !is_lower_hex(s.digest, 64) || !is_lower_hex(s.sig, 128) ||
-      s.first == 0 || s.first > s.last) {
+      !is_lower_hex(s.hash, 64) || !is_lower_hex(s.digest, 64) || !is_lower_hex(s.sig, 128) || s.first == 0 ||
+      s.first > s.last) {
     out.error = "seal: malformed";
     return out;
   }
@@ -113,8 +120,9 @@ SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key) 
     DroppedRange d;
     uint64_t count = 0;
     const nlohmann::json& dj = j["dropped"];
-    if (!dj.is_object() || !u64(dj, "first", d.first) || !u64(dj, "last", d.last) || !u64(dj, "count", count) ||
-        d.first == 0 || d.first > d.last || count != d.count() || d.first < s.first || d.last > s.last) {
+    if (!dj.is_object() || !u64(dj, "first", d.first) || !u64(dj, "last", d.last) ||
+        !u64(dj, "count", count) || d.first == 0 || d.first > d.last || count != d.count() ||
+        d.first < s.first || d.last > s.last) {
       out.error = "seal: malformed dropped range";
       return out;
     }
@@ -142,7 +150,8 @@ SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key) 
 bool audit_checkpoint_signed_by(const AuditCheckpoint& cp, const Ed25519PublicKey& key) {
   if (cp.kid != jwk_thumbprint(key) || cp.sig.size() != 2 * crypto_sign_BYTES) return false;
   unsigned char sig[crypto_sign_BYTES];
-  if (sodium_hex2bin(sig, sizeof sig, cp.sig.data(), cp.sig.size(), nullptr, nullptr, nullptr) != 0) return false;
+  if (sodium_hex2bin(sig, sizeof sig, cp.sig.data(), cp.sig.size(), nullptr, nullptr, nullptr) != 0)
+    return false;
   const std::string msg = audit_checkpoint_message(cp);
   return crypto_sign_verify_detached(sig, reinterpret_cast<const unsigned char*>(msg.data()), msg.size(),
                                      key.data()) == 0;

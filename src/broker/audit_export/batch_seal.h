@@ -58,8 +58,7 @@ class BatchSealer {
   // The seal line (no newline) for records (the batch's, in seq order) over
   // first..last whose record `last` has chain hash last_hash. Any thread.
   std::string seal(uint64_t first, uint64_t last, const std::string& last_hash,
-                   const std::vector<AuditRecord>& records,
-                   const std::optional<DroppedRange>& dropped) const;
+                   const std::vector<AuditRecord>& records, const std::optional<DroppedRange>& dropped) const;
   const std::string& kid() const { return key_->kid(); }
   const Ed25519PublicKey& public_key() const { return key_->public_key(); }
 

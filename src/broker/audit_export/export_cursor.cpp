@@ -51,7 +51,8 @@ ExportCursor load_export_cursor(const std::string& path, uint64_t start_at) {
   if (c.read_from < c.range_start) fail(path, "malformed");
   if (j.contains("dropped")) {
     const nlohmann::json& d = j["dropped"];
-    if (!d.is_array() || d.size() != 2 || !u64(d[0]) || !u64(d[1]) || d[0].get<uint64_t>() > d[1].get<uint64_t>())
+    if (!d.is_array() || d.size() != 2 || !u64(d[0]) || !u64(d[1]) ||
+        d[0].get<uint64_t>() > d[1].get<uint64_t>())
       fail(path, "malformed dropped range");
     c.dropped = DroppedRange{d[0].get<uint64_t>(), d[1].get<uint64_t>()};
   }

@@ -33,18 +33,19 @@ std::string str_or(const json& detail, const char* key) {
 
 // OCSF HTTP Activity activity ids by method.
 int http_activity(const std::string& method) {
-  static const std::pair<const char*, int> kIds[] = {{"CONNECT", 1}, {"DELETE", 2}, {"GET", 3},
+  static const std::pair<const char*, int> kIds[] = {{"CONNECT", 1}, {"DELETE", 2},  {"GET", 3},
                                                      {"HEAD", 4},    {"OPTIONS", 5}, {"POST", 6},
-                                                     {"PUT", 7},     {"TRACE", 8},  {"PATCH", 9}};
+                                                     {"PUT", 7},     {"TRACE", 8},   {"PATCH", 9}};
   for (const auto& [m, id] : kIds)
     if (method == m) return id;
   return 99;
 }
 
 bool is_refusal(const std::string& event) {
-  static const char* kRefusals[] = {"egress:deny",   "egress:denied",  "egress:ask_timeout", "egress:rate_limited",
-                                    "dns:deny",      "packet:deny",    "resource:deny",      "command:reject",
-                                    "ingress:deny",  "secret:canary",  "secret:misuse"};
+  static const char* kRefusals[] = {"egress:deny",         "egress:denied",  "egress:ask_timeout",
+                                    "egress:rate_limited", "dns:deny",       "packet:deny",
+                                    "resource:deny",       "command:reject", "ingress:deny",
+                                    "secret:canary",       "secret:misuse"};
   for (const char* e : kRefusals)
     if (event == e) return true;
   return false;
@@ -77,7 +78,10 @@ json ocsf_event(const AuditRecord& r, const std::string& host) {
     class_uid = kClassNetworkActivity;
     category_uid = kCategoryNetwork;
     // 1 Open, 2 Close, 5 Refuse, 6 Traffic.
-    activity_id = is_refusal(r.event) ? 5 : r.event == "ingress:close" ? 2 : r.event == "egress:allow" ? 6 : 1;
+    activity_id = is_refusal(r.event)          ? 5
+                  : r.event == "ingress:close" ? 2
+                  : r.event == "egress:allow"  ? 6
+                                               : 1;
   } else if (category == "dns") {
     class_uid = kClassDnsActivity;
     category_uid = kCategoryNetwork;
@@ -91,8 +95,8 @@ json ocsf_event(const AuditRecord& r, const std::string& host) {
       {"type_uid", class_uid * 100 + activity_id},
       {"time", epoch_ms(r.ts)},
       {"severity_id", severity(r.event)},
-      {"status_id", refused ? 2 : 1},  // Failure / Success
-      {"action_id", refused ? 2 : 1},  // Denied / Allowed
+      {"status_id", refused ? 2 : 1},       // Failure / Success
+      {"action_id", refused ? 2 : 1},       // Denied / Allowed
       {"disposition_id", refused ? 2 : 1},  // Blocked / Allowed
       {"message", r.event},
       {"metadata",
@@ -107,7 +111,8 @@ json ocsf_event(const AuditRecord& r, const std::string& host) {
   if (class_uid == kClassHttpActivity) {
     ev["http_request"] = {{"http_method", method},
                           {"url", {{"hostname", str_or(d, "host")}, {"path", str_or(d, "path")}}}};
-    if (d.contains("status") && d["status"].is_number_integer()) ev["http_response"] = {{"code", d["status"]}};
+    if (d.contains("status") && d["status"].is_number_integer())
+      ev["http_response"] = {{"code", d["status"]}};
   }
   if (class_uid == kClassDnsActivity) ev["query"] = {{"hostname", str_or(d, "name")}};
   if (class_uid == kClassNetworkActivity || class_uid == kClassHttpActivity) {

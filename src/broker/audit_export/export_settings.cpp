@@ -21,10 +21,12 @@ std::vector<std::string> strings(const json& sink, const std::string& path, cons
   std::vector<std::string> out;
   if (!sink.contains(key)) return out;
   const json& v = sink[key];
-  if (!v.is_array() || v.empty()) throw std::invalid_argument(path + "." + key + ": must be a non-empty array");
+  if (!v.is_array() || v.empty())
+    throw std::invalid_argument(path + "." + key + ": must be a non-empty array");
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string() || v[i].get<std::string>().empty())
-      throw std::invalid_argument(path + "." + key + "[" + std::to_string(i) + "]: must be a non-empty string");
+      throw std::invalid_argument(path + "." + key + "[" + std::to_string(i) +
+                                  "]: must be a non-empty string");
     out.push_back(v[i].get<std::string>());
   }
   return out;
@@ -32,8 +34,9 @@ std::vector<std::string> strings(const json& sink, const std::string& path, cons
 
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
 }
 
 }  // namespace
@@ -48,9 +51,10 @@ bool SinkFilter::admits(const AuditRecord& r) const {
 }
 
 const std::vector<std::string>& export_settings_fields() {
-  static const std::vector<std::string> kFields = {
-      "name",      "type",         "format",             "events",        "sessions", "spool_max_records",
-      "batch_max", "idle_seal_ms", "backoff_initial_ms", "backoff_max_ms"};
+  static const std::vector<std::string> kFields = {"name",          "type",         "format",
+                                                   "events",        "sessions",     "spool_max_records",
+                                                   "batch_max",     "idle_seal_ms", "backoff_initial_ms",
+                                                   "backoff_max_ms"};
   return kFields;
 }
 
@@ -71,7 +75,8 @@ ExportSettings parse_export_settings(const json& sink, const std::string& path) 
     throw std::invalid_argument(path + ".type: required: file, syslog, http or nats");
   s.type = sink["type"].get<std::string>();
   if (sink.contains("format")) {
-    const auto f = sink["format"].is_string() ? parse_export_format(sink["format"].get<std::string>()) : std::nullopt;
+    const auto f =
+        sink["format"].is_string() ? parse_export_format(sink["format"].get<std::string>()) : std::nullopt;
     if (!f) throw std::invalid_argument(path + ".format: must be \"native\" or \"ocsf\"");
     s.format = *f;
   }
@@ -79,7 +84,8 @@ ExportSettings parse_export_settings(const json& sink, const std::string& path) 
   for (size_t i = 0; i < s.filter.events.size(); ++i) {
     const std::string& e = s.filter.events[i];
     if (e.back() == ':' ? !is_audit_event_prefix(e) : !is_audit_event_name(e))
-      throw std::invalid_argument(path + ".events[" + std::to_string(i) + "]: unknown event or category " + e);
+      throw std::invalid_argument(path + ".events[" + std::to_string(i) + "]: unknown event or category " +
+                                  e);
   }
   s.filter.sessions = strings(sink, path, "sessions");
   s.spool_max_records = positive(sink, path, "spool_max_records", s.spool_max_records, 1'000'000'000);

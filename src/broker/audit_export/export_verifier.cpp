@@ -49,7 +49,8 @@ bool ExportVerifier::feed(std::string_view line) {
 bool ExportVerifier::on_record(const AuditRecord& r) {
   const std::string seq = "seq " + std::to_string(r.seq);
   if (r.seq == 0) return fail("record with seq 0");
-  if (audit_chain_hash(r.prev, r) != r.hash) return fail(seq + ": edited (its hash does not match its fields)");
+  if (audit_chain_hash(r.prev, r) != r.hash)
+    return fail(seq + ": edited (its hash does not match its fields)");
   if (!pending_.empty() && r.seq <= pending_.back().seq) {
     // The batch before was cut off before its seal (a crash mid-write) and
     // is being delivered again: what it carried is not verified, and is
@@ -68,12 +69,13 @@ bool ExportVerifier::on_seal(const Seal& s) {
   if (!options_.host.empty() && s.host != options_.host)
     return fail(range + ": from host " + s.host + ", not " + options_.host);
   if (s.count != pending_.size())
-    return fail(range + ": carries " + std::to_string(s.count) + " records, " + std::to_string(pending_.size()) +
-                " precede it (a record was dropped or added)");
+    return fail(range + ": carries " + std::to_string(s.count) + " records, " +
+                std::to_string(pending_.size()) + " precede it (a record was dropped or added)");
   if (records_digest(pending_) != s.digest)
     return fail(range + ": the records before it are not the ones it sealed (edited, reordered or replaced)");
   for (const AuditRecord& r : pending_) {
-    if (r.seq < s.first || r.seq > s.last) return fail(range + ": seq " + std::to_string(r.seq) + " outside it");
+    if (r.seq < s.first || r.seq > s.last)
+      return fail(range + ": seq " + std::to_string(r.seq) + " outside it");
     if (s.dropped && r.seq >= s.dropped->first && r.seq <= s.dropped->last)
       return fail(range + ": seq " + std::to_string(r.seq) + " inside its dropped range");
   }

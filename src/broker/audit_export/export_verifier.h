@@ -38,16 +38,16 @@ std::optional<ExportAnchor> parse_export_anchor(std::string_view text);
 
 struct ExportVerifyResult {
   bool ok = true;
-  std::string reason;             // why not ok: names the line and the seq
-  uint64_t line = 0;              // 1-based line the failure is on (0: at the end)
-  uint64_t records = 0;           // records sealed and verified
-  uint64_t seals = 0;             // seals verified
-  uint64_t first_seq = 0;         // the range the seals cover
+  std::string reason;      // why not ok: names the line and the seq
+  uint64_t line = 0;       // 1-based line the failure is on (0: at the end)
+  uint64_t records = 0;    // records sealed and verified
+  uint64_t seals = 0;      // seals verified
+  uint64_t first_seq = 0;  // the range the seals cover
   uint64_t last_seq = 0;
-  uint64_t redelivered = 0;       // records seen again (at least once)
-  uint64_t torn = 0;              // records of an unsealed batch a re-delivery replaced
+  uint64_t redelivered = 0;           // records seen again (at least once)
+  uint64_t torn = 0;                  // records of an unsealed batch a re-delivery replaced
   std::vector<DroppedRange> dropped;  // declared by zerod
-  std::string last_hash;          // chain hash at last_seq (from the last seal)
+  std::string last_hash;              // chain hash at last_seq (from the last seal)
 };
 
 class ExportVerifier {
@@ -75,8 +75,8 @@ class ExportVerifier {
   Options options_;
   ExportVerifyResult result_;
   uint64_t line_ = 0;
-  std::vector<AuditRecord> pending_;  // records since the last seal
-  uint64_t sealed_to_ = 0;            // last seq covered by a verified seal (0: none yet)
+  std::vector<AuditRecord> pending_;                // records since the last seal
+  uint64_t sealed_to_ = 0;                          // last seq covered by a verified seal (0: none yet)
   std::unordered_map<uint64_t, std::string> seen_;  // seq -> hash of every sealed record
   bool finished_ = false;
 };

@@ -12,7 +12,10 @@ struct AuditExporter::Pending {
 
 AuditExporter::AuditExporter(Options options, std::unique_ptr<AuditSink> sink,
                              std::shared_ptr<const BatchSealer> sealer, DropReport on_drop)
-    : options_(std::move(options)), sink_(std::move(sink)), sealer_(std::move(sealer)), on_drop_(std::move(on_drop)) {
+    : options_(std::move(options)),
+      sink_(std::move(sink)),
+      sealer_(std::move(sealer)),
+      on_drop_(std::move(on_drop)) {
   if (!sink_ || !sealer_) throw std::invalid_argument("audit exporter: no sink or sealer");
   uint64_t head = 0;
   {
@@ -102,7 +105,9 @@ void AuditExporter::publish(uint64_t head) {
   std::lock_guard lk(mu_);
   const bool open_range = pending_ || !range_records_.empty();
   consumed_to_ = open_range ? cursor_.range_start - 1 : next_read_ - 1;
-  stats_.backlog = head >= cursor_.range_start ? head - (cursor_.range_start - 1) : 0;
+  // Records neither delivered nor passed over by the filter.
+  stats_.backlog = head > consumed_to_ ? head - consumed_to_ : 0;
+  stats_.consumed_seq = consumed_to_;
   stats_.last_delivered_seq = cursor_.range_start - 1;
   delivered_cv_.notify_all();
 }
@@ -207,23 +212,24 @@ bool AuditExporter::step(AuditStore& store) {
       stats_.last_error = e.what();
     }
     if (failures_in_row_ == 1 || failures_in_row_ % 10 == 0)
-      spdlog::warn("audit export {}: delivery failed ({} in a row): {}", options_.settings.name, failures_in_row_,
-                   e.what());
+      spdlog::warn("audit export {}: delivery failed ({} in a row): {}", options_.settings.name,
+                   failures_in_row_, e.what());
     publish(head);
     const auto& s = options_.settings;
     auto backoff = s.backoff_initial * (1LL << std::min(failures_in_row_ - 1, 20));
     if (backoff > s.backoff_max) backoff = s.backoff_max;
     if (e.retry_after) backoff = std::min(std::max(*e.retry_after, s.backoff_initial), s.backoff_max);
     const std::chrono::steady_clock::time_point until =
-        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(backoff);
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(backoff);
     // Wait out the backoff, but keep the spool bound while waiting.
     while (std::chrono::steady_clock::now() < until) {
       {
         std::unique_lock lk(mu_);
         const std::chrono::steady_clock::time_point next =
-            std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.poll);
-        cv_.wait_until(lk, std::min(until, next),
-                       [this] { return stop_; });
+            std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.poll);
+        cv_.wait_until(lk, std::min(until, next), [this] { return stop_; });
         if (stop_) return false;
       }
       const uint64_t now_head = store.head().seq;

@@ -37,7 +37,8 @@ struct ExporterStats {
   uint64_t delivered_batches = 0;
   uint64_t failures = 0;         // delivery attempts that failed
   uint64_t dropped_records = 0;  // skipped because the spool bound was passed
-  uint64_t backlog = 0;          // chain head - last seq delivered (at the last look)
+  uint64_t backlog = 0;          // records after consumed_seq (at the last look)
+  uint64_t consumed_seq = 0;     // every seq up to here is delivered or left out by the filter
   uint64_t last_delivered_seq = 0;
   bool up = false;         // the last delivery attempt succeeded
   std::string last_error;  // of the last failed attempt (no secrets: the sinks' messages carry none)
@@ -51,9 +52,9 @@ class AuditExporter {
 
   struct Options {
     ExportSettings settings;
-    std::string db_path;      // the audit store (read-only here)
-    std::string cursor_path;  // <state_dir>/audit-export/<name>.cursor
-    std::string host;         // for the OCSF shape
+    std::string db_path;                   // the audit store (read-only here)
+    std::string cursor_path;               // <state_dir>/audit-export/<name>.cursor
+    std::string host;                      // for the OCSF shape
     std::chrono::milliseconds poll{1000};  // looks at the store at least this often
   };
 
@@ -84,7 +85,7 @@ class AuditExporter {
   bool step(AuditStore& store);
   void apply_spool_bound(uint64_t head);
   void build_pending();
-  void publish(uint64_t head);  // stats_ and consumed_to_ from the thread's state
+  void publish(uint64_t head);                 // stats_ and consumed_to_ from the thread's state
   bool wait_for(std::chrono::milliseconds d);  // false when stopping
 
   Options options_;
@@ -100,7 +101,8 @@ class AuditExporter {
   std::vector<AuditRecord> range_records_;
   uint64_t range_last_seq_ = 0;
   std::string range_last_hash_;
-  std::optional<std::chrono::steady_clock::time_point> range_since_;  // when the open range got its first record
+  std::optional<std::chrono::steady_clock::time_point>
+      range_since_;  // when the open range got its first record
   // The batch being retried; kept across attempts so a retry resends exactly it.
   std::unique_ptr<Pending> pending_;
   int failures_in_row_ = 0;

@@ -201,7 +201,8 @@ void FileSink::prune_rotated() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(p.parent_path(), ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 24 && name.find(".tmp") == std::string::npos)
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 24 &&
+        name.find(".tmp") == std::string::npos)
       rotated.push_back(e.path());
   }
   // The UTC stamp sorts by time.

@@ -22,11 +22,11 @@
 namespace zn::broker::audit_export {
 
 struct FileSinkOptions {
-  std::string path;                   // absolute
-  uint64_t max_bytes = 64ull << 20;   // rotate at this size
+  std::string path;                     // absolute
+  uint64_t max_bytes = 64ull << 20;     // rotate at this size
   std::chrono::seconds max_age{86400};  // or when the file is this old
-  size_t keep = 10;                   // rotated files kept
-  bool compress = true;               // gzip rotated files
+  size_t keep = 10;                     // rotated files kept
+  bool compress = true;                 // gzip rotated files
 };
 
 // Parses a "file" sink's own fields (type_fields()). Throws

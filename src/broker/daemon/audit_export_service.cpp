@@ -20,7 +20,8 @@ namespace {
 [[noreturn]] void rethrow_as_policy_error(const std::invalid_argument& e, const std::string& fallback_path) {
   const std::string what = e.what();
   const size_t sep = what.find(": ");
-  if (what.rfind("$.", 0) == 0 && sep != std::string::npos) throw PolicyError(what.substr(0, sep), what.substr(sep + 2));
+  if (what.rfind("$.", 0) == 0 && sep != std::string::npos)
+    throw PolicyError(what.substr(0, sep), what.substr(sep + 2));
   throw PolicyError(fallback_path, what);
 }
 
@@ -39,7 +40,8 @@ void check_audit_sinks(const nlohmann::json& sinks) {
     const std::string path = "$.audit_sinks[" + std::to_string(i) + "]";
     try {
       const audit_export::ExportSettings s = audit_export::parse_export_settings(sinks[i], path);
-      if (!names.insert(s.name).second) throw PolicyError(path + ".name", "another sink has the name " + s.name);
+      if (!names.insert(s.name).second)
+        throw PolicyError(path + ".name", "another sink has the name " + s.name);
       const nlohmann::json own = audit_export::type_fields(sinks[i]);
       if (s.type == "file")
         audit_export::parse_file_sink(own, path);
@@ -53,7 +55,8 @@ void check_audit_sinks(const nlohmann::json& sinks) {
   }
 }
 
-AuditExportService::AuditExportService(AuditExportConfig config, AuditLog& audit) : config_(std::move(config)) {
+AuditExportService::AuditExportService(AuditExportConfig config, AuditLog& audit)
+    : config_(std::move(config)) {
   if (config_.host.empty()) config_.host = local_host_name();
   const HostKey seed = HostKey::load_or_create(config_.signing_key);
   key_ = seed.with_key([](std::span<const unsigned char> s) { return SigningKey::from_seed(s); });
@@ -71,19 +74,23 @@ AuditExportService::AuditExportService(AuditExportConfig config, AuditLog& audit
     if (o.settings.type == "file")
       s = std::make_unique<audit_export::FileSink>(audit_export::parse_file_sink(own, path));
     else
-      s = audit_sinks::make_network_sink(own, path, audit_export::SinkContext{config_.host, config_.state_dir});
+      s = audit_sinks::make_network_sink(own, path,
+                                         audit_export::SinkContext{config_.host, config_.state_dir});
     // Posted, never appended: this runs on the exporter's thread, and the
     // record must not wait on the store the exporter is behind on.
     auto on_drop = [&audit](const std::string& name, const audit_export::DroppedRange& r) {
       audit.post({"audit:dropped",
                   "",
-                  {{"sink", name}, {"first", r.first}, {"last", r.last}, {"count", r.count()},
+                  {{"sink", name},
+                   {"first", r.first},
+                   {"last", r.last},
+                   {"count", r.count()},
                    {"reason", "spool_max_records"}}});
     };
     // The name and type only: a URL may carry credentials.
     spdlog::info("audit export: sink {} ({})", o.settings.name, o.settings.type);
-    exporters_.push_back(
-        std::make_unique<audit_export::AuditExporter>(std::move(o), std::move(s), sealer_, std::move(on_drop)));
+    exporters_.push_back(std::make_unique<audit_export::AuditExporter>(std::move(o), std::move(s), sealer_,
+                                                                       std::move(on_drop)));
   }
 }
 
@@ -94,7 +101,8 @@ void AuditExportService::notify() {
 }
 
 nlohmann::json AuditExportService::public_key() const {
-  return {{"public_key", audit_export::public_key_hex(key_->public_key())}, {"kid", key_->kid()},
+  return {{"public_key", audit_export::public_key_hex(key_->public_key())},
+          {"kid", key_->kid()},
           {"host", config_.host}};
 }
 
@@ -107,6 +115,7 @@ nlohmann::json AuditExportService::status() const {
                    {"delivered_records", s.delivered_records},
                    {"delivered_batches", s.delivered_batches},
                    {"last_delivered_seq", s.last_delivered_seq},
+                   {"consumed_seq", s.consumed_seq},
                    {"backlog", s.backlog},
                    {"failures", s.failures},
                    {"dropped_records", s.dropped_records},

@@ -18,10 +18,10 @@
 namespace zn::broker {
 
 struct AuditExportConfig {
-  std::string host;                  // this host's name in seals, subjects, syslog, OCSF ("" = gethostname)
+  std::string host;                   // this host's name in seals, subjects, syslog, OCSF ("" = gethostname)
   std::vector<nlohmann::json> sinks;  // audit_sinks[], checked by check_audit_sinks
-  std::string signing_key;           // the seed file
-  std::string state_dir;             // cursors under <state_dir>/audit-export/
+  std::string signing_key;            // the seed file
+  std::string state_dir;              // cursors under <state_dir>/audit-export/
   std::string db_path;
 };
 

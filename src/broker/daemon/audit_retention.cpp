@@ -14,7 +14,8 @@ uint64_t field(const nlohmann::json& j, const char* key, uint64_t max) {
   if (!j.contains(key)) return 0;
   const auto& v = j[key];
   if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<uint64_t>() > max)
-    throw PolicyError(std::string("$.audit_retention.") + key, "must be an integer 1.." + std::to_string(max));
+    throw PolicyError(std::string("$.audit_retention.") + key,
+                      "must be an integer 1.." + std::to_string(max));
   return v.get<uint64_t>();
 }
 
@@ -43,7 +44,8 @@ AuditRetentionOptions parse_audit_retention(const nlohmann::json& j) {
   return o;
 }
 
-AuditRetention::AuditRetention(AuditRetentionOptions options, AuditLog& audit, std::shared_ptr<const SigningKey> key)
+AuditRetention::AuditRetention(AuditRetentionOptions options, AuditLog& audit,
+                               std::shared_ptr<const SigningKey> key)
     : options_(options), audit_(audit), key_(std::move(key)) {
   if ((options_.max_age.count() == 0 && options_.max_records == 0) || !options_.background) return;
   thread_ = std::thread([this] {
@@ -72,13 +74,15 @@ AuditRetention::~AuditRetention() {
 
 uint64_t AuditRetention::run_once() {
   std::lock_guard pass(pass_mu_);
-  const std::string cutoff =
-      options_.max_age.count() ? format_audit_ts(std::chrono::system_clock::now() - options_.max_age) : std::string();
+  const std::string cutoff = options_.max_age.count()
+                                 ? format_audit_ts(std::chrono::system_clock::now() - options_.max_age)
+                                 : std::string();
   uint64_t deleted = 0, through = 0;
   std::string through_hash;
   while (true) {
     const AuditLog::RetentionView first = audit_.retention_view("", 0);
-    if (first.first == 0 || first.first >= first.head) break;  // keep the head record: the chain continues from it
+    if (first.first == 0 || first.first >= first.head)
+      break;  // keep the head record: the chain continues from it
     uint64_t target = 0;
     if (options_.max_records && first.head - first.first + 1 > options_.max_records)
       target = first.head - options_.max_records;
@@ -101,7 +105,8 @@ uint64_t AuditRetention::run_once() {
   }
   if (deleted) {
     spdlog::info("audit retention: deleted {} records through seq {}", deleted, through);
-    audit_.post({"audit:pruned", "", {{"through", through}, {"count", deleted}, {"checkpoint_hash", through_hash}}});
+    audit_.post(
+        {"audit:pruned", "", {{"through", through}, {"count", deleted}, {"checkpoint_hash", through_hash}}});
   }
   return deleted;
 }

@@ -129,7 +129,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
     audit_export_ptr_ = audit_export_.get();
   }
-  audit_retention_ = std::make_unique<AuditRetention>(config_.audit_retention, *audit_, audit_export_->signing_key());
+  audit_retention_ =
+      std::make_unique<AuditRetention>(config_.audit_retention, *audit_, audit_export_->signing_key());
 
   SessionRegistry::Options o;
   o.maps = maps_.get();

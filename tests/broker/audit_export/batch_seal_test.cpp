@@ -45,8 +45,14 @@ TEST_F(BatchSealTest, AnHonestSealChecksAndSaysWhatItCovers) {
 TEST_F(BatchSealTest, EveryFieldIsSigned) {
   const nlohmann::json orig = nlohmann::json::parse(line);
   const std::vector<std::pair<std::string, nlohmann::json>> edits = {
-      {"first", 2}, {"last", 7}, {"count", 3}, {"host", "host-b"}, {"hash", std::string(64, 'b')},
-      {"digest", std::string(64, 'c')}, {"dropped", {{"first", 3}, {"last", 4}, {"count", 2}}}, {"extra", 1}};
+      {"first", 2},
+      {"last", 7},
+      {"count", 3},
+      {"host", "host-b"},
+      {"hash", std::string(64, 'b')},
+      {"digest", std::string(64, 'c')},
+      {"dropped", {{"first", 3}, {"last", 4}, {"count", 2}}},
+      {"extra", 1}};
   for (const auto& [field, value] : edits) {
     nlohmann::json j = orig;
     j[field] = value;
@@ -63,7 +69,8 @@ TEST_F(BatchSealTest, AnotherKeysSealIsNamedAsSuch) {
   EXPECT_NE(c.error.find("another key"), std::string::npos) << c.error;
   // And a seal made by the other key with our kid written in fails on the signature.
   BatchSealer forger(other, "host-a");
-  nlohmann::json forged = nlohmann::json::parse(forger.seal(3, 6, std::string(64, 'a'), records, std::nullopt));
+  nlohmann::json forged =
+      nlohmann::json::parse(forger.seal(3, 6, std::string(64, 'a'), records, std::nullopt));
   forged["kid"] = key->kid();
   EXPECT_EQ(check_seal(forged.dump(), key->public_key()).error, "seal: bad signature");
 }
@@ -75,8 +82,9 @@ TEST_F(BatchSealTest, MalformedSealsAreRefusedWithoutThrowing) {
     j.erase(field);
     EXPECT_FALSE(check_seal(j.dump(), key->public_key()).seal) << field;
   }
-  for (const std::string& bad : {std::string(""), std::string("{"), std::string("[]"), line.substr(0, line.size() / 2),
-                                std::string(R"({"zn":"audit-seal","v":1,"first":-1})")})
+  for (const std::string& bad :
+       {std::string(""), std::string("{"), std::string("[]"), line.substr(0, line.size() / 2),
+        std::string(R"({"zn":"audit-seal","v":1,"first":-1})")})
     EXPECT_FALSE(check_seal(bad, key->public_key()).seal) << bad;
   nlohmann::json reversed = orig;
   reversed["first"] = 9;  // first > last

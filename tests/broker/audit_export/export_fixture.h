@@ -37,9 +37,11 @@ class ExportFixture : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       const int k = counter++;
       if (k % 2 == 0)
-        log->append(ev("egress:allow", "s1", {{"host", "api.example"}, {"method", "GET"}, {"path", "/" + std::to_string(k)}}));
+        log->append(ev("egress:allow", "s1",
+                       {{"host", "api.example"}, {"method", "GET"}, {"path", "/" + std::to_string(k)}}));
       else
-        log->append(ev("dns:deny", "s2", {{"name", "n" + std::to_string(k) + ".example"}, {"reason", "default deny"}}));
+        log->append(ev("dns:deny", "s2",
+                       {{"name", "n" + std::to_string(k) + ".example"}, {"reason", "default deny"}}));
     }
   }
 
@@ -67,7 +69,9 @@ class ExportFixture : public ::testing::Test {
     for (const std::string& l : lines) verifier.feed(l);
     return verifier.finish();
   }
-  ExportVerifyResult verify_lines(const std::vector<std::string>& lines) { return verify_lines(lines, verify_options()); }
+  ExportVerifyResult verify_lines(const std::vector<std::string>& lines) {
+    return verify_lines(lines, verify_options());
+  }
 
   std::vector<std::string> file_lines(const std::string& path) {
     std::vector<std::string> out;

@@ -29,7 +29,8 @@ class ExportVerifierTest : public ExportFixture {
     exporter.reset();
     honest = file_lines(dir.file("out/audit.jsonl"));
     anchor = head_anchor();
-    ASSERT_GE(std::count_if(honest.begin(), honest.end(), [](const std::string& l) { return is_seal_line(l); }), 3);
+    ASSERT_GE(
+        std::count_if(honest.begin(), honest.end(), [](const std::string& l) { return is_seal_line(l); }), 3);
     const auto r = verify_lines(honest, with_anchor());
     ASSERT_TRUE(r.ok) << r.reason;  // the positive control of every test here
     ASSERT_EQ(r.records, 12u);
@@ -84,7 +85,8 @@ TEST_F(ExportVerifierTest, AnEditedRecordWithItsHashRecomputedFailsOnTheSeal) {
   j["hash"] = audit_chain_hash(r.prev, r);
   lines[i] = j.dump();
   const std::string why = reason(lines);
-  EXPECT_TRUE(why.find("does not follow") != std::string::npos || why.find("not the ones it sealed") != std::string::npos)
+  EXPECT_TRUE(why.find("does not follow") != std::string::npos ||
+              why.find("not the ones it sealed") != std::string::npos)
       << why;
 }
 
@@ -111,8 +113,10 @@ TEST_F(ExportVerifierTest, AnAddedRecordFails) {
 TEST_F(ExportVerifierTest, AMissingBatchFails) {
   // Remove the second batch whole: its records and its seal.
   auto lines = honest;
-  const auto first_seal = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return is_seal_line(l); });
-  const auto second_seal = std::find_if(first_seal + 1, lines.end(), [](const std::string& l) { return is_seal_line(l); });
+  const auto first_seal =
+      std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return is_seal_line(l); });
+  const auto second_seal =
+      std::find_if(first_seal + 1, lines.end(), [](const std::string& l) { return is_seal_line(l); });
   lines.erase(first_seal + 1, second_seal + 1);
   EXPECT_NE(reason(lines).find("missing"), std::string::npos);
 }
@@ -179,7 +183,7 @@ TEST(ExportAnchor, ParsesOnlySeqColonHash) {
   ASSERT_TRUE(parse_export_anchor("12:" + h));
   EXPECT_EQ(parse_export_anchor("12:" + h)->seq, 12u);
   for (const std::string& bad : {std::string("12"), ":" + h, "0:" + h, "-1:" + h, "12:" + h.substr(1),
-                                "12:" + std::string(64, 'A'), "99999999999999999999999:" + h, "1 :" + h})
+                                 "12:" + std::string(64, 'A'), "99999999999999999999999:" + h, "1 :" + h})
     EXPECT_FALSE(parse_export_anchor(bad)) << bad;
 }
 

@@ -55,7 +55,7 @@ TEST_F(FileSinkTest, RotatesAtABatchBoundaryCompressesAndTheSetVerifiesInOrder) 
   }
   // The last batch may have rotated the file away.
   const auto current = fs::exists(dir.file("out/audit.jsonl")) ? file_lines(dir.file("out/audit.jsonl"))
-                                                                : std::vector<std::string>{};
+                                                               : std::vector<std::string>{};
   all.insert(all.end(), current.begin(), current.end());
   auto v = verify_options();
   v.anchor = parse_export_anchor(head_anchor());
@@ -118,7 +118,8 @@ TEST_F(FileSinkTest, ATornLastLineIsCutAndTheBatchWrittenAgainVerifies) {
 
 TEST(FileSinkSettings, EveryFieldIsChecked) {
   const std::string p = "$.audit_sinks[0]";
-  EXPECT_EQ(parse_file_sink({{"type", "file"}, {"path", "/var/log/zn/a.jsonl"}}, p).path, "/var/log/zn/a.jsonl");
+  EXPECT_EQ(parse_file_sink({{"type", "file"}, {"path", "/var/log/zn/a.jsonl"}}, p).path,
+            "/var/log/zn/a.jsonl");
   const std::vector<std::pair<nlohmann::json, std::string>> bad = {
       {{{"type", "file"}}, "$.audit_sinks[0].path"},
       {{{"type", "file"}, {"path", "relative.jsonl"}}, "$.audit_sinks[0].path"},
@@ -138,8 +139,12 @@ TEST(FileSinkSettings, EveryFieldIsChecked) {
 }
 
 TEST(ExportSettingsParse, SharedFieldsAreCheckedAndTypeFieldsSplitOff) {
-  const nlohmann::json sink = {{"name", "siem"}, {"type", "file"}, {"path", "/a"}, {"format", "ocsf"},
-                               {"events", {"egress:", "dns:deny"}}, {"spool_max_records", 50}};
+  const nlohmann::json sink = {{"name", "siem"},
+                               {"type", "file"},
+                               {"path", "/a"},
+                               {"format", "ocsf"},
+                               {"events", {"egress:", "dns:deny"}},
+                               {"spool_max_records", 50}};
   const ExportSettings s = parse_export_settings(sink, "$.audit_sinks[0]");
   EXPECT_EQ(s.name, "siem");
   EXPECT_EQ(s.format, ExportFormat::kOcsf);
@@ -154,7 +159,8 @@ TEST(ExportSettingsParse, SharedFieldsAreCheckedAndTypeFieldsSplitOff) {
       {{{"name", "a"}, {"type", "file"}, {"events", {"nope:"}}}, ".events[0]"},
       {{{"name", "a"}, {"type", "file"}, {"sessions", nlohmann::json::array()}}, ".sessions"},
       {{{"name", "a"}, {"type", "file"}, {"spool_max_records", 0}}, ".spool_max_records"},
-      {{{"name", "a"}, {"type", "file"}, {"backoff_initial_ms", 5000}, {"backoff_max_ms", 100}}, ".backoff_max_ms"},
+      {{{"name", "a"}, {"type", "file"}, {"backoff_initial_ms", 5000}, {"backoff_max_ms", 100}},
+       ".backoff_max_ms"},
   };
   for (const auto& [config, field] : bad) {
     try {

@@ -23,12 +23,14 @@ class AuditRetentionTest : public ::testing::Test {
     o.db_path = dir.file("audit.db");
     o.sink = quiet.fn();
     o.clock = [this] {
-      return old_clock ? test::FakeClock::base() - std::chrono::hours(24 * 30) : std::chrono::system_clock::now();
+      return old_clock ? test::FakeClock::base() - std::chrono::hours(24 * 30)
+                       : std::chrono::system_clock::now();
     };
     log = std::make_unique<AuditLog>(std::move(o));
   }
   void append(int n) {
-    for (int i = 0; i < n; ++i) log->append(ev("dns:deny", "s1", {{"name", "n" + std::to_string(i) + ".example"}}));
+    for (int i = 0; i < n; ++i)
+      log->append(ev("dns:deny", "s1", {{"name", "n" + std::to_string(i) + ".example"}}));
   }
   AuditVerifyResult verify() {
     log->flush();
@@ -119,9 +121,9 @@ TEST(AuditRetentionConfig, FieldsAreChecked) {
   const auto o = parse_audit_retention({{"max_age_days", 30}, {"max_records", 1000}});
   EXPECT_EQ(o.max_age, std::chrono::hours(24 * 30));
   EXPECT_EQ(o.max_records, 1000u);
-  for (const nlohmann::json& bad : {nlohmann::json::object(), nlohmann::json({{"max_age_days", 0}}),
-                                    nlohmann::json({{"max_records", -1}}), nlohmann::json({{"keep", 1}}),
-                                    nlohmann::json(5)})
+  for (const nlohmann::json& bad :
+       {nlohmann::json::object(), nlohmann::json({{"max_age_days", 0}}),
+        nlohmann::json({{"max_records", -1}}), nlohmann::json({{"keep", 1}}), nlohmann::json(5)})
     EXPECT_THROW(parse_audit_retention(bad), PolicyError) << bad.dump();
 }
 

@@ -176,5 +176,36 @@ TEST(ZerodConfigStores, RefusedWithTheirPath) {
   EXPECT_TRUE(parse_daemon_config(R"({"capability_addresses":[]})").capability_addresses.empty());
 }
 
+TEST(ZerodConfigAudit, SinksRetentionAndCommentsAreCheckedWithTheirPath) {
+  const DaemonConfig c = parse_daemon_config(R"({
+    "// audit_sinks": "a comment key is ignored",
+    "audit_host": "web-7",
+    "audit_sinks": [{"name": "local", "type": "file", "path": "/var/log/zn/a.jsonl", "format": "ocsf",
+                     "events": ["egress:", "dns:deny"]}],
+    "audit_retention": {"max_age_days": 30}})");
+  EXPECT_EQ(c.audit_host, "web-7");
+  EXPECT_EQ(c.audit_sinks.size(), 1u);
+  EXPECT_EQ(c.audit_retention.max_age, std::chrono::hours(24 * 30));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"audit_sinks": {}})", "$.audit_sinks"},
+      {R"({"audit_sinks": [{"type": "file", "path": "/a"}]})", "$.audit_sinks[0].name"},
+      {R"({"audit_sinks": [{"name": "a", "type": "ftp"}]})", "$.audit_sinks[0].type"},
+      {R"({"audit_sinks": [{"name": "a", "type": "file", "path": "/a"}, {"name": "a", "type": "file", "path": "/b"}]})",
+       "$.audit_sinks[1].name"},
+      {R"({"audit_sinks": [{"name": "a", "type": "file", "path": "/a", "colour": 1}]})",
+       "$.audit_sinks[0].colour"},
+      {R"({"audit_sinks": [{"name": "a", "type": "file", "path": "/a", "events": ["dns:nope"]}]})",
+       "$.audit_sinks[0].events[0]"},
+      {R"({"audit_retention": {}})", "$.audit_retention"},
+      {R"({"audit_retention": {"max_records": 0}})", "$.audit_retention.max_records"},
+      {R"({"audit_host": "a b"})", "$.audit_host"},
+      {R"({"colour": 1})", "$.colour"},
+  };
+  for (const auto& [text, path] : bad) {
+    const std::string e = config_error(text);
+    EXPECT_EQ(e.rfind(path + ":", 0), 0u) << text << " -> " << e;
+  }
+}
+
 }  // namespace
 }  // namespace zn::broker
