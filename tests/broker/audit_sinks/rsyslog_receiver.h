@@ -5,6 +5,8 @@
 // Nothing else is loaded: no imuxsock, so /dev/log is never touched.
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -38,8 +40,11 @@ class RsyslogReceiver {
         std::vector<std::string>{"/usr/sbin/rsyslogd", "-n", "-f", dir_ + "/rsyslog.conf", "-i",
                                  dir_ + "/rsyslogd.pid"},
         dir_ + "/rsyslogd.out");
+    // rsyslogd writes the port file only for port 0; a restart on the same
+    // port is ready once it accepts a connection.
     const bool listening = eventually(
         [&] {
+          if (port_ != 0) return accepts_connections();
           std::ifstream in(port_file);
           int port = 0;
           if (!(in >> port) || port <= 0) return false;
@@ -65,6 +70,17 @@ class RsyslogReceiver {
   }
 
  private:
+  bool accepts_connections() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port_);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    return connected;
+  }
+
   static std::vector<std::string> lines_of(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
     std::vector<std::string> out;
