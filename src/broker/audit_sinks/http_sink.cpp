@@ -165,6 +165,7 @@ std::string excerpt(std::string body, const Secret& token) {
     const auto u = static_cast<unsigned char>(c);
     out += (u >= 32 && u < 127) ? c : ' ';
   }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
 

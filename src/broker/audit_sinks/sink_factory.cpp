@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 #include <sodium.h>
 #include <sys/stat.h>
@@ -85,7 +86,7 @@ bool is_host_name(const std::string& s) {
 
 // A file of PEM CA certificates, loaded as the TLS code will load it.
 std::string ca_file_field(const json& config, const std::string& path) {
-  const std::string file = required_string(config, path, "ca_file");
+  std::string file = required_string(config, path, "ca_file");
   const std::string where = field_path(path, "ca_file");
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) bad(where, file + ": " + std::strerror(errno));
@@ -95,6 +96,7 @@ std::string ca_file_field(const json& config, const std::string& path) {
   const bool loaded = X509_STORE_load_file(store, file.c_str()) == 1;
   const bool any = loaded && sk_X509_OBJECT_num(X509_STORE_get0_objects(store)) > 0;
   X509_STORE_free(store);
+  ERR_clear_error();  // what a failed load left is said here, not by the next TLS call on this thread
   if (!any) bad(where, file + ": no PEM certificate in it");
   return file;
 }
