@@ -301,9 +301,10 @@ HttpSinkOptions http_sink_options(const json& config, const std::string& path) {
   curl_free(host);
   curl_free(user);
   curl_url_cleanup(url);
-  if (!parsed || (scheme_text != "http" && scheme_text != "https") ||
-      !(out.url.starts_with("http://") || out.url.starts_with("https://")))
+  if (!(out.url.starts_with("http://") || out.url.starts_with("https://")) ||
+      (parsed && scheme_text != "http" && scheme_text != "https"))
     bad(url_path, "must be http:// or https://");
+  if (!parsed) bad(url_path, "is not a valid URL");
   if (!has_host) bad(url_path, "has no host");
   if (has_user) bad(url_path, "must not carry credentials: the token goes in token_file");
   const bool https = scheme_text == "https";

@@ -212,7 +212,7 @@ TEST_F(SinkFactoryTest, EveryBadFieldIsNamedByItsPath) {
        p + ".url: required"},
       {"ftp url", http({{"url", "ftp://logs.example/"}}), p + ".url: must be http:// or https://"},
       {"no scheme", http({{"url", "logs.example:8088/x"}}), p + ".url: must be http:// or https://"},
-      {"not a url", http({{"url", "https://exa mple/"}}), p + ".url: must be http:// or https://"},
+      {"not a url", http({{"url", "https://exa mple/"}}), p + ".url: is not a valid URL"},
       {"credentials in the url", http({{"url", "https://user:pw@logs.example/"}}),
        p + ".url: must not carry credentials: the token goes in token_file"},
       {"no shape",
