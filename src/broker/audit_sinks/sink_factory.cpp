@@ -1,6 +1,5 @@
 #include "broker/audit_sinks/sink_factory.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -16,6 +15,8 @@
 #include <initializer_list>
 #include <map>
 #include <stdexcept>
+
+#include "userspace/net/address.h"
 
 namespace zn::broker::audit_sinks {
 
@@ -71,10 +72,7 @@ std::chrono::milliseconds timeout_field(const json& config, const std::string& p
   return std::chrono::milliseconds(it->get<long long>());
 }
 
-bool is_ip_literal(const std::string& s) {
-  unsigned char buf[sizeof(in6_addr)];
-  return ::inet_pton(AF_INET, s.c_str(), buf) == 1 || ::inet_pton(AF_INET6, s.c_str(), buf) == 1;
-}
+bool is_ip_literal(const std::string& s) { return net::IpAddress::parse(s).has_value(); }
 
 // A DNS name as a certificate or resolver takes it: labels of letters,
 // digits, '-' and '_', at most 253 characters.
@@ -102,11 +100,12 @@ std::string ca_file_field(const json& config, const std::string& path) {
 }
 
 // The token: the file's one line, owned by root or by us and readable by
-// nobody else. No message says anything of its content.
+// nobody else. No message says anything of its content. O_NONBLOCK: a FIFO
+// put in its place fails the regular-file check instead of hanging open().
 Secret token_from_file(const json& config, const std::string& path) {
   const std::string file = required_string(config, path, "token_file");
   const std::string where = field_path(path, "token_file");
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) bad(where, file + ": " + std::strerror(errno));
   std::string content(kMaxTokenBytes + 1, '\0');
   size_t got = 0;
@@ -183,8 +182,8 @@ void parse_address(const std::string& address, const std::string& where, SyslogS
       bad(where, "must be HOST:PORT, with an IPv6 address in brackets ([::1]:6514)");
     host = address.substr(1, close - 1);
     port = address.substr(close + 2);
-    unsigned char buf[sizeof(in6_addr)];
-    if (::inet_pton(AF_INET6, host.c_str(), buf) != 1) bad(where, "\"" + host + "\" is not an IPv6 address");
+    const auto ip = net::IpAddress::parse(host);
+    if (!ip || ip->family != AF_INET6) bad(where, "\"" + host + "\" is not an IPv6 address");
   } else {
     const size_t colon = address.rfind(':');
     if (colon == std::string::npos) bad(where, "must be HOST:PORT");

@@ -1,6 +1,5 @@
 #include "broker/audit_sinks/syslog_sink.h"
 
-#include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <netdb.h>
 #include <openssl/err.h>
@@ -20,6 +19,7 @@
 #include <thread>
 
 #include "broker/audit/event.h"
+#include "userspace/net/address.h"
 #include "userspace/net/unique_fd.h"
 
 namespace zn::broker::audit_sinks {
@@ -50,11 +50,6 @@ std::string errno_text(int err) { return std::strerror(err); }
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
-}
-
-bool is_ip_literal(const std::string& name) {
-  unsigned char buf[sizeof(in6_addr)];
-  return ::inet_pton(AF_INET, name.c_str(), buf) == 1 || ::inet_pton(AF_INET6, name.c_str(), buf) == 1;
 }
 
 // OpenSSL's own socket BIO writes with write(2), which raises SIGPIPE on a
@@ -291,7 +286,7 @@ class SyslogSink::Connection {
     BIO_set_init(bio, 1);
     SSL_set_bio(ssl_, bio, bio);
     bool named;
-    if (is_ip_literal(name)) {
+    if (net::IpAddress::parse(name)) {
       named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1;
     } else {
       SSL_set_hostflags(ssl_, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);

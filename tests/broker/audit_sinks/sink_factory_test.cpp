@@ -291,5 +291,12 @@ TEST_F(SinkFactoryTest, ATokenFileThatIsASymlinkIsRefused) {
   EXPECT_TRUE(error.starts_with(std::string(kPath) + ".token_file: " + link + ": ")) << error;
 }
 
+TEST_F(SinkFactoryTest, ATokenFileThatIsAFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = dir.file("token-fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of(http({{"token_file", fifo}})),
+            std::string(kPath) + ".token_file: " + fifo + ": not a regular file");
+}
+
 }  // namespace
 }  // namespace zn::broker::audit_sinks
