@@ -350,31 +350,39 @@ std::string SyslogSink::frame(const ExportBatch& batch) const {
   return out;
 }
 
+SSL_CTX* SyslogSink::tls_context() {
+  if (!options_.tls) return nullptr;
+  if (tls_) return tls_->ctx;
+  auto tls = std::make_unique<TlsContext>();
+  tls->ctx = SSL_CTX_new(TLS_client_method());
+  if (!tls->ctx) throw SinkError(where() + ": SSL_CTX_new failed");
+  SSL_CTX_set_min_proto_version(tls->ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(tls->ctx, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_mode(tls->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  ERR_clear_error();
+  const bool loaded = options_.ca_file.empty()
+                          ? SSL_CTX_set_default_verify_paths(tls->ctx) == 1
+                          : SSL_CTX_load_verify_file(tls->ctx, options_.ca_file.c_str()) == 1;
+  ERR_clear_error();
+  // Not kept on failure: the next batch tries the file again, once fixed.
+  if (!loaded) throw SinkError(where() + ": cannot load the CA certificates " + options_.ca_file);
+  tls_ = std::move(tls);
+  return tls_->ctx;
+}
+
 void SyslogSink::deliver(const ExportBatch& batch) {
   const std::string frames = frame(batch);
   try {
-    if (options_.tls && !tls_) {
-      auto tls = std::make_unique<TlsContext>();
-      tls->ctx = SSL_CTX_new(TLS_client_method());
-      if (!tls->ctx) throw SinkError(where() + ": SSL_CTX_new failed");
-      SSL_CTX_set_min_proto_version(tls->ctx, TLS1_2_VERSION);
-      SSL_CTX_set_verify(tls->ctx, SSL_VERIFY_PEER, nullptr);
-      SSL_CTX_set_mode(tls->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-      ERR_clear_error();
-      const bool loaded = options_.ca_file.empty()
-                              ? SSL_CTX_set_default_verify_paths(tls->ctx) == 1
-                              : SSL_CTX_load_verify_file(tls->ctx, options_.ca_file.c_str()) == 1;
-      if (!loaded) throw SinkError(where() + ": cannot load the CA certificates " + options_.ca_file);
-      tls_ = std::move(tls);
-    }
     if (connection_ && !connection_->alive()) connection_.reset();
-    if (!connection_)
-      connection_ = std::make_unique<Connection>(options_, tls_ ? tls_->ctx : nullptr, where());
+    if (!connection_) connection_ = std::make_unique<Connection>(options_, tls_context(), where());
     connection_->write_all(frames);
     connection_->wait_acknowledged();
-  } catch (...) {
+  } catch (const SinkError&) {
     connection_.reset();
     throw;
+  } catch (const std::exception& e) {  // out of memory and the like: still a batch to try again
+    connection_.reset();
+    throw SinkError(where() + ": " + e.what());
   }
 }
 

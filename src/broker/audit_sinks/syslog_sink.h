@@ -16,6 +16,8 @@
 
 #include "broker/audit_export/sink.h"
 
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX, kept out of this header
+
 namespace zn::broker::audit_sinks {
 
 struct SyslogSinkOptions {
@@ -49,6 +51,8 @@ class SyslogSink : public audit_export::AuditSink {
   class Connection;
   std::string frame(const audit_export::ExportBatch& batch) const;
   std::string where() const;
+  // The TLS settings every connection shares, made on first use; null for plain TCP.
+  ssl_ctx_st* tls_context();
 
   SyslogSinkOptions options_;
   audit_export::SinkContext context_;
