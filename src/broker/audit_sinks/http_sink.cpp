@@ -234,7 +234,14 @@ HttpSink::HttpSink(HttpSinkOptions options, audit_export::SinkContext context)
 HttpSink::~HttpSink() = default;
 
 void HttpSink::deliver(const ExportBatch& batch) {
-  for (const auto& request : http_request_bodies(options_.shape, batch, context_.host)) post(request);
+  try {
+    for (const auto& request : http_request_bodies(options_.shape, batch, context_.host)) post(request);
+  } catch (const SinkError&) {
+    throw;
+  } catch (const std::exception& e) {  // out of memory and the like: still a batch to try again
+    handle_.reset();
+    throw SinkError(where_ + ": " + e.what());
+  }
 }
 
 void HttpSink::close() { handle_.reset(); }

@@ -135,8 +135,7 @@ class SyslogSink::Connection {
   ~Connection() {
     if (ssl_) {
       ERR_clear_error();
-      SSL_shutdown(ssl_);  // one try at close_notify; never waits
-      SSL_free(ssl_);
+      SSL_shutdown(ssl_.get());  // one try at close_notify; never waits
     }
   }
   Connection(const Connection&) = delete;
@@ -155,9 +154,9 @@ class SyslogSink::Connection {
     for (;;) {
       if (ssl_) {
         ERR_clear_error();
-        const int r = SSL_read(ssl_, scratch, sizeof(scratch));
+        const int r = SSL_read(ssl_.get(), scratch, sizeof(scratch));
         if (r > 0) continue;
-        return SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ;
+        return SSL_get_error(ssl_.get(), r) == SSL_ERROR_WANT_READ;
       }
       const ssize_t r = ::recv(fd_.get(), scratch, sizeof(scratch), MSG_DONTWAIT);
       if (r > 0) continue;
@@ -175,15 +174,15 @@ class SyslogSink::Connection {
       if (ssl_) {
         ERR_clear_error();
         errno = 0;
-        const int r = SSL_write(ssl_, data.data(), static_cast<int>(chunk));
+        const int r = SSL_write(ssl_.get(), data.data(), static_cast<int>(chunk));
         const int saved_errno = errno;
         n = r;
         if (r <= 0) {
-          const int code = SSL_get_error(ssl_, r);
+          const int code = SSL_get_error(ssl_.get(), r);
           if (code == SSL_ERROR_WANT_READ)
             want = POLLIN;
           else if (code != SSL_ERROR_WANT_WRITE)
-            fail("write: " + tls_failure(ssl_, r, saved_errno));
+            fail("write: " + tls_failure(ssl_.get(), r, saved_errno));
         }
       } else {
         n = ::send(fd_.get(), data.data(), chunk, MSG_NOSIGNAL);
@@ -279,34 +278,35 @@ class SyslogSink::Connection {
   }
 
   void handshake(SSL_CTX* ctx, const std::string& name, Clock::time_point deadline) {
-    ssl_ = SSL_new(ctx);
+    ssl_.reset(SSL_new(ctx));
     BIO* bio = ssl_ ? BIO_new(nosigpipe_socket_method()) : nullptr;
     if (!bio) fail("TLS: out of memory");
     BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd_.get())));
     BIO_set_init(bio, 1);
-    SSL_set_bio(ssl_, bio, bio);
+    SSL_set_bio(ssl_.get(), bio, bio);
     bool named;
     if (net::IpAddress::parse(name)) {
-      named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1;
+      named = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), name.c_str()) == 1;
     } else {
-      SSL_set_hostflags(ssl_, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      named = SSL_set_tlsext_host_name(ssl_, name.c_str()) == 1 && SSL_set1_host(ssl_, name.c_str()) == 1;
+      SSL_set_hostflags(ssl_.get(), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      named = SSL_set_tlsext_host_name(ssl_.get(), name.c_str()) == 1 &&
+              SSL_set1_host(ssl_.get(), name.c_str()) == 1;
     }
     if (!named) fail("TLS: cannot check the certificate against \"" + name + "\"");
     for (;;) {
       ERR_clear_error();
       errno = 0;
-      const int r = SSL_connect(ssl_);
+      const int r = SSL_connect(ssl_.get());
       const int saved_errno = errno;
       if (r == 1) return;
-      const int code = SSL_get_error(ssl_, r);
+      const int code = SSL_get_error(ssl_.get(), r);
       short want;
       if (code == SSL_ERROR_WANT_READ)
         want = POLLIN;
       else if (code == SSL_ERROR_WANT_WRITE)
         want = POLLOUT;
       else
-        fail("TLS handshake: " + tls_failure(ssl_, r, saved_errno));
+        fail("TLS handshake: " + tls_failure(ssl_.get(), r, saved_errno));
       if (!wait_for(want, deadline))
         fail("TLS handshake: timed out after " + std::to_string(timeout_.count()) + " ms");
     }
@@ -315,7 +315,11 @@ class SyslogSink::Connection {
   std::string where_;
   std::chrono::milliseconds timeout_;
   net::UniqueFd fd_;
-  SSL* ssl_ = nullptr;
+  struct SslFree {
+    void operator()(SSL* ssl) const { SSL_free(ssl); }
+  };
+  // Freed by its own destructor, so also when the constructor throws.
+  std::unique_ptr<SSL, SslFree> ssl_;
 };
 
 SyslogSink::SyslogSink(SyslogSinkOptions options, audit_export::SinkContext context)
