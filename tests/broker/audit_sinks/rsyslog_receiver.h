@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -81,11 +82,13 @@ class RsyslogReceiver {
     return connected;
   }
 
+  // Whole lines only: rsyslogd may be half way through writing the last one.
   static std::vector<std::string> lines_of(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<std::string> out;
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
+    for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+      out.push_back(text.substr(start, end - start));
     return out;
   }
 
