@@ -272,7 +272,8 @@ void HttpSink::post(const HttpRequestBody& request) {
     curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
     if (!options_.ca_file.empty()) {
       curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
-      curl_easy_setopt(c, CURLOPT_CAPATH, nullptr);  // only these CAs, not the system's directory too
+      curl_easy_setopt(c, CURLOPT_CAPATH,
+                       static_cast<char*>(nullptr));  // only these CAs, not the system's directory too
     }
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -287,7 +288,12 @@ void HttpSink::post(const HttpRequestBody& request) {
     const char* scheme = options_.shape == HttpShape::kSplunkHec ? "Authorization: Splunk "
                          : options_.shape == HttpShape::kDatadog ? "DD-API-KEY: "
                                                                  : "Authorization: Bearer ";
-    options_.token.reveal([&](std::string_view token) { headers.add(scheme + std::string(token)); });
+    options_.token.reveal([&](std::string_view token) {
+      std::string header;  // sized once: no reallocation leaves a copy of the token behind unwiped
+      header.reserve(std::strlen(scheme) + token.size());
+      header.append(scheme).append(token);
+      headers.add(std::move(header));
+    });
   }
   Response response;
   char error[CURL_ERROR_SIZE] = {0};
