@@ -4,25 +4,40 @@
 // ("$.audit_sinks[2].url: ...") on a bad one.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "broker/audit_export/sink.h"
+#include "broker/audit_sinks/http_sink.h"
+#include "broker/audit_sinks/syslog_sink.h"
 
 namespace zn::broker::audit_sinks {
+
+// The fields of a sink's object that the exporter reads for every sink type
+// (which records go to it, in which format); a network sink's check accepts
+// them and leaves them to the exporter. Any other field a type does not know
+// is an error.
+inline constexpr std::array<std::string_view, 4> kExporterSinkFields = {"type", "name", "filter", "format"};
 
 // True for the types this folder makes.
 bool is_network_sink_type(const std::string& type);
 
 // Validates `config` (the sink's object; `path` is its JSON path for errors)
 // without connecting anywhere: for `zerod --check-config` and start-up.
+// Reads the files it names (CA certificates, the token file's owner and mode).
 void check_network_sink(const nlohmann::json& config, const std::string& path);
 
 // A sink of config["type"]; never connects here (deliver() does).
 std::unique_ptr<audit_export::AuditSink> make_network_sink(const nlohmann::json& config,
                                                            const std::string& path,
                                                            const audit_export::SinkContext& context);
+
+// Each type's settings, checked (what check_network_sink runs for the type).
+SyslogSinkOptions syslog_sink_options(const nlohmann::json& config, const std::string& path);
+HttpSinkOptions http_sink_options(const nlohmann::json& config, const std::string& path);
 
 }  // namespace zn::broker::audit_sinks
