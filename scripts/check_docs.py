@@ -82,6 +82,14 @@ def markdown_parts(path):
         yield ("block", info, start, body)
 
 
+def check_zerod_config(zerod, text, tmpdir, n):
+    path = os.path.join(tmpdir, "zerod-%d.json" % n)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    r = subprocess.run([zerod, "--check-config", "--config", path], capture_output=True, text=True, timeout=30)
+    return r.returncode == 0, (r.stderr or r.stdout).strip()
+
+
 def check_policy(znctl, text, tmpdir, n):
     path = os.path.join(tmpdir, "policy-%d.json" % n)
     with open(path, "w", encoding="utf-8") as f:
@@ -174,12 +182,21 @@ def main():
         print("check_docs: `%s --help` lists no usage lines" % znctl, file=sys.stderr)
         return 2
     docs = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
-    failures, policies, mentions = [], 0, 0
+    zerod = os.path.join(build_dir, "tools", "zerod", "zerod")
+    if not os.access(zerod, os.X_OK):
+        print("check_docs: no executable %s" % zerod, file=sys.stderr)
+        return 2
+    failures, policies, mentions, configs = [], 0, 0, 0
     with tempfile.TemporaryDirectory(prefix="zn-check-docs.") as tmpdir:
         for doc in docs:
             rel = os.path.relpath(doc, ROOT)
             for kind, info, line, content in markdown_parts(doc):
-                if kind == "block" and info == "json policy":
+                if kind == "block" and info == "json zerod":
+                    configs += 1
+                    ok, why = check_zerod_config(zerod, "\n".join(t for _, t in content) + "\n", tmpdir, configs)
+                    if not ok:
+                        failures.append("%s:%d: zerod config rejected: %s" % (rel, line, why))
+                elif kind == "block" and info == "json policy":
                     policies += 1
                     ok, why = check_policy(znctl, "\n".join(t for _, t in content) + "\n", tmpdir, policies)
                     if not ok:
@@ -202,8 +219,8 @@ def main():
                             failures.append("%s:%d: %s" % (rel, line, why))
     for f in failures:
         print(f, file=sys.stderr)
-    print("check_docs: %d policy block(s), %d znctl mention(s) in %d file(s): %s"
-          % (policies, mentions, len(docs), "%d failure(s)" % len(failures) if failures else "ok"))
+    print("check_docs: %d policy block(s), %d zerod config(s), %d znctl mention(s) in %d file(s): %s"
+          % (policies, configs, mentions, len(docs), "%d failure(s)" % len(failures) if failures else "ok"))
     return 1 if failures else 0
 
 

@@ -78,6 +78,9 @@ cat > "$WORK/zerod.json" << JSON
                   "registry.npmjs.org": ["198.18.0.12"], "db.internal": ["198.18.0.13"],
                   "evil.example": ["198.18.0.66"], "api.openai.com": ["198.18.0.10"] },
   "vm_cache_dir": "$WORK/vmcache",
+  "audit_sinks": [ { "name": "local", "type": "file", "path": "$WORK/export/audit.jsonl" },
+                   { "name": "siem", "type": "file", "format": "ocsf", "events": ["egress:", "secret:"],
+                     "path": "$WORK/export/siem.jsonl" } ],
   "stores": { "sql": { "sales": { "path": "$WORK/sales.db" } },
               "blob": { "results": { "directory": "$WORK/results" } } } }
 JSON
@@ -221,4 +224,17 @@ $ZNCTL stats user-1
 say "The audit trail of user-1 (znctl audit query --sid user-1)"
 $ZNCTL audit query --sid user-1
 $ZNCTL audit verify
+say "The audit as exported: sealed batches under zerod's audit key, verified against the head (znctl audit verify FILE --anchor)"
+ANCHOR=$($ZNCTL audit head)
+for _ in $(seq 50); do  # the exporter catches up within a moment
+  [ "$($ZNCTL -j audit sinks | python3 -c 'import json,sys; print(sum(s["backlog"] for s in json.load(sys.stdin)))')" = 0 ] && break
+  sleep 0.1
+done
+$ZNCTL audit sinks
+$ZNCTL audit verify "$WORK/export/audit.jsonl" --anchor "$ANCHOR"
+echo "  one OCSF line of the siem sink (egress and secret events only):"
+grep -m1 '"class_uid"' "$WORK/export/siem.jsonl" | cut -c1-200
+sed 's/"status":200/"status":201/' "$WORK/export/audit.jsonl" > "$WORK/export/edited.jsonl"
+echo "  an edited copy (one status changed):"
+$ZNCTL audit verify "$WORK/export/edited.jsonl" || echo "  (exit $?: the edit is caught)"
 say "Done; stopping zerod and tearing the lab down"

@@ -16,6 +16,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "broker/audit_sinks/nats_sink.h"
 #include "userspace/net/address.h"
 
 namespace zn::broker::audit_sinks {

@@ -17,11 +17,11 @@
 
 namespace zn::broker::audit_sinks {
 
-// The fields of a sink's object that the exporter reads for every sink type
-// (which records go to it, in which format); a network sink's check accepts
-// them and leaves them to the exporter. Any other field a type does not know
-// is an error.
-inline constexpr std::array<std::string_view, 4> kExporterSinkFields = {"type", "name", "filter", "format"};
+// The only shared field a network sink's check sees: zerod strips the
+// exporter's own (name, format, events, sessions, ...: audit_export::
+// type_fields) before calling, so any other field a type does not know is an
+// error, never a setting silently ignored.
+inline constexpr std::array<std::string_view, 1> kExporterSinkFields = {"type"};
 
 // True for the types this folder makes.
 bool is_network_sink_type(const std::string& type);
