@@ -129,16 +129,27 @@ std::string format_record(const AuditRecord& record, ExportFormat format, const 
   return ocsf_event(record, host).dump();
 }
 
-std::optional<AuditRecord> parse_exported_record(std::string_view line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
-  if (j.contains("unmapped") && j["unmapped"].is_object() && j["unmapped"].contains("zn"))
-    j = j["unmapped"]["zn"];
-  if (!j.is_object() || j.value("zn", json()) != "audit") return std::nullopt;
+std::optional<AuditRecord> parse_exported_record(std::string_view line, std::string* error,
+                                                 std::optional<std::string>* ocsf_host) {
+  auto fail = [&](const char* why) -> std::optional<AuditRecord> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  const json whole = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!whole.is_object()) return fail("not an audit record or seal");
+  const bool ocsf = whole.contains("unmapped");
+  const json* native = &whole;
+  if (ocsf) {
+    const json& u = whole["unmapped"];
+    if (!u.is_object() || !u.contains("zn")) return fail("an OCSF line without unmapped.zn");
+    native = &u["zn"];
+  }
+  const json& j = *native;
+  if (!j.is_object() || j.value("zn", json()) != "audit") return fail("not an audit record or seal");
   auto is_str = [&](const char* k) { return j.contains(k) && j[k].is_string(); };
   if (!j.contains("seq") || !j["seq"].is_number_unsigned() || !is_str("ts") || !is_str("event") ||
       !is_str("sid") || !is_str("prev") || !is_str("hash") || !j.contains("detail"))
-    return std::nullopt;
+    return fail("a record with a missing or mistyped field");
   AuditRecord r;
   r.seq = j["seq"].get<uint64_t>();
   r.ts = j["ts"].get<std::string>();
@@ -147,6 +158,20 @@ std::optional<AuditRecord> parse_exported_record(std::string_view line) {
   r.detail = j["detail"];
   r.prev = j["prev"].get<std::string>();
   r.hash = j["hash"].get<std::string>();
+  if (ocsf) {
+    const json* device = whole.contains("device") ? &whole["device"] : nullptr;
+    if (!device || !device->is_object() || !device->contains("hostname") ||
+        !(*device)["hostname"].is_string())
+      return fail("an OCSF line without device.hostname");
+    const std::string host = (*device)["hostname"].get<std::string>();
+    // The native record is verified by its hash; everything around it must
+    // be what zerod derives from it, or an edit there would go unseen.
+    if (ocsf_event(r, host) != whole)
+      return fail("an OCSF line whose fields do not match the record it carries");
+    if (ocsf_host) *ocsf_host = host;
+  } else if (ocsf_host) {
+    ocsf_host->reset();
+  }
   return r;
 }
 

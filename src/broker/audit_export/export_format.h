@@ -30,8 +30,13 @@ std::string format_record(const AuditRecord& record, ExportFormat format, const 
 nlohmann::json ocsf_event(const AuditRecord& record, const std::string& host);
 
 // The native record an exported line carries (either shape); the verifier
-// recomputes its hash from these fields. std::nullopt if the line is neither
-// shape or a field has the wrong type.
-std::optional<AuditRecord> parse_exported_record(std::string_view line);
+// recomputes its hash from these fields. An OCSF line must be exactly the
+// event ocsf_event() makes of the record it carries (its device.hostname the
+// host), so no field outside unmapped.zn can be changed unnoticed; `host` is
+// set to that hostname for the verifier to match against the seal's.
+// std::nullopt, with `error` set, if the line is neither shape, a field has
+// the wrong type, or an OCSF envelope does not match its record.
+std::optional<AuditRecord> parse_exported_record(std::string_view line, std::string* error = nullptr,
+                                                 std::optional<std::string>* ocsf_host = nullptr);
 
 }  // namespace zn::broker::audit_export

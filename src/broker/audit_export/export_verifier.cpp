@@ -41,8 +41,16 @@ bool ExportVerifier::feed(std::string_view line) {
     if (!check.seal) return fail(check.error);
     return on_seal(*check.seal);
   }
-  std::optional<AuditRecord> rec = parse_exported_record(line);
-  if (!rec) return fail("not an audit record or seal");
+  std::string error;
+  std::optional<std::string> ocsf_host;
+  std::optional<AuditRecord> rec = parse_exported_record(line, &error, &ocsf_host);
+  if (!rec) return fail(error);
+  if (ocsf_host) {
+    // Checked against the seal's host when the seal comes.
+    if (!pending_ocsf_host_) pending_ocsf_host_ = ocsf_host;
+    if (*pending_ocsf_host_ != *ocsf_host)
+      return fail("seq " + std::to_string(rec->seq) + ": another host's OCSF line");
+  }
   return on_record(*rec);
 }
 
@@ -57,6 +65,7 @@ bool ExportVerifier::on_record(const AuditRecord& r) {
     // replaced by what follows.
     result_.torn += pending_.size();
     pending_.clear();
+    pending_ocsf_host_.reset();
   }
   if (!pending_.empty() && r.seq == pending_.back().seq + 1 && r.prev != pending_.back().hash)
     return fail(seq + ": does not follow seq " + std::to_string(pending_.back().seq) + " (prev differs)");
@@ -68,6 +77,8 @@ bool ExportVerifier::on_seal(const Seal& s) {
   const std::string range = "seal " + std::to_string(s.first) + ".." + std::to_string(s.last);
   if (!options_.host.empty() && s.host != options_.host)
     return fail(range + ": from host " + s.host + ", not " + options_.host);
+  if (pending_ocsf_host_ && *pending_ocsf_host_ != s.host)
+    return fail(range + ": its OCSF lines name host " + *pending_ocsf_host_ + ", it is from " + s.host);
   if (s.count != pending_.size())
     return fail(range + ": carries " + std::to_string(s.count) + " records, " +
                 std::to_string(pending_.size()) + " precede it (a record was dropped or added)");
@@ -111,6 +122,7 @@ bool ExportVerifier::on_seal(const Seal& s) {
   }
   seen_.emplace(s.last, s.hash);  // the chain head at the seal's end, for the anchor
   pending_.clear();
+  pending_ocsf_host_.reset();
   return true;
 }
 

@@ -76,6 +76,7 @@ class ExportVerifier {
   ExportVerifyResult result_;
   uint64_t line_ = 0;
   std::vector<AuditRecord> pending_;                // records since the last seal
+  std::optional<std::string> pending_ocsf_host_;    // device.hostname of their OCSF lines
   uint64_t sealed_to_ = 0;                          // last seq covered by a verified seal (0: none yet)
   std::unordered_map<uint64_t, std::string> seen_;  // seq -> hash of every sealed record
   bool finished_ = false;

@@ -201,6 +201,22 @@ TEST_F(ExporterTest, OcsfLinesCarryTheNativeRecordAndVerify) {
   EXPECT_EQ(dns["disposition_id"], 2);
   EXPECT_EQ(dns["query"]["hostname"], "n1.example");
   EXPECT_TRUE(verify_lines(lines).ok);
+  // A field outside the native record is derived from it: changing one shows.
+  for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"disposition_id", 1}, {"severity_id", 5}, {"class_uid", 4001}, {"extra", true}}) {
+    auto edited = lines;
+    nlohmann::json j = nlohmann::json::parse(edited[1]);
+    j[field] = value;
+    edited[1] = j.dump();
+    const auto r = verify_lines(edited);
+    EXPECT_FALSE(r.ok) << field;
+    EXPECT_NE(r.reason.find("OCSF"), std::string::npos) << r.reason;
+  }
+  auto other_host = lines;
+  nlohmann::json j = nlohmann::json::parse(other_host[0]);
+  j["device"]["hostname"] = "host-b";
+  other_host[0] = j.dump();
+  EXPECT_FALSE(verify_lines(other_host).ok);
 }
 
 }  // namespace
