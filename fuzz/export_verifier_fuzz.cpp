@@ -49,8 +49,9 @@ std::vector<std::string> honest_stream(ExportFormat format) {
     r.ts = "2026-12-01T12:00:00.1" + std::to_string(seq % 10) + "0Z";
     r.event = seq % 2 ? "egress:allow" : "dns:deny";
     r.sid = "s1";
-    r.detail = seq % 2 ? nlohmann::json{{"host", "api.example"}, {"method", "GET"}, {"path", "/x"}, {"status", 200}}
-                       : nlohmann::json{{"name", "n.example"}, {"reason", "default deny"}};
+    r.detail =
+        seq % 2 ? nlohmann::json{{"host", "api.example"}, {"method", "GET"}, {"path", "/x"}, {"status", 200}}
+                : nlohmann::json{{"name", "n.example"}, {"reason", "default deny"}};
     r.prev = prev;
     r.hash = audit_chain_hash(prev, r);
     prev = r.hash;

@@ -18,7 +18,7 @@ class AuditExportTest : public ZerodTest {
     config["audit_sinks"] = {{{"name", "local"},
                               {"type", "file"},
                               {"path", (dir_ / "export/audit.jsonl").string()},
-                              {"batch_max", 3}},
+                              {"batch_max", 2}},
                              {{"name", "dns-only"},
                               {"type", "file"},
                               {"format", "ocsf"},
@@ -69,6 +69,8 @@ TEST_F(AuditExportTest, EveryCrossingIsExportedSealedAndVerifiesAgainstTheHead) 
   create_session();
   dig("api.github.com");
   dig("evil.example");
+  dig("api.stripe.com");
+  dig("registry.npmjs.org");  // five records at least: three batches of at most two
   const std::string anchor = json::parse(znctl("audit head").output)["anchor"];
   wait_exported();
   const fs::path file = dir_ / "export/audit.jsonl";

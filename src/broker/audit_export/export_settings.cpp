@@ -51,9 +51,11 @@ bool SinkFilter::admits(const AuditRecord& r) const {
 }
 
 const std::vector<std::string>& export_settings_fields() {
-  static const std::vector<std::string> kFields = {"name",          "type",         "format",
-                                                   "events",        "sessions",     "spool_max_records",
-                                                   "batch_max",     "idle_seal_ms", "backoff_initial_ms",
+  static const std::vector<std::string> kFields = {"name",          "type",
+                                                   "format",        "events",
+                                                   "sessions",      "spool_max_records",
+                                                   "batch_max",     "linger_ms",
+                                                   "idle_seal_ms",  "backoff_initial_ms",
                                                    "backoff_max_ms"};
   return kFields;
 }
@@ -90,6 +92,7 @@ ExportSettings parse_export_settings(const json& sink, const std::string& path) 
   s.filter.sessions = strings(sink, path, "sessions");
   s.spool_max_records = positive(sink, path, "spool_max_records", s.spool_max_records, 1'000'000'000);
   s.batch_max = positive(sink, path, "batch_max", s.batch_max, 10000);
+  s.linger = std::chrono::milliseconds(positive(sink, path, "linger_ms", 200, 60'000));
   s.idle_seal = std::chrono::milliseconds(positive(sink, path, "idle_seal_ms", 30000, 86'400'000));
   s.backoff_initial = std::chrono::milliseconds(positive(sink, path, "backoff_initial_ms", 500, 3'600'000));
   s.backoff_max = std::chrono::milliseconds(positive(sink, path, "backoff_max_ms", 60000, 3'600'000));

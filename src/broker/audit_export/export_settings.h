@@ -35,6 +35,9 @@ struct ExportSettings {
   // this sink (audited as audit:dropped, declared in the next seal).
   uint64_t spool_max_records = 1'000'000;
   size_t batch_max = 500;  // records read per batch
+  // A batch that is not full waits this long after its first record for
+  // more before it is sealed: one signature per burst, not per record.
+  std::chrono::milliseconds linger{200};
   // A sink whose filter lets nothing through still gets a seal (no records)
   // this long after the range it would cover began, so its receivers can
   // check they are current (--anchor).
@@ -48,7 +51,7 @@ struct ExportSettings {
 ExportSettings parse_export_settings(const nlohmann::json& sink, const std::string& path);
 
 // The names of the shared fields (name, type, format, events, sessions,
-// spool_max_records, batch_max, idle_seal_ms, backoff_initial_ms, backoff_max_ms).
+// spool_max_records, batch_max, linger_ms, idle_seal_ms, backoff_initial_ms, backoff_max_ms).
 const std::vector<std::string>& export_settings_fields();
 
 // The sink's object without the shared fields: what its type's parser sees.

@@ -97,6 +97,8 @@ void AuditExporter::run() {
       if (stop_) return;
       if (busy) continue;
     }
+    // A batch lingering for more records is looked at again when its time is up.
+    if (!range_records_.empty()) wait = std::min(wait, options_.settings.linger);
     if (!wait_for(wait)) return;
   }
 }
@@ -193,7 +195,10 @@ bool AuditExporter::step(AuditStore& store) {
     const bool idle_due = range_open && range_since_ &&
                           std::chrono::steady_clock::now() - *range_since_ >= options_.settings.idle_seal;
     const bool full = range_records_.size() >= options_.settings.batch_max;
-    if (range_open && (full || cursor_.dropped || idle_due || (caught_up && !range_records_.empty()))) {
+    const bool lingered =
+        range_since_ && std::chrono::steady_clock::now() - *range_since_ >= options_.settings.linger;
+    if (range_open &&
+        (full || cursor_.dropped || idle_due || (caught_up && !range_records_.empty() && lingered))) {
       build_pending();
     } else {
       publish(head);
