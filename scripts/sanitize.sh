@@ -95,6 +95,10 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #   GrantBookConcurrency         grant lookups on the proxy's loops against the
 #                                control plane and the periodic sweep
 #   ApprovalWebhook              the webhook's notifier thread against enqueue
+#   ExporterTest, AuditRetentionTest, AuditExportTest
+#                                the audit exporters' threads against the
+#                                writer and stats readers; retention's chunks
+#                                against appenders; both inside zerod
 #   KvStoreTest.ConcurrentWriters...
 #                                capability stores written from several threads
 #   StoreSetTest.ConcurrentFirstUses...
@@ -104,13 +108,14 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #                                DNS loop, control server, the capability
 #                                service's workers and the ingress loop
 #                                against the control plane, with real traffic
-tsan_targets=(audit_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests resources_tests)
+tsan_targets=(audit_tests audit_export_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests resources_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
              AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
              KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
              GrantBookConcurrency. ApprovalWebhook. ApprovalTest. SecretUseTest.
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
-             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.)
+             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.
+             ExporterTest. AuditRetentionTest. AuditExportTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
