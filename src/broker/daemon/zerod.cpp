@@ -116,7 +116,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    if (AuditExportService* e = audit_export_ptr_.load()) e->notify();
+    std::lock_guard lk(export_mu_);
+    if (audit_export_live_) audit_export_live_->notify();
   };
   audit_ = std::make_unique<AuditLog>(audit_options);
   {
@@ -127,7 +128,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     exports.state_dir = config_.state_dir;
     exports.db_path = config_.audit_db();
     audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
-    audit_export_ptr_ = audit_export_.get();
+    std::lock_guard lk(export_mu_);
+    audit_export_live_ = audit_export_.get();
   }
   audit_retention_ =
       std::make_unique<AuditRetention>(config_.audit_retention, *audit_, audit_export_->signing_key());
@@ -345,7 +347,12 @@ void ZerodDaemon::stop() {
   // Last: what the loops above audited on their way out is exported (or
   // left in the store for the cursor to resume from).
   audit_retention_.reset();
-  audit_export_ptr_ = nullptr;
+  {
+    // Taken from the writer first; destroyed outside the lock (its
+    // exporters may still post audit:dropped, whose commit calls the sink).
+    std::lock_guard lk(export_mu_);
+    audit_export_live_ = nullptr;
+  }
   audit_export_.reset();
   spdlog::info("zerod stopped; the datapath stays attached and denying");
 }

@@ -68,7 +68,11 @@ class ZerodDaemon {
   std::unique_ptr<AuditLog> audit_;
   // After audit_ (destroyed first: its exporters post audit:dropped to it).
   std::unique_ptr<AuditExportService> audit_export_;
-  std::atomic<AuditExportService*> audit_export_ptr_{nullptr};  // for the audit log's line sink
+  // The audit log's writer wakes the exporters through this, under
+  // export_mu_ (held only for the non-blocking notify), so stop() can take
+  // the service away before it is destroyed.
+  std::mutex export_mu_;
+  AuditExportService* audit_export_live_ = nullptr;
   std::unique_ptr<AuditRetention> audit_retention_;
   // Capability-scoped resources: the stores of the config, and the service
   // answering guests' requests to them (shut down before the proxy goes).
