@@ -148,6 +148,15 @@ TEST_F(AuditExportTest, TheAuditKeyIsPublicAndAnotherKeyDoesNotVerify) {
   EXPECT_EQ(znctl("audit verify " + file + " --key " + key["public_key"].get<std::string>()).exit_code, 0);
   auto other = znctl("audit verify " + file + " --key " + std::string(64, 'a'));
   EXPECT_EQ(other.exit_code, 3) << other.output;
+  // Bad input is a usage error that says what is wrong (not "stol").
+  for (const char* bad : {"audit query --since -m", "audit query --since -5x", "audit verify --anchor 12",
+                          "audit verify "
+                          "/nonexistent --nats nats://127.0.0.1:1 --host h"}) {
+    auto r = znctl(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_EQ(r.output.find("stol"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(znctl("audit query --since -10m").exit_code, 0);  // positive control
   // The key file is zerod's alone.
   struct stat st {};
   ASSERT_EQ(::stat((dir_ / "audit-ed25519.key").c_str(), &st), 0);

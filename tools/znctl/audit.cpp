@@ -21,7 +21,10 @@ std::string audit_db() { return options.state_dir + "/audit.db"; }
 // --since/--until: RFC 3339 UTC, or relative to now as "-10m", "-2h", "-30s", "-1d".
 std::chrono::system_clock::time_point parse_time(const std::string& text) {
   if (!text.empty() && text[0] == '-') {
-    const long n = std::stol(text.substr(1, text.size() - 2));
+    const std::string digits = text.size() > 2 ? text.substr(1, text.size() - 2) : std::string();
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("relative time is -N[s|m|h|d]: " + text);
+    const long n = std::stol(digits);
     const char unit = text.back();
     const long secs = unit == 's'   ? n
                       : unit == 'm' ? n * 60
