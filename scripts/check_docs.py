@@ -82,19 +82,12 @@ def markdown_parts(path):
         yield ("block", info, start, body)
 
 
-def check_zerod_config(zerod, text, tmpdir, n):
-    path = os.path.join(tmpdir, "zerod-%d.json" % n)
+def check_example(command, text, tmpdir, name):
+    """Writes an example block to a file and runs command + [file] on it: (accepted, why not)."""
+    path = os.path.join(tmpdir, name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
-    r = subprocess.run([zerod, "--check-config", "--config", path], capture_output=True, text=True, timeout=30)
-    return r.returncode == 0, (r.stderr or r.stdout).strip()
-
-
-def check_policy(znctl, text, tmpdir, n):
-    path = os.path.join(tmpdir, "policy-%d.json" % n)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    r = subprocess.run([znctl, "policy", "check", path], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(command + [path], capture_output=True, text=True, timeout=30)
     return r.returncode == 0, (r.stderr or r.stdout).strip()
 
 
@@ -193,12 +186,14 @@ def main():
             for kind, info, line, content in markdown_parts(doc):
                 if kind == "block" and info == "json zerod":
                     configs += 1
-                    ok, why = check_zerod_config(zerod, "\n".join(t for _, t in content) + "\n", tmpdir, configs)
+                    ok, why = check_example([zerod, "--check-config", "--config"], "\n".join(t for _, t in content) + "\n",
+                                            tmpdir, "zerod-%d.json" % configs)
                     if not ok:
                         failures.append("%s:%d: zerod config rejected: %s" % (rel, line, why))
                 elif kind == "block" and info == "json policy":
                     policies += 1
-                    ok, why = check_policy(znctl, "\n".join(t for _, t in content) + "\n", tmpdir, policies)
+                    ok, why = check_example([znctl, "policy", "check"], "\n".join(t for _, t in content) + "\n", tmpdir,
+                                            "policy-%d.json" % policies)
                     if not ok:
                         failures.append("%s:%d: policy rejected: %s" % (rel, line, why))
                 elif kind == "block" and info.split()[:1] and info.split()[0] in SHELL_INFOS:
