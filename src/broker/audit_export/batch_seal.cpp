@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -145,6 +146,17 @@ SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key) 
   }
   out.seal = std::move(s);
   return out;
+}
+
+AuditCheckpoint sign_audit_checkpoint(const SigningKey& key, uint64_t seq, const std::string& hash) {
+  AuditCheckpoint cp;
+  cp.seq = seq;
+  cp.hash = hash;
+  cp.ts = format_audit_ts(std::chrono::system_clock::now());
+  cp.kid = key.kid();
+  const SigningKey::Signature sig = key.sign(audit_checkpoint_message(cp));
+  cp.sig = to_hex(sig.data(), sig.size());
+  return cp;
 }
 
 bool audit_checkpoint_signed_by(const AuditCheckpoint& cp, const Ed25519PublicKey& key) {

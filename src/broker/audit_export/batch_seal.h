@@ -79,6 +79,10 @@ struct SealCheck {
 };
 SealCheck check_seal(std::string_view line, const Ed25519PublicKey& public_key);
 
+// The retention checkpoint for record seq (hash its chain hash), stamped now
+// and signed by the audit key: what audit_checkpoint_signed_by checks.
+AuditCheckpoint sign_audit_checkpoint(const SigningKey& key, uint64_t seq, const std::string& hash);
+
 // True if the store's retention checkpoint (audit/store.h) is signed by
 // the audit key `key` (kid and signature).
 bool audit_checkpoint_signed_by(const AuditCheckpoint& cp, const Ed25519PublicKey& key);

@@ -1,9 +1,8 @@
 #include "broker/daemon/audit_retention.h"
 
-#include <sodium.h>
-
 #include <spdlog/spdlog.h>
 
+#include "broker/audit_export/batch_seal.h"
 #include "broker/policy/parser.h"
 
 namespace zn::broker {
@@ -17,13 +16,6 @@ uint64_t field(const nlohmann::json& j, const char* key, uint64_t max) {
     throw PolicyError(std::string("$.audit_retention.") + key,
                       "must be an integer 1.." + std::to_string(max));
   return v.get<uint64_t>();
-}
-
-std::string hex(const unsigned char* p, size_t n) {
-  std::string out(n * 2 + 1, '\0');
-  sodium_bin2hex(out.data(), out.size(), p, n);
-  out.pop_back();
-  return out;
 }
 
 }  // namespace
@@ -91,14 +83,7 @@ uint64_t AuditRetention::run_once() {
     target = std::min(target, chunk_end);
     if (target < first.first) break;
     deleted += audit_.prune_through(target, [this](uint64_t seq, const std::string& hash) {
-      AuditCheckpoint cp;
-      cp.seq = seq;
-      cp.hash = hash;
-      cp.ts = format_audit_ts(std::chrono::system_clock::now());
-      cp.kid = key_->kid();
-      const SigningKey::Signature sig = key_->sign(audit_checkpoint_message(cp));
-      cp.sig = hex(sig.data(), sig.size());
-      return cp;
+      return audit_export::sign_audit_checkpoint(*key_, seq, hash);
     });
     through = target;
     if (const auto cp = audit_.checkpoint()) through_hash = cp->hash;
