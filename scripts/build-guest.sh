@@ -20,10 +20,11 @@ self="$repo_root/scripts/build-guest.sh"
 kernel_meta=linux-image-cloud-amd64
 # Dependency order: each module needs only those before it (checked against
 # each module's .modinfo below). MACHINE-FACTS.md "TAP and microVMs".
+# virtio_console gives the command agent its virtio-serial ports (/dev/vport*);
 # virtio_blk and ext4 (with what ext4 needs) give the guest its disk, /dev/vda;
 # Debian's cloud kernel builds ext4 and its helpers in.
 modules=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
-  virtio_mmio failover net_failover virtio_net virtio_blk
+  virtio_mmio failover net_failover virtio_net virtio_blk virtio_console
   crc16 crc32c_generic mbcache jbd2 ext4)
 
 say() { echo "build-guest: $*"; }

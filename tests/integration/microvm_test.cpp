@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <future>
 #include <optional>
 
 #include "integration/proxy_fixture.h"
@@ -187,11 +188,30 @@ httpd -p 8080 -h /www && echo "httpd: up"
   EXPECT_EQ(r.find("hello-from-the-vm"), std::string::npos) << r;
 }
 
+// A marked connection from the gateway address, as zerod's to an agent port
+// would be (only a CAP_NET_ADMIN process can make one): prints the first
+// bytes that came back, or "failed".
+constexpr const char* kMarkedConnect = R"py(import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, 36, 0x800)
+s.bind((sys.argv[1], 0))
+s.settimeout(5)
+try:
+    s.connect((sys.argv[2], int(sys.argv[3])))
+    s.sendall(b'GET / HTTP/1.0\r\n\r\n')
+    print(s.recv(64).decode(errors='replace').split('\r\n')[0])
+except Exception as e:
+    print('failed', e)
+)py";
+
 // The command channel in a real VM (issue 15): the agent /init starts from
-// the config zerod put in the VM's boot archive runs commands as the
-// workload's uid, which can neither read the agent's key, take its port,
-// signal it, nor reach zerod's control socket; zerod's rotation reaches it.
-TEST_F(MicroVmTest, ACommandRunsInAVmAndTheWorkloadCannotForgeTheAgentsReplies) {
+// the config zerod put in the VM's boot archive is reached over virtio-serial
+// (QEMU's UNIX sockets in the VM's directory), runs commands as the
+// workload's uid, which can neither read the agent's key, open its ports,
+// signal it, nor reach zerod's control socket; the datapath admits nothing
+// to the agent port of a VM (there is no TCP path to forge); zerod's
+// rotation reaches it.
+TEST_F(MicroVmTest, ACommandRunsInAVmOverVirtioSerialAndTheWorkloadCannotForgeTheAgentsReplies) {
   create_vm_session("vm-1", 5, policy());
   ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
   ASSERT_NE(user_data_output("vm-1").find("up"), std::string::npos);
@@ -207,29 +227,61 @@ TEST_F(MicroVmTest, ACommandRunsInAVmAndTheWorkloadCannotForgeTheAgentsReplies) 
   EXPECT_EQ(r.last["result"].value("exit_code", -1), 3) << r.last.dump();
   EXPECT_EQ(exec("id -u", 0u).out, "0\n");
   // The positive control for what follows: root in the guest sees the
-  // agent's config and process.
-  EXPECT_EQ(exec("test -s /run/zn-agent/agent.conf && pidof zn-agent >/dev/null && echo seen", 0u).out,
-            "seen\n");
+  // agent's config, its process and its ports, and the agent holds them.
+  EXPECT_EQ(
+      exec("test -s /run/zn-agent/agent.conf && pidof zn-agent >/dev/null && echo seen;"
+           "for n in /sys/class/virtio-ports/*/name; do cat $n; done;"
+           "ls -l /proc/$(pidof zn-agent)/fd | grep -c /dev/vport",
+           0u)
+          .out,
+      "seen\norg.zeroness.agent.0\norg.zeroness.agent.1\norg.zeroness.agent.2\norg.zeroness.agent.3\n4\n");
   r = exec(
       "test -e /zn/agent.conf && echo boot-copy-left;"
       "cat /run/zn-agent/agent.conf >/dev/null 2>&1 && echo key-read;"
       "ls /run/zn-agent >/dev/null 2>&1 && echo dir-listed;"
       "kill -9 $(pidof zn-agent) 2>/dev/null && echo agent-killed;"
       "cat /proc/$(pidof zn-agent)/environ >/dev/null 2>&1 && echo agent-environ-read;"
-      // A listener that binds lives until `timeout` ends it (status 124 or
-      // more); one that cannot bind fails at once. A free port is the
-      // positive control.
-      "timeout 1 nc -l -p 7071 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo free-port-listened;"
-      "timeout 1 nc -l -p 7070 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo port-taken;"
-      "timeout 1 nc -l -s 198.19.5.2 -p 7070 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo "
-      "addr-port-taken;"
+      "for p in /dev/vport*; do echo x 2>/dev/null >$p && echo port-written; cat $p >/dev/null 2>&1 && "
+      "echo port-read; done;"
+      // Nothing listens on the agent port: the agent is not on the network.
+      "timeout 1 nc -l -p 7070 </dev/null >/dev/null 2>&1; [ $? -ge 124 ] && echo agent-port-free;"
       "test -e " +
       socket_ +
       " && echo control-socket-visible;"
       "echo done");
-  EXPECT_EQ(r.out, "free-port-listened\ndone\n") << r.err;
+  EXPECT_EQ(r.out, "agent-port-free\ndone\n") << r.err;
+  // Not even root can take a port the agent holds (one opener each).
+  EXPECT_EQ(exec("echo x 2>/dev/null >/dev/vport1p1 && echo port-taken; echo done", 0u).out, "done\n");
+
+  // The datapath admits nothing to the VM's agent port, not even zerod's
+  // marked connection from the gateway: a workload listening there is
+  // never reached. The positive control: the same connection to a declared
+  // port is let through.
+  exec(
+      "mkdir -p /tmp/www && echo hi > /tmp/www/index.html && httpd -p 7070 -h /tmp/www && "
+      "httpd -p 8080 -h /tmp/www && echo listening");
+  ASSERT_TRUE(call("session.expose", {{"id", "vm-1"}, {"port", 8080}})["ok"]);
+  json show = call("session.show", {{"id", "vm-1"}})["result"];
+  const std::string address = show["network"]["address"];
+  const std::string guest = address.substr(0, address.find('/'));
+  const std::string gateway = show["network"]["gateway"];
+  std::ofstream(dir_ / "marked_connect.py") << kMarkedConnect;
+  auto marked = [&](int port) {
+    return run_in_netns(lab_->host_netns(), "python3 " + (dir_ / "marked_connect.py").string() + " " +
+                                                gateway + " " + guest + " " + std::to_string(port))
+        .output;
+  };
+  EXPECT_NE(marked(8080).find(" 200 OK"), std::string::npos) << marked(8080);
+  EXPECT_NE(marked(7070).find("failed"), std::string::npos) << marked(7070);
+
   // The agent survived all of it: the next command still runs, sealed.
   EXPECT_EQ(exec("echo alive").out, "alive\n");
+  // Commands at once, each on a channel of its own.
+  std::vector<std::future<ExecReply>> at_once;
+  for (int i = 0; i < 4; ++i)
+    at_once.push_back(std::async(std::launch::async,
+                                 [&, i] { return exec("sleep 1; echo at-once-" + std::to_string(i)); }));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(at_once[i].get().out, "at-once-" + std::to_string(i) + "\n");
   // A rotation rekeys it.
   json rot = call("command.rotate");
   ASSERT_TRUE(rot["ok"]) << rot.dump();
@@ -238,6 +290,38 @@ TEST_F(MicroVmTest, ACommandRunsInAVmAndTheWorkloadCannotForgeTheAgentsReplies) 
   EXPECT_TRUE(rekeyed) << rot.dump();
   EXPECT_EQ(exec("echo after-rotation").out, "after-rotation\n");
   const std::string events = audit_events("command:", {"after-rotation"});
+  EXPECT_EQ(events.find("unauthenticated_reply"), std::string::npos) << events;
+}
+
+// An exec whose client goes away mid-run is ended in the VM, and the channel
+// it used serves the next command at once (no stale frame reaches it).
+TEST_F(MicroVmTest, AnAbandonedCommandFreesItsChannel) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
+  ASSERT_NE(user_data_output("vm-1").find("up"), std::string::npos);
+  // Streams output for 20 s unless stopped; the client reads a line and goes.
+  const std::string marker = "/tmp/abandoned-ran-on";
+  const std::string cmd =
+      "timeout 10 " + std::string(ZN_ZNCTL_BIN) + " --socket " + socket_ +
+      " exec vm-1 -- /bin/sh -c 'for i in $(seq 1 200); do echo tick $i; sleep 0.1; done; "
+      "touch " +
+      marker + "' </dev/null 2>&1 | head -n 1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[256] = {};
+  const std::string first = std::fgets(line, sizeof line, p) ? line : "";
+  ::pclose(p);
+  EXPECT_EQ(first, "tick 1\n");
+  for (int i = 0; i < 8; ++i) {
+    ExecReply r = command_exec({{"id", "vm-1"}, {"argv", {"/bin/echo", "next-" + std::to_string(i)}}});
+    EXPECT_EQ(r.out, "next-" + std::to_string(i) + "\n") << r.last.dump();
+  }
+  std::this_thread::sleep_for(22s);
+  ExecReply left =
+      command_exec({{"id", "vm-1"}, {"argv", {"/bin/sh", "-c", "test -e " + marker + " && echo ran-on"}}});
+  EXPECT_EQ(left.out, "") << "the abandoned command was not ended";
+  const std::string events = audit_events("command:", {"next-7"});
+  EXPECT_NE(events.find("client_gone"), std::string::npos) << events;
   EXPECT_EQ(events.find("unauthenticated_reply"), std::string::npos) << events;
 }
 

@@ -1,11 +1,13 @@
-// zn-agent: the in-sandbox agent (issue 15). Listens on its one transport
-// (a TCP address: in a lab guest or a VM, the datapath lets only zerod's own
-// marked connection reach it) and serves each connection one signed
-// envelope (userspace/command/agent.h). zerod's public key is pinned at
+// zn-agent: the in-sandbox agent (issue 15). Serves its one transport, one
+// signed envelope per exchange (userspace/command/agent.h): in a QEMU
+// microVM the virtio-serial ports named PREFIX.N (--virtio PREFIX:
+// userspace/command/virtio_port.h), in a lab guest a TCP address the
+// datapath lets only zerod's own marked connection reach (--listen). zerod's public key is pinned at
 // start; nothing it is sent runs before it verifies. Every reply is sealed
 // under the session's result key, which only this process (and zerod) know.
 //
-//   zn-agent --config FILE [--listen 0.0.0.0:7070] [--exec-uid N [--exec-gid N]]
+//   zn-agent --config FILE [--listen 0.0.0.0:7070 | --virtio PREFIX] [--ready-file F]
+//            [--exec-uid N [--exec-gid N]]
 //   zn-agent --session ID --key HEX|--key-file FILE --result-key-file FILE ...
 //
 // FILE (what `znctl agent provision ID` prints, or /zn/agent.conf in a
@@ -30,21 +32,24 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sodium.h>
 
 #include "userspace/command/agent.h"
+#include "userspace/command/virtio_port.h"
 
 namespace {
 
 constexpr int kMaxConnections = 16;
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "zn-agent: %s\nusage: zn-agent --config FILE [--listen ADDR:PORT] [--exec-uid N [--exec-gid N]]\n"
-      "       zn-agent --session ID --key HEX|--key-file FILE --result-key-file FILE [...]\n",
-      why.c_str());
+  std::fprintf(stderr,
+               "zn-agent: %s\nusage: zn-agent --config FILE [--listen ADDR:PORT | --virtio PREFIX] "
+               "[--ready-file FILE]\n"
+               "                [--exec-uid N [--exec-gid N]]\n"
+               "       zn-agent --session ID --key HEX|--key-file FILE --result-key-file FILE [...]\n",
+               why.c_str());
   std::exit(2);
 }
 
@@ -109,8 +114,60 @@ void persist_command_key(const std::string& path, const zn::command::PublicKey& 
 
 }  // namespace
 
+// What ran or why not; never a body, argv or file contents.
+void log_exchange(const zn::command::ServeOutcome& o) {
+  std::fprintf(stderr, "zn-agent: %s %s%s\n", o.type.empty() ? "-" : o.type.c_str(),
+               o.ran ? "ran" : "refused: ", o.ran ? "" : o.reason.c_str());
+  std::fflush(stderr);
+}
+
+// Marks the agent ready (its transport open) for whoever started it.
+void mark_ready(const std::string& path) {
+  if (path.empty()) return;
+  std::ofstream(path) << "ready\n";
+}
+
+// Every port named PREFIX.N, each served by a thread of its own. The ports
+// appear once virtio_console is loaded: a few seconds are allowed for that.
+[[noreturn]] void serve_virtio(zn::command::Agent& agent, const std::string& prefix,
+                               const std::string& ready) {
+  std::vector<zn::command::VirtioPort> ports;
+  for (int i = 0; i < 50 && ports.empty(); ++i) {
+    ports = zn::command::find_virtio_ports(prefix);
+    if (ports.empty()) ::usleep(100000);
+  }
+  if (ports.empty()) {
+    std::fprintf(stderr, "zn-agent: no virtio-serial port named %s.N in %s\n", prefix.c_str(),
+                 zn::command::kVirtioPortsDir);
+    std::exit(1);
+  }
+  std::atomic<size_t> opened{0};
+  std::atomic<bool> failed{false};
+  for (const auto& port : ports) {
+    std::thread([&agent, port, &opened, &failed] {
+      int fd = -1;
+      try {
+        fd = zn::command::open_virtio_port(port.device);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "zn-agent: %s\n", e.what());
+        failed = true;
+        return;
+      }
+      ++opened;
+      zn::command::serve_virtio_port(agent, fd, log_exchange);
+    }).detach();
+  }
+  while (opened.load() < ports.size() && !failed.load()) ::usleep(10000);
+  if (failed.load()) std::exit(1);
+  std::fprintf(stderr, "zn-agent: session %s, serving %zu virtio-serial ports %s.N\n",
+               agent.session().c_str(), ports.size(), prefix.c_str());
+  std::fflush(stderr);
+  mark_ready(ready);
+  for (;;) ::pause();
+}
+
 int main(int argc, char** argv) {
-  std::string session, key_hex, result_hex, config_path, listen = "0.0.0.0:7070";
+  std::string session, key_hex, result_hex, config_path, listen = "0.0.0.0:7070", virtio, ready;
   int64_t exec_uid = -1, exec_gid = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -138,6 +195,10 @@ int main(int argc, char** argv) {
       exec_gid = id_number(v);
     else if (a == "--listen")
       listen = v;
+    else if (a == "--virtio")
+      virtio = v;
+    else if (a == "--ready-file")
+      ready = v;
     else
       usage("unknown option " + a);
   }
@@ -161,6 +222,18 @@ int main(int argc, char** argv) {
   // Nobody else (a process of the workload's uid included) may trace us or
   // read our memory; core dumps would hold the result key.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  // Waited for where a virtio-serial port is served, never handled; blocked
+  // before any thread starts, so every thread has it blocked.
+  sigset_t io;
+  sigemptyset(&io);
+  sigaddset(&io, SIGIO);
+  ::pthread_sigmask(SIG_BLOCK, &io, nullptr);
+
+  if (!virtio.empty()) {
+    zn::command::Agent agent(config);
+    serve_virtio(agent, virtio, ready);
+  }
 
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) usage("--listen ADDR:PORT");
@@ -190,9 +263,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zn-agent: cannot listen on %s: %s\n", listen.c_str(), std::strerror(errno));
     return 1;
   }
-  ::signal(SIGPIPE, SIG_IGN);
   std::fprintf(stderr, "zn-agent: session %s, listening on %s\n", session.c_str(), listen.c_str());
   std::fflush(stderr);
+  mark_ready(ready);
 
   zn::command::Agent agent(config);
   std::atomic<int> live{0};
@@ -220,10 +293,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 64 && ::recv(fd, sink, sizeof sink, 0) > 0; ++i) {
       }
       ::close(fd);
-      // What ran or why not; never a body, argv or file contents.
-      std::fprintf(stderr, "zn-agent: %s %s%s\n", o.type.empty() ? "-" : o.type.c_str(),
-                   o.ran ? "ran" : "refused: ", o.ran ? "" : o.reason.c_str());
-      std::fflush(stderr);
+      if (o.reason != "no_envelope") log_exchange(o);
       --live;
     }).detach();
   }

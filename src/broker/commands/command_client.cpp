@@ -5,10 +5,13 @@
 #include <poll.h>
 #include <sodium.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "userspace/net/unique_fd.h"
 #include "zn_abi.h"
@@ -56,6 +59,27 @@ net::UniqueFd connect_agent(const Session& s, uint16_t port, std::chrono::millis
   return fd;
 }
 
+// A connection to one of the VM's virtio-serial channels: QEMU's UNIX
+// socket for it, in the VM's directory.
+net::UniqueFd connect_channel(const std::string& path, std::chrono::milliseconds timeout) {
+  net::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) throw CommandError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(to.sun_path)) throw CommandError("the agent channel's path is too long: " + path);
+  std::memcpy(to.sun_path, path.c_str(), path.size());
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 && errno != EINPROGRESS &&
+      errno != EAGAIN)
+    throw CommandError(std::string("the VM's agent channel is not there (is its VM running?): ") +
+                       std::strerror(errno));
+  if (!wait_for(fd.get(), POLLOUT, timeout)) throw CommandError("the VM's agent channel does not answer");
+  int err = 0;
+  socklen_t len = sizeof(err);
+  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err) throw CommandError(std::string("the VM's agent channel: ") + std::strerror(err));
+  return fd;
+}
+
 void send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
@@ -78,6 +102,13 @@ std::string hex_of(std::span<const unsigned char> bytes) {
 
 constexpr std::string_view kResultKeyDomain = "zeroness/agent-result/v1";
 
+// How long an abandoned command's channel waits for the agent to say it
+// ended the command (it kills it at once); past it the channel is used again.
+constexpr auto kCancelWait = std::chrono::seconds(30);
+// What a channel may carry before the reply's sync mark: leftovers of
+// earlier exchanges, bounded by what QEMU holds for a port and a margin.
+constexpr size_t kMaxSkippedBeforeSync = 4 << 20;
+
 }  // namespace
 
 CommandClient::CommandClient(const SessionDirectory& sessions, std::shared_ptr<const SigningKey> key,
@@ -89,6 +120,50 @@ CommandClient::CommandClient(const SessionDirectory& sessions, std::shared_ptr<c
       options_(options),
       key_(std::move(key)),
       previous_(std::move(previous)) {}
+
+CommandClient::~CommandClient() {
+  closing_ = true;
+  std::lock_guard lock(cancel_mu_);
+  for (Cancellation& c : cancellations_) c.thread.join();
+}
+
+void CommandClient::cancel_on_channel(net::UniqueFd fd, std::string channel, std::string buffered) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread t([this, fd = std::move(fd), channel, buf = std::move(buffered), done]() mutable {
+    try {
+      send_all(fd.get(), std::string_view(&command::kCancelByte, 1), std::chrono::seconds(1));
+      const auto until = Clock::now() + kCancelWait;
+      char chunk[65536];
+      for (;;) {
+        std::optional<command::Frame> f = command::take_frame(buf);
+        if (f && (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject)) break;
+        if (f) continue;
+        if (closing_ || Clock::now() >= until) break;
+        if (!wait_for(fd.get(), POLLIN, std::chrono::milliseconds(200))) continue;
+        const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) break;
+        buf.append(chunk, static_cast<size_t>(n));
+      }
+    } catch (const std::exception&) {
+      // A malformed rest: the channel is released all the same; the next
+      // exchange skips what is left up to its own sync mark.
+    }
+    fd.reset();
+    release_channel(channel);
+    *done = true;
+  });
+  std::lock_guard lock(cancel_mu_);
+  for (auto it = cancellations_.begin(); it != cancellations_.end();) {
+    if (*it->done) {
+      it->thread.join();
+      it = cancellations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  cancellations_.push_back({std::move(t), std::move(done)});
+}
 
 std::string CommandClient::public_key_hex() const {
   std::lock_guard lock(mu_);
@@ -187,6 +262,36 @@ CommandOutcome CommandClient::run(const std::string& session, command::CommandTy
   return o;
 }
 
+std::string CommandClient::acquire_channel(const std::string& session) {
+  if (!options_.agent_channels) return "";
+  const std::vector<std::string> channels = options_.agent_channels(session);
+  if (channels.empty()) return "";
+  std::unique_lock lock(channel_mu_);
+  std::string chosen;
+  const bool free = channel_freed_.wait_for(lock, options_.connect_timeout, [&] {
+    for (const std::string& c : channels)
+      if (!busy_channels_.count(c)) {
+        chosen = c;
+        return true;
+      }
+    return false;
+  });
+  if (!free)
+    throw CommandError("the agent is busy: its " + std::to_string(channels.size()) +
+                       " channels each run a command");
+  busy_channels_.insert(chosen);
+  return chosen;
+}
+
+void CommandClient::release_channel(const std::string& path) {
+  if (path.empty()) return;
+  {
+    std::lock_guard lock(channel_mu_);
+    busy_channels_.erase(path);
+  }
+  channel_freed_.notify_all();
+}
+
 CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::string& session,
                                          command::CommandType type, const std::string& body,
                                          const json& audit_detail,
@@ -203,8 +308,22 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
   };
   net::UniqueFd fd;
   std::string envelope;
+  std::string channel;
+  // Released when this command is done with it, however that happens.
+  struct ChannelLease {
+    CommandClient& client;
+    const std::string& path;
+    ~ChannelLease() { client.release_channel(path); }
+  } lease{*this, channel};
   try {
-    fd = connect_agent(*s, options_.agent_port, options_.connect_timeout);
+    channel = acquire_channel(session);
+  } catch (const CommandError&) {
+    audit_reject("busy");
+    throw;
+  }
+  try {
+    fd = channel.empty() ? connect_agent(*s, options_.agent_port, options_.connect_timeout)
+                         : connect_channel(channel, options_.connect_timeout);
     envelope = command::seal_envelope(type, session, body, std::chrono::system_clock::now(),
                                       [&key](std::string_view m) {
                                         const SigningKey::Signature sig = key.sign(m);
@@ -213,7 +332,9 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
                                         return out;
                                       });
     send_all(fd.get(), envelope, options_.connect_timeout);
-    ::shutdown(fd.get(), SHUT_WR);
+    // Over TCP the end of what zerod sends; a channel must stay open both
+    // ways (QEMU takes a half-close for the host side closing).
+    if (channel.empty()) ::shutdown(fd.get(), SHUT_WR);
   } catch (const CommandError& e) {
     audit_reject("unreachable");
     throw;
@@ -227,11 +348,32 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
   std::string buf;
   char chunk[65536];
   uint64_t bytes_out = 0;
-  bool stopped = false;
+  bool stopped = false, accepted = false, answered = false;
+  // On a channel the reply starts at the sync mark for this envelope's nonce.
+  std::string sync;
+  if (!channel.empty()) {
+    const command::Nonce nonce = command::envelope_nonce(envelope);
+    sync.assign(command::kReplySync);
+    sync.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  }
+  size_t skipped = 0;
   for (;;) {
+    if (!sync.empty()) {
+      const size_t at = buf.find(sync);
+      const size_t drop = at != std::string::npos     ? at + sync.size()
+                          : buf.size() >= sync.size() ? buf.size() - (sync.size() - 1)
+                                                      : 0;
+      skipped += at != std::string::npos ? at : drop;
+      buf.erase(0, drop);
+      if (at != std::string::npos) sync.clear();
+      if (skipped > kMaxSkippedBeforeSync) {
+        audit_reject("bad_reply");
+        throw CommandError("the agent's reply never started (no sync mark on its channel)");
+      }
+    }
     std::optional<command::Frame> f;
     try {
-      f = command::take_frame(buf);
+      if (sync.empty()) f = command::take_frame(buf);
     } catch (const std::exception& e) {
       audit_reject("bad_reply");
       throw CommandError(std::string("the agent's reply is malformed: ") + e.what());
@@ -243,6 +385,20 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
           "result key (another process on the port, or an agent provisioned for another session)");
     }
     if (f) {
+      answered = true;
+      if (f->kind == command::FrameKind::kAccepted) {
+        if (accepted) {
+          audit_reject("bad_reply");
+          throw CommandError("the agent's reply is malformed: accepted twice");
+        }
+        accepted = true;
+        continue;
+      }
+      // Nothing but a refusal comes before the agent accepted the envelope.
+      if (!accepted && f->kind != command::FrameKind::kReject) {
+        audit_reject("bad_reply");
+        throw CommandError("the agent's reply is malformed: output before it accepted the command");
+      }
       if (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject) {
         outcome.ran = f->kind == command::FrameKind::kResult;
         outcome.result = json::parse(f->payload, nullptr, false);
@@ -256,7 +412,12 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
       }
       continue;
     }
-    if (!wait_for(fd.get(), POLLIN, options_.frame_timeout)) {
+    if (!wait_for(fd.get(), POLLIN, answered ? options_.frame_timeout : options_.accept_timeout)) {
+      if (!answered) {
+        audit_reject("unreachable");
+        throw CommandError("no agent answered within " + std::to_string(options_.accept_timeout.count()) +
+                           " ms (none running in the sandbox, or not started yet)");
+      }
       audit_reject("agent_silent");
       throw CommandError("the agent went silent");
     }
@@ -270,6 +431,10 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
   }
   if (stopped) {
     audit_reject("client_gone");
+    // A channel's agent does not see zerod go: it is told, and the channel
+    // waits for it (a TCP agent sees the connection close).
+    if (!channel.empty())
+      cancel_on_channel(std::move(fd), std::exchange(channel, std::string()), std::move(buf));
     return outcome;
   }
   if (!outcome.ran) {

@@ -215,6 +215,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
       vm_options.agent_config = [this](const std::string& id) {
         return commands_ ? commands_->agent_config(id) : std::string();
       };
+      // A VM reached over virtio-serial needs no inward TCP path for it.
+      vm_options.agent_over_tcp = [this](const std::string& id, bool over_tcp) {
+        registry_->set_agent_over_tcp(id, over_tcp);
+      };
     }
     vmm::QemuOptions qemu;
     qemu.binary = config_.vm_qemu;
@@ -251,6 +255,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     }
     CommandClientOptions command;
     command.agent_port = static_cast<uint16_t>(config_.agent_port);
+    command.agent_channels = [this](const std::string& id) { return vms_->agent_channels(id); };
     commands_ = std::make_unique<CommandClient>(*registry_, signing(*command_keys_->current()),
                                                 HostKey::load_or_create(config_.command_result_root()),
                                                 *audit_, command, std::move(previous));

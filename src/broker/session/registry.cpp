@@ -171,7 +171,7 @@ dp::SessionEntry SessionRegistry::entry_locked(const Session& s) const {
   entry.event_rate = options_.event_rate;
   entry.event_burst = options_.event_burst;
   for (const auto& [port, exposure] : s.record.exposed) entry.exposed_ports.push_back(port);
-  if (options_.agent_port) entry.exposed_ports.push_back(options_.agent_port);
+  if (options_.agent_port && s.agent_over_tcp) entry.exposed_ports.push_back(options_.agent_port);
   // An adopted device's link-local comes from its own MAC, not from the
   // plan: zero tells the datapath it is not known (any link-local stands in).
   if (s.record.adopted) entry.gateway_ip6_ll = {};
@@ -313,6 +313,16 @@ SessionPtr SessionRegistry::set_exposed(const std::string& id, uint16_t port,
   else
     emit("ingress:unexpose", id, {{"port", port}});
   return next;
+}
+
+void SessionRegistry::set_agent_over_tcp(const std::string& id, bool over_tcp) {
+  std::lock_guard lock(control_mu_);
+  SessionPtr previous = index_.by_id(id);
+  if (!previous || previous->agent_over_tcp == over_tcp) return;
+  auto next = std::make_shared<Session>(*previous);
+  next->agent_over_tcp = over_tcp;
+  options_.maps->put_session(next->ifindex, entry_locked(*next));
+  publish_locked(next);
 }
 
 void SessionRegistry::remove(const std::string& id) {

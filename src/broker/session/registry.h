@@ -109,6 +109,11 @@ class SessionRegistry : public SessionDirectory {
   // ZN_MAX_EXPOSED_PORTS, not declared), std::runtime_error (host failure,
   // nothing changed).
   SessionPtr set_exposed(const std::string& id, uint16_t port, std::optional<ExposedPort> exposure);
+  // Whether the datapath admits zerod's connection to the agent port
+  // (options.agent_port): not while the session's VM reaches its agent
+  // over virtio-serial. Not persisted (a VM never outlives zerod). A
+  // session that is gone is ignored.
+  void set_agent_over_tcp(const std::string& id, bool over_tcp);
 
   // Id order. Never waits for a change in progress.
   std::vector<SessionPtr> list() const { return index_.all(); }

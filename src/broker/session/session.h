@@ -48,6 +48,9 @@ struct Session {
   int ifindex = 0;
   std::shared_ptr<const CompiledPolicy> policy;
   DatapathPlan plan;
+  // The datapath admits zerod to the agent port (SessionRegistry::
+  // set_agent_over_tcp); in memory only.
+  bool agent_over_tcp = true;
 };
 
 // Session ids name audit events and files: [a-z0-9][a-z0-9_-]{0,63}.

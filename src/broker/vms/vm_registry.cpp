@@ -132,10 +132,7 @@ nlohmann::json VmRegistry::run(const VmRunRequest& request) {
   if (!s) throw VmError("no session '" + request.session + "'");
   if (auto it = vms_.find(request.session); it != vms_.end()) {
     if (it->second.vm->running()) throw VmError("session '" + request.session + "' already runs a VM");
-    it->second.vm->stop(0ms);
-    std::error_code ignored;
-    fs::remove_all(it->second.directory, ignored);
-    vms_.erase(it);
+    forget_locked(it, 0ms);
   }
   vmm::VmSpec spec;
   spec.name = request.session;
@@ -156,6 +153,7 @@ nlohmann::json VmRegistry::run(const VmRunRequest& request) {
     spec.boot.agent_binary = slurp(options_.agent_binary);
     spec.boot.agent_config = options_.agent_config(request.session);
     spec.boot.agent_port = options_.agent_port;
+    spec.boot.agent_transport = backend->agent_transport();
   }
   if (!request.disk.empty()) spec.disk = vmm::VmDisk{request.disk, request.encrypt_disk, ""};
   std::error_code ignored;
@@ -185,6 +183,8 @@ nlohmann::json VmRegistry::run(const VmRunRequest& request) {
     fs::remove_all(r.directory, ignored);
     throw VmError(std::string("launch failed: ") + e.what());
   }
+  r.agent_channels = !r.vm->agent_sockets().empty();
+  if (r.agent_channels && options_.agent_over_tcp) options_.agent_over_tcp(request.session, false);
   auto [it, inserted] = vms_.emplace(request.session, std::move(r));
   return describe(it->first, it->second);
 }
@@ -200,11 +200,25 @@ bool VmRegistry::stop(const std::string& session) {
   std::lock_guard lock(mu_);
   auto it = vms_.find(session);
   if (it == vms_.end()) return false;
-  it->second.vm->stop(2s);
+  forget_locked(it, 2s);
+  return true;
+}
+
+void VmRegistry::forget_locked(std::map<std::string, Running>::iterator it, std::chrono::milliseconds grace) {
+  it->second.vm->stop(grace);
   std::error_code ignored;
   fs::remove_all(it->second.directory, ignored);
+  if (it->second.agent_channels && options_.agent_over_tcp) options_.agent_over_tcp(it->first, true);
   vms_.erase(it);
-  return true;
+}
+
+std::vector<std::string> VmRegistry::agent_channels(const std::string& session) {
+  std::lock_guard lock(mu_);
+  auto it = vms_.find(session);
+  // An exited VM's too: connecting says the VM is not there, where TCP
+  // would only time out.
+  if (it == vms_.end()) return {};
+  return it->second.vm->agent_sockets();
 }
 
 std::string VmRegistry::console(const std::string& session, size_t max_bytes) {

@@ -59,6 +59,10 @@ struct VmRegistryOptions {
   std::string agent_binary;
   std::function<std::string(const std::string& session)> agent_config;
   uint16_t agent_port = 0;
+  // Told when a session's VM reaches its agent some other way than the
+  // agent port (false: the datapath need not admit zerod there any more)
+  // and when that VM is gone (true). May be empty.
+  std::function<void(const std::string& session, bool over_tcp)> agent_over_tcp;
   std::vector<std::shared_ptr<vmm::VmBackend>> backends;
 };
 
@@ -79,6 +83,10 @@ class VmRegistry {
   ConsoleChunk console_from(const std::string& session, uint64_t offset, size_t max_bytes);
   // The backends and why any cannot run here.
   nlohmann::json backends() const;
+  // The host ends of the session's agent channels (vmm::MicroVm::
+  // agent_sockets): empty when it runs no VM, or one whose agent is reached
+  // over TCP.
+  std::vector<std::string> agent_channels(const std::string& session);
 
  private:
   struct Running {
@@ -90,7 +98,10 @@ class VmRegistry {
     bool disk_encrypted = false;
     uint32_t memory_mib = 0;
     uid_t uid = 0;
+    bool agent_channels = false;  // its agent is reached over virtio-serial
   };
+  // Removes a VM's remains (stopped first) and reopens the agent port.
+  void forget_locked(std::map<std::string, Running>::iterator it, std::chrono::milliseconds grace);
   nlohmann::json describe(const std::string& session, Running& r);
 
   const SessionDirectory& sessions_;

@@ -25,10 +25,35 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-bool write_all(int fd, std::string_view data) {
+// Waits until `fd` is ready for `events`; false on a timeout or when the
+// other end is gone (a virtio-serial port reports POLLHUP while the host side
+// is not connected).
+bool wait_ready(int fd, short events, std::chrono::milliseconds timeout) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    const int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    return (p.revents & events) != 0 || (events == POLLIN && (p.revents & POLLHUP));
+  }
+}
+
+// Writes all of `data` to a socket or a character device (a virtio-serial
+// port), waiting at most `timeout` each time it cannot take more: a reader
+// that has gone, or stopped reading, ends the command instead of holding it.
+bool write_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
   while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      int r;
+      while ((r = ::poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
+      }
+      if (r <= 0 || !(p.revents & POLLOUT)) return false;
+      continue;
+    }
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -39,8 +64,39 @@ bool write_all(int fd, std::string_view data) {
 struct Replier {
   int fd;
   ReplySealer sealer;
-  bool send(FrameKind kind, std::string_view payload) { return write_all(fd, sealer.seal(kind, payload)); }
+  std::chrono::milliseconds timeout;
+  std::string prefix;  // sent before the first frame (a channel's sync mark)
+  bool channel = false;
+  bool send(FrameKind kind, std::string_view payload) {
+    std::string bytes = std::move(prefix);
+    prefix.clear();
+    bytes += sealer.seal(kind, payload);
+    return write_all(fd, bytes, timeout);
+  }
+  // On a channel: whether zerod cancelled (sent a byte after the envelope,
+  // or its side closed). What it sent is consumed: it was no envelope.
+  bool cancelled() const {
+    if (!channel) return false;
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
+    }
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) return false;
+    char sink[256];
+    while (::read(fd, sink, sizeof sink) > 0) {
+    }
+    return true;
+  }
 };
+
+Replier replier(int fd, const ResultKey& key, const Nonce& nonce, std::chrono::milliseconds timeout,
+                Transport transport) {
+  Replier r{fd, ReplySealer(key, nonce), timeout, "", transport == Transport::kChannel};
+  if (r.channel) {
+    r.prefix.assign(kReplySync);
+    r.prefix.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  }
+  return r;
+}
 
 ServeOutcome reject(Replier& out, Rejection r, const std::string& type = "", const std::string& detail = "") {
   json j = {{"reason", rejection_name(r)}};
@@ -58,29 +114,27 @@ Nonce nonce_in(std::string_view header) {
   return n;
 }
 
-// Reads until `buf` holds `want` bytes; false at the end of the stream or
-// on a timeout (SO_RCVTIMEO).
-bool read_to(int fd, std::string& buf, size_t want) {
+// One read towards `want` bytes in `buf` (never past it); false at the end
+// of the stream (on a virtio-serial port: the host side closed) or when
+// nothing came within `timeout`.
+bool read_some(int fd, std::string& buf, size_t want, std::chrono::milliseconds timeout) {
   char chunk[16384];
-  while (buf.size() < want) {
-    const ssize_t n = ::recv(fd, chunk, std::min(sizeof(chunk), want - buf.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// One read towards `want` bytes in `buf`; false at the end or a timeout.
-bool read_some(int fd, std::string& buf, size_t want) {
-  char chunk[512];
   for (;;) {
-    const ssize_t n = ::recv(fd, chunk, std::min(sizeof(chunk), want - buf.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (!wait_ready(fd, POLLIN, timeout)) return false;
+    const ssize_t n = ::read(fd, chunk, std::min(sizeof(chunk), want - buf.size()));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return false;
     buf.append(chunk, static_cast<size_t>(n));
     return true;
   }
+}
+
+// Reads until `buf` holds `want` bytes; false at the end of the stream or
+// on a read that waits longer than `timeout`.
+bool read_to(int fd, std::string& buf, size_t want, std::chrono::milliseconds timeout) {
+  while (buf.size() < want)
+    if (!read_some(fd, buf, want, timeout)) return false;
+  return true;
 }
 
 int64_t ms_since(Clock::time_point start) {
@@ -150,6 +204,13 @@ ServeOutcome run_exec(Replier& reply, const json& body, const AgentConfig& confi
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    // The agent blocks SIGIO (a virtio-serial port's wake-up) and ignores
+    // SIGPIPE; a command starts with neither (an ignored signal stays
+    // ignored across execve: `yes | head` would never end).
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
@@ -184,7 +245,8 @@ ServeOutcome run_exec(Replier& reply, const json& body, const AgentConfig& confi
 
   bool timed_out = false, client_gone = false;
   int open_pipes = 2;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  // On a channel the transport is watched too: zerod cancelling ends it.
+  pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {reply.channel ? reply.fd : -1, POLLIN, 0}};
   char buf[16384];
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
   while (open_pipes > 0) {
@@ -194,8 +256,13 @@ ServeOutcome run_exec(Replier& reply, const json& body, const AgentConfig& confi
       ::kill(-pid, SIGKILL);
       break;
     }
-    const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 1000)));
+    const int r = ::poll(fds, 3, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (r < 0 && errno != EINTR) break;
+    if (fds[2].fd >= 0 && fds[2].revents && reply.cancelled()) {
+      client_gone = true;
+      fds[2].fd = -1;
+      ::kill(-pid, SIGKILL);
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
@@ -213,12 +280,13 @@ ServeOutcome run_exec(Replier& reply, const json& body, const AgentConfig& confi
       }
     }
   }
-  for (auto& p : fds)
-    if (p.fd >= 0) ::close(p.fd);
+  for (int i = 0; i < 2; ++i)  // the pipes (fds[2] is the transport: the caller's)
+    if (fds[i].fd >= 0) ::close(fds[i].fd);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   json result = {{"duration_ms", ms_since(start)}, {"timed_out", timed_out}};
+  if (client_gone) result["cancelled"] = true;
   if (WIFEXITED(status)) result["exit_code"] = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result["signal"] = WTERMSIG(status);
   reply.send(FrameKind::kResult, result.dump());
@@ -287,7 +355,8 @@ ServeOutcome run_get(Replier& reply, const json& body, const AgentConfig& config
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || total + static_cast<uint64_t>(n) > max) break;
     total += static_cast<uint64_t>(n);
-    if (!reply.send(FrameKind::kData, std::string_view(buf, static_cast<size_t>(n)))) break;
+    if (reply.cancelled() || !reply.send(FrameKind::kData, std::string_view(buf, static_cast<size_t>(n))))
+      break;
   }
   ::close(in);
   reply.send(FrameKind::kResult, json{{"bytes", total}, {"mode", st.st_mode & 07777}}.dump());
@@ -321,15 +390,20 @@ ServeOutcome run_rekey(Replier& out, std::string_view body, AgentConfig& config)
 
 Agent::Agent(AgentConfig config) : config_(std::move(config)) {}
 
-ServeOutcome Agent::serve(int fd) {
-  const timeval tv{static_cast<time_t>(config_.read_timeout.count() / 1000),
-                   static_cast<suseconds_t>((config_.read_timeout.count() % 1000) * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+ServeOutcome Agent::serve(int fd, Transport transport) {
+  const auto read_timeout = config_.read_timeout;
   PublicKey key;
   {
     std::lock_guard lock(mu_);
     key = config_.key;
   }
+  // A refusal before the whole envelope was read: what is left of it is
+  // still on the transport (the caller drains it on a virtio-serial port).
+  auto refuse_early = [&](Replier& out, Rejection r, const std::string& type = "") {
+    ServeOutcome o = reject(out, r, type);
+    o.unread = true;
+    return o;
+  };
 
   // The header, read only as far as it says it goes (never past kMaxHeaderSize).
   std::string buf;
@@ -339,8 +413,8 @@ ServeOutcome Agent::serve(int fd) {
     const Rejection r = parse_and_verify_header(buf, key, config_.limits, header, &header_size);
     if (r == Rejection::kNone) break;
     if (r != Rejection::kTruncated || buf.size() >= kMaxHeaderSize) {
-      Replier early{fd, ReplySealer(config_.result_key, nonce_in(buf))};
-      return reject(early, r);
+      Replier early = replier(fd, config_.result_key, nonce_in(buf), config_.write_timeout, transport);
+      return refuse_early(early, r);
     }
     // The least that can complete what is there: byte by byte through the
     // fixed part, then exactly the session and signature.
@@ -354,16 +428,19 @@ ServeOutcome Agent::serve(int fd) {
     }
     // One read at a time, never past what the header can need: garbage is
     // refused as soon as it shows, not after a timeout.
-    if (!read_some(fd, buf, std::min(want, kMaxHeaderSize))) {
-      Replier early{fd, ReplySealer(config_.result_key, nonce_in(buf))};
-      return reject(early, Rejection::kTruncated);
+    if (!read_some(fd, buf, std::min(want, kMaxHeaderSize), read_timeout)) {
+      // Closed (or silent) before a byte: no command was sent, none refused.
+      if (buf.empty()) return ServeOutcome{false, "", "no_envelope"};
+      Replier early = replier(fd, config_.result_key, nonce_in(buf), config_.write_timeout, transport);
+      return refuse_early(early, Rejection::kTruncated);
     }
   }
-  Replier out{fd, ReplySealer(config_.result_key, header.nonce)};
+  Replier out = replier(fd, config_.result_key, header.nonce, config_.write_timeout, transport);
   const std::string type(command_type_name(header.type));
   std::string body = buf.substr(header_size);
-  if (body.size() > header.body_length) return reject(out, Rejection::kBadBodyHash, type);
-  if (!read_to(fd, body, header.body_length)) return reject(out, Rejection::kTruncated, type);
+  if (body.size() > header.body_length) return refuse_early(out, Rejection::kBadBodyHash, type);
+  if (!read_to(fd, body, header.body_length, read_timeout))
+    return refuse_early(out, Rejection::kTruncated, type);
   if (const Rejection r = verify_body(header, body); r != Rejection::kNone) return reject(out, r, type);
   {
     std::lock_guard lock(mu_);
@@ -371,6 +448,9 @@ ServeOutcome Agent::serve(int fd) {
         replay_.admit(header, config_.session, std::chrono::system_clock::now(), config_.limits.window);
     if (r != Rejection::kNone) return reject(out, r, type);
   }
+  // Verified and admitted: zerod learns an agent is there before the
+  // command's first output, however long that takes.
+  if (!out.send(FrameKind::kAccepted, "{}")) return ServeOutcome{false, type, "client_gone"};
 
   switch (header.type) {
     case CommandType::kPing:

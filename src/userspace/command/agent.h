@@ -46,23 +46,39 @@ struct AgentConfig {
   // a restarted agent keeps it. A throw refuses the rekey.
   std::function<void(const PublicKey&)> on_rekey;
   VerifyLimits limits;
-  std::chrono::milliseconds read_timeout{10000};  // an envelope arriving
+  std::chrono::milliseconds read_timeout{10000};  // each read of an envelope arriving
+  // A reply zerod does not take for this long ends the command (it is gone,
+  // or stopped reading).
+  std::chrono::milliseconds write_timeout{std::chrono::minutes(5)};
   uint32_t max_exec_timeout_ms = 3600 * 1000;
   uint64_t max_get_bytes = 16 * 1024 * 1024;
 };
 
+// What the exchange runs on. A stream (a TCP connection) has an end zerod
+// closes and a peer the agent sees go. A channel (a virtio-serial port) has
+// neither: host connections come and go unseen, so the reply starts with a
+// sync mark (frames.h kReplySync) and whatever zerod sends after the
+// envelope, or the host side closing, cancels the command.
+enum class Transport { kStream, kChannel };
+
 struct ServeOutcome {
   bool ran = false;
-  std::string type;    // command_type_name, when the header verified
-  std::string reason;  // rejection_name when refused
+  std::string type;     // command_type_name, when the header verified
+  std::string reason;   // rejection_name when refused; "no_envelope" when nothing came
+  bool unread = false;  // refused before the whole envelope was read
 };
 
 class Agent {
  public:
   explicit Agent(AgentConfig config);
-  // Serves one connection on `fd` (connected, blocking); the caller closes
-  // it. Thread-safe: connections may be served at once.
-  ServeOutcome serve(int fd);
+  // Serves one exchange on `fd`: a connected socket, or a virtio-serial
+  // port (blocking or not: every wait is a poll). Reads exactly one
+  // envelope, never a byte past it; answers kAccepted once it verified and
+  // was admitted, then the command's frames and its result (or one
+  // rejection). Nothing at all is sent when the stream ended before its
+  // first byte. Thread-safe: exchanges may be served at once.
+  ServeOutcome serve(int fd, Transport transport = Transport::kStream);
+  const std::string& session() const { return config_.session; }
 
  private:
   AgentConfig config_;

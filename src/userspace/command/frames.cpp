@@ -18,7 +18,8 @@ std::string frame(FrameKind kind, std::string_view payload) {
 std::optional<Frame> take_frame(std::string& buf) {
   if (buf.size() < kFrameHeaderSize) return std::nullopt;
   const auto kind = static_cast<uint8_t>(buf[0]);
-  if (kind < 1 || kind > 5) throw std::runtime_error("unknown frame kind " + std::to_string(kind));
+  if (kind < 1 || kind > static_cast<uint8_t>(FrameKind::kAccepted))
+    throw std::runtime_error("unknown frame kind " + std::to_string(kind));
   uint32_t n = 0;
   for (int i = 1; i <= 4; ++i) n = n << 8 | static_cast<unsigned char>(buf[i]);
   if (n > kMaxFramePayload) throw std::runtime_error("frame payload over the limit");

@@ -20,6 +20,7 @@ void check_value(const std::string& v) {
 
 std::string guest_conf(const GuestBoot& boot) {
   const GuestNetwork& n = boot.network;
+  const bool virtio = !boot.agent_config.empty() && boot.agent_transport == AgentTransport::kVirtioSerial;
   const std::pair<const char*, std::string> lines[] = {
       {"ZN_HOSTNAME", boot.hostname},
       {"ZN_MAC", net::to_string(n.guest_mac)},
@@ -31,7 +32,8 @@ std::string guest_conf(const GuestBoot& boot) {
       {"ZN_DNS", net::to_string(n.gateway_ip4)},
       {"ZN_MTU", std::to_string(GuestNetwork::kMtu)},
       {"ZN_POWEROFF", boot.poweroff_after ? "1" : "0"},
-      {"ZN_AGENT_PORT", std::to_string(boot.agent_config.empty() ? 0 : boot.agent_port)},
+      {"ZN_AGENT_PORT", std::to_string(boot.agent_config.empty() || virtio ? 0 : boot.agent_port)},
+      {"ZN_AGENT_VIRTIO", virtio ? kAgentPortPrefix : ""},
   };
   std::string out = "# zeroness guest configuration (public: no secret is ever here)\n";
   for (const auto& [key, value] : lines) {

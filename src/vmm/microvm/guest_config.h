@@ -16,6 +16,16 @@
 
 namespace zn::vmm {
 
+// How zerod reaches the VM's command agent (issue 15): virtio-serial ports
+// where the VMM has them (QEMU: no network involved, nothing for the
+// datapath to admit), else the agent port over the session's network.
+enum class AgentTransport { kTcp, kVirtioSerial };
+
+// The virtio-serial ports an agent serves are named kAgentPortPrefix.N,
+// N < kAgentChannels: that many commands can run in a VM at once.
+inline constexpr const char* kAgentPortPrefix = "org.zeroness.agent";
+inline constexpr int kAgentChannels = 4;
+
 struct GuestBoot {
   GuestNetwork network;
   std::string hostname;         // the session id
@@ -26,11 +36,13 @@ struct GuestBoot {
   // both empty: the VM has no agent.
   std::string agent_binary;
   std::string agent_config;
-  uint16_t agent_port = 0;
+  uint16_t agent_port = 0;  // with kTcp
+  AgentTransport agent_transport = AgentTransport::kTcp;
 };
 
 // /zn/guest.conf: KEY=value lines (ZN_IP4, ZN_GW4, ZN_IP6, ZN_GW6, ZN_DNS,
-// ZN_MTU, ZN_MAC, ZN_HOSTNAME, ZN_POWEROFF, ZN_AGENT_PORT).
+// ZN_MTU, ZN_MAC, ZN_HOSTNAME, ZN_POWEROFF, ZN_AGENT_PORT, ZN_AGENT_VIRTIO:
+// the port prefix the agent serves, or "" when it listens on ZN_AGENT_PORT).
 std::string guest_conf(const GuestBoot& boot);
 
 // The archive: zn/, zn/guest.conf, zn/ca.pem, zn/user-data when given, and

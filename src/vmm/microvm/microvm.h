@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "userspace/net/unique_fd.h"
 #include "vmm/microvm/guest_config.h"
@@ -56,6 +57,10 @@ class MicroVm {
   virtual void stop(std::chrono::milliseconds grace) = 0;
   virtual std::string console_path() const = 0;  // the guest's serial output
   virtual Accel accel() const = 0;
+  // The host ends of the agent's virtio-serial channels (UNIX sockets, one
+  // exchange per connection); empty when the agent is reached over TCP or
+  // the VM has none.
+  virtual std::vector<std::string> agent_sockets() const { return {}; }
 };
 
 class VmBackend {
@@ -64,6 +69,8 @@ class VmBackend {
   virtual std::string name() const = 0;
   // Why this backend cannot run VMs on this host, nullopt when it can.
   virtual std::optional<std::string> unavailable() const = 0;
+  // How this backend's VMs reach their agent.
+  virtual AgentTransport agent_transport() const { return AgentTransport::kTcp; }
   // Throws std::runtime_error (what could not be done).
   virtual std::unique_ptr<MicroVm> launch(VmSpec spec) = 0;
 };

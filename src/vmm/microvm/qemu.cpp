@@ -68,8 +68,13 @@ std::string probe_key(const std::string& binary, const VmSpec& spec) {
 
 class QemuVm : public MicroVm {
  public:
-  QemuVm(pid_t pid, std::unique_ptr<VmCgroup> cgroup, std::string console, Accel accel)
-      : process_(pid), cgroup_(std::move(cgroup)), console_(std::move(console)), accel_(accel) {}
+  QemuVm(pid_t pid, std::unique_ptr<VmCgroup> cgroup, std::string console, Accel accel,
+         std::vector<std::string> agent_sockets = {})
+      : process_(pid),
+        cgroup_(std::move(cgroup)),
+        console_(std::move(console)),
+        accel_(accel),
+        agent_sockets_(std::move(agent_sockets)) {}
   ~QemuVm() override { stop(0ms); }
 
   pid_t pid() const override { return process_.pid(); }
@@ -81,13 +86,19 @@ class QemuVm : public MicroVm {
   }
   std::string console_path() const override { return console_; }
   Accel accel() const override { return accel_; }
+  std::vector<std::string> agent_sockets() const override { return agent_sockets_; }
 
  private:
   VmmProcess process_;
   std::unique_ptr<VmCgroup> cgroup_;
   std::string console_;
   Accel accel_;
+  std::vector<std::string> agent_sockets_;
 };
+
+bool agent_over_virtio(const GuestBoot& boot) {
+  return !boot.agent_config.empty() && boot.agent_transport == AgentTransport::kVirtioSerial;
+}
 
 }  // namespace
 
@@ -119,6 +130,8 @@ std::string kernel_command_line(Accel accel) {
 }
 
 std::string_view accel_name(Accel a) { return a == Accel::kKvm ? "kvm" : "tcg"; }
+
+std::string agent_socket_name(int i) { return "agent-" + std::to_string(i) + ".sock"; }
 
 std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel,
                                    bool with_tap) {
@@ -164,6 +177,20 @@ std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec
     for (const std::string& x : {std::string("-netdev"), "tap,id=n0,fd=" + std::to_string(next_fd++),
                                  std::string("-device"), "virtio-net-device,netdev=n0,mac=" + mac})
       a.push_back(x);
+  }
+  if (agent_over_virtio(spec.boot)) {
+    // QEMU listens (wait=off: the guest boots whether or not anyone is
+    // connected) and takes one connection at a time per port; the guest
+    // sees each connect and close as the port's host side opening and
+    // closing. The sockets are in the VM's directory: its uid's and root's.
+    a.insert(a.end(), {"-device", "virtio-serial-device"});
+    for (int i = 0; i < kAgentChannels; ++i) {
+      const std::string id = "zn-agent-" + std::to_string(i);
+      a.insert(
+          a.end(),
+          {"-chardev", "socket,id=" + id + ",path=" + agent_socket_name(i) + ",server=on,wait=off", "-device",
+           "virtserialport,chardev=" + id + ",name=" + kAgentPortPrefix + "." + std::to_string(i)});
+    }
   }
   if (spec.disk) {
     // The base by descriptor (an fd set QEMU dups from), read-only: the VM's
@@ -314,8 +341,12 @@ std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
   ps.cgroup_procs = cgroup->procs_files();
   ps.log_path = (dir / "qemu.log").string();
   ps.cwd = spec.directory;
+  std::vector<std::string> agent_sockets;
+  if (agent_over_virtio(spec.boot))
+    for (int i = 0; i < kAgentChannels; ++i) agent_sockets.push_back((dir / agent_socket_name(i)).string());
   const pid_t pid = spawn_vm_process(ps);
-  return std::make_unique<QemuVm>(pid, std::move(cgroup), (dir / "console.log").string(), accel);
+  return std::make_unique<QemuVm>(pid, std::move(cgroup), (dir / "console.log").string(), accel,
+                                  std::move(agent_sockets));
 }
 
 }  // namespace zn::vmm

@@ -41,7 +41,13 @@ uint64_t host_tsc_khz();
 // frequency (a microvm guest cannot calibrate it reliably under TCG).
 std::string kernel_command_line(Accel accel);
 
+// The host end of the agent's virtio-serial channel `i`: a UNIX socket QEMU
+// listens on, relative to the VM's directory.
+std::string agent_socket_name(int i);
+
 // The command line for `spec` (paths inside spec.directory); pure, for tests.
+// A VM with an agent over virtio-serial gets kAgentChannels ports, each
+// backed by a listening UNIX socket in its directory (agent_socket_name).
 // Inherited descriptors from 3 on: the TAP (with_tap), then with a disk its
 // base (read-only) and, encrypted, the pipe holding its key.
 std::vector<std::string> qemu_argv(const std::string& binary, const VmSpec& spec, Accel accel, bool with_tap);
@@ -51,6 +57,7 @@ class QemuBackend : public VmBackend {
   explicit QemuBackend(QemuOptions options);
   std::string name() const override { return "qemu"; }
   std::optional<std::string> unavailable() const override;
+  AgentTransport agent_transport() const override { return AgentTransport::kVirtioSerial; }
   std::unique_ptr<MicroVm> launch(VmSpec spec) override;
 
  private:

@@ -146,15 +146,16 @@ TEST(AgentBinary, IsStaticAndServesOnlyWhatZerodSigned) {
       seal_envelope(CommandType::kExec, "user-1", json{{"argv", {"/bin/echo", "agent-ran"}}}.dump(),
                     std::chrono::system_clock::now(), sign);
   auto frames = talk(port, exec);
-  ASSERT_EQ(frames.size(), 2u);
+  ASSERT_EQ(frames.size(), 3u);
   {
     // Sealed under the result key, for this envelope.
     ReplyOpener opener(rk, envelope_nonce(exec));
     for (auto& f : frames) ASSERT_TRUE(opener.open(f)) << "a frame the agent sent does not open";
   }
-  EXPECT_EQ(frames[0].kind, FrameKind::kStdout);
-  EXPECT_EQ(frames[0].payload, "agent-ran\n");
-  EXPECT_EQ(json::parse(frames[1].payload).value("exit_code", -1), 0);
+  EXPECT_EQ(frames[0].kind, FrameKind::kAccepted);
+  EXPECT_EQ(frames[1].kind, FrameKind::kStdout);
+  EXPECT_EQ(frames[1].payload, "agent-ran\n");
+  EXPECT_EQ(json::parse(frames[2].payload).value("exit_code", -1), 0);
   // Replayed, and a forged one: refused with their reasons.
   frames = talk(port, exec);
   ASSERT_EQ(frames.size(), 1u);

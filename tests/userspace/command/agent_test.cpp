@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sodium.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,7 +26,9 @@ namespace fs = std::filesystem;
 struct Reply {
   std::string out, err, data;
   json result, reject;
-  bool sealed = true;  // every frame opened under the result key, in order
+  bool sealed = true;     // every frame opened under the result key, in order
+  bool accepted = false;  // the first frame said the envelope was admitted
+  size_t frames = 0;
 };
 
 class AgentTest : public ::testing::Test {
@@ -93,8 +96,13 @@ class AgentTest : public ::testing::Test {
       }
     }
     EXPECT_TRUE(r.sealed) << "a reply frame does not open under the result key";
+    r.frames = frames.size();
     for (auto* f = frames.data(); f != frames.data() + frames.size(); ++f) {
       switch (f->kind) {
+        case FrameKind::kAccepted:
+          EXPECT_EQ(f, frames.data()) << "kAccepted after another frame";
+          r.accepted = true;
+          break;
         case FrameKind::kStdout:
           r.out += f->payload;
           break;
@@ -141,6 +149,45 @@ TEST_F(AgentTest, AnHonestExecRunsAndItsOutputAndExitComeBack) {
   EXPECT_EQ(r.err, "to-err\n");
   EXPECT_EQ(r.result.value("exit_code", -1), 3) << r.result.dump();
   EXPECT_FALSE(r.result.value("timed_out", true));
+  EXPECT_TRUE(r.accepted);
+}
+
+// A command starts with no signal blocked or ignored, whatever the agent
+// blocks (SIGIO) or ignores (SIGPIPE): with SIGPIPE ignored `yes | head`
+// ends in an error instead of the quiet death a shell expects.
+TEST_F(AgentTest, ACommandStartsWithTheDefaultSignalDispositions) {
+  sigset_t io, old;
+  sigemptyset(&io);
+  sigaddset(&io, SIGIO);
+  ::pthread_sigmask(SIG_BLOCK, &io, &old);
+  auto* previous = ::signal(SIGPIPE, SIG_IGN);
+  const Reply r = exchange(seal(CommandType::kExec, json{{"argv",
+                                                          {"/bin/sh", "-c",
+                                                           "grep -E '^Sig(Blk|Ign)' /proc/self/status; "
+                                                           "yes | head -c 4"}},
+                                                         {"timeout_ms", 10000}}
+                                                        .dump()));
+  ::signal(SIGPIPE, previous);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_NE(r.out.find("SigBlk:\t0000000000000000\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SigIgn:\t0000000000000000\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("y\ny\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  EXPECT_FALSE(r.result.value("timed_out", true)) << r.result.dump();
+}
+
+// A stream that ends before its first byte was no command: nothing is
+// answered (zerod closing a virtio-serial connection after a reply looks
+// just like this). One byte is an envelope cut short, refused as such.
+TEST_F(AgentTest, NothingIsAnsweredToAStreamThatSentNothing) {
+  ServeOutcome o;
+  const Reply r = exchange("", true, &o);
+  EXPECT_EQ(r.frames, 0u);
+  EXPECT_EQ(o.reason, "no_envelope");
+  EXPECT_FALSE(o.ran);
+  const Reply one = exchange("Z", true, &o);
+  EXPECT_EQ(one.reject.value("reason", ""), "truncated");
+  EXPECT_TRUE(o.unread);
 }
 
 TEST_F(AgentTest, ExecGetsExactlyItsEnvironmentAndCwd) {
@@ -187,6 +234,10 @@ TEST_F(AgentTest, EveryForgeryIsRefusedWithItsReasonAndNothingRuns) {
   std::string tampered_header = seal(CommandType::kExec, body);
   tampered_header[30] ^= 1;  // inside the issued time
   const std::string honest = seal(CommandType::kExec, body);
+  // A refusal is the one frame: nothing says the command was accepted.
+  const Reply refused = exchange(tampered_header);
+  EXPECT_EQ(refused.frames, 1u);
+  EXPECT_FALSE(refused.accepted);
   EXPECT_EQ(reason_of(tampered_body), "bad_body_hash");
   EXPECT_EQ(reason_of(tampered_header), "bad_signature");
   EXPECT_EQ(reason_of(seal(CommandType::kExec, body, "user-1", 0s, true)), "bad_signature");

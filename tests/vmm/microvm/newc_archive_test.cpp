@@ -85,6 +85,18 @@ TEST(GuestConfig, TheSessionsNetworkAndNothingElse) {
   boot.hostname = "x;reboot";
   EXPECT_THROW(guest_conf(boot), std::invalid_argument);
   boot.hostname = "user-1";
+  // The agent's transport: none without an agent; a TCP port, or the
+  // virtio-serial port prefix (and then no port: it listens on none).
+  EXPECT_NE(guest_conf(boot).find("ZN_AGENT_PORT=0\nZN_AGENT_VIRTIO=\n"), std::string::npos);
+  GuestBoot agent = boot;
+  agent.agent_binary = "ELF";
+  agent.agent_config = "ZN_SESSION=user-1\n";
+  agent.agent_port = 7070;
+  EXPECT_NE(guest_conf(agent).find("ZN_AGENT_PORT=7070\nZN_AGENT_VIRTIO=\n"), std::string::npos);
+  agent.agent_transport = AgentTransport::kVirtioSerial;
+  EXPECT_NE(guest_conf(agent).find("ZN_AGENT_PORT=0\nZN_AGENT_VIRTIO=org.zeroness.agent\n"),
+            std::string::npos)
+      << guest_conf(agent);
   const std::string archive = guest_config_archive(boot);
   EXPECT_NE(archive.find("zn/ca.pem"), std::string::npos);
   EXPECT_EQ(archive.find("zn/user-data"), std::string::npos);  // none given

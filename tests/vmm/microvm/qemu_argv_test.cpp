@@ -51,6 +51,35 @@ TEST(QemuArgv, TapByDescriptorSandboxedAndBounded) {
   EXPECT_EQ(std::find(probe.begin(), probe.end(), "-netdev"), probe.end());
 }
 
+// A VM with an agent gets its virtio-serial channels, each a UNIX socket
+// QEMU listens on in the VM's directory; one without an agent, or with one
+// reached over TCP, gets none.
+TEST(QemuArgv, AnAgentOverVirtioSerialGetsItsChannels) {
+  VmSpec spec;
+  spec.name = "user-1";
+  spec.boot.network = guest_network(AddressPlan::lab_default(), 0);
+  const auto none = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_EQ(std::find(none.begin(), none.end(), "-chardev"), none.end());
+  spec.boot.agent_binary = "ELF";
+  spec.boot.agent_config = "ZN_SESSION=user-1\n";
+  spec.boot.agent_port = 7070;
+  spec.boot.agent_transport = AgentTransport::kTcp;
+  const auto tcp = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_EQ(std::find(tcp.begin(), tcp.end(), "-chardev"), tcp.end());
+  spec.boot.agent_transport = AgentTransport::kVirtioSerial;
+  const auto virtio = qemu_argv("q", spec, Accel::kTcg, true);
+  EXPECT_TRUE(has(virtio, "-device", "virtio-serial-device"));
+  for (int i = 0; i < kAgentChannels; ++i) {
+    const std::string n = std::to_string(i);
+    EXPECT_EQ(agent_socket_name(i), "agent-" + n + ".sock");
+    EXPECT_TRUE(
+        has(virtio, "-chardev", "socket,id=zn-agent-" + n + ",path=agent-" + n + ".sock,server=on,wait=off"));
+    EXPECT_TRUE(
+        has(virtio, "-device", "virtserialport,chardev=zn-agent-" + n + ",name=org.zeroness.agent." + n));
+  }
+  EXPECT_EQ(std::count(virtio.begin(), virtio.end(), "-chardev"), kAgentChannels);
+}
+
 // A disk: the base by descriptor and read-only, the overlay in the VM's
 // directory, and encrypted, the key from a pipe: never on the command line.
 TEST(QemuArgv, DiskOverlayOnADescriptorBase) {
