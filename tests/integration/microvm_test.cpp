@@ -325,6 +325,89 @@ TEST_F(MicroVmTest, AnAbandonedCommandFreesItsChannel) {
   EXPECT_EQ(events.find("unauthenticated_reply"), std::string::npos) << events;
 }
 
+// Bytes on a VM's agent channel straight from the host (root can connect to
+// QEMU's socket as zerod does), from a file: what comes back within two
+// seconds, hex.
+constexpr const char* kChannelBytes = R"py(import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(open(sys.argv[2], 'rb').read())
+s.settimeout(0.2)
+data, until = b'', time.time() + 2
+while time.time() < until:
+    try:
+        chunk = s.recv(4096)
+    except socket.timeout:
+        continue
+    if not chunk:
+        break
+    data += chunk
+print(data.hex() or 'nothing')
+)py";
+
+// Whatever reaches a channel besides zerod's envelopes (junk, half an
+// envelope, an envelope zerod did not sign) is refused or dropped, and
+// leaves nothing behind for the commands that follow on that channel; an
+// agent that answers nothing is reported unreachable within the accept
+// bound, not after an exec's hour.
+TEST_F(MicroVmTest, AChannelRecoversFromJunkAndAnAgentThatIsGoneIsSaidToBe) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
+  ASSERT_NE(user_data_output("vm-1").find("up"), std::string::npos);
+  std::ofstream(dir_ / "channel_bytes.py") << kChannelBytes;
+  const fs::path vm = dir_ / "state" / "vms" / "vm-1";
+  auto hex_of = [](const std::string& bytes) {
+    std::string hex;
+    for (unsigned char c : bytes) {
+      hex += "0123456789abcdef"[c >> 4];
+      hex += "0123456789abcdef"[c & 15];
+    }
+    return hex;
+  };
+  auto send = [&](int channel, const std::string& bytes) {
+    std::ofstream(dir_ / "channel.in", std::ios::binary) << bytes;
+    return run_in_netns(lab_->host_netns(),
+                        "python3 " + (dir_ / "channel_bytes.py").string() + " " +
+                            (vm / ("agent-" + std::to_string(channel) + ".sock")).string() + " " +
+                            (dir_ / "channel.in").string())
+        .output;
+  };
+  const std::string sync_hex = hex_of("ZN-REPLY");
+  // Junk is refused (a sealed rejection after the sync mark); an envelope
+  // cut short is refused once the host side closes; nothing of either runs.
+  EXPECT_NE(send(0, "GET / HTTP/1.1\r\nHost: agent\r\n\r\n").find(sync_hex), std::string::npos);
+  EXPECT_NE(send(1, std::string("ZNC1\x01\x01\x00\x04vm-1", 12)).find("nothing"), std::string::npos);
+  EXPECT_NE(send(2, std::string(100000, 'x')).find(sync_hex), std::string::npos);
+  // The positive control, on every channel at once: zerod's commands run.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::future<ExecReply>> at_once;
+    for (int i = 0; i < 4; ++i)
+      at_once.push_back(std::async(std::launch::async, [&, i] {
+        return command_exec({{"id", "vm-1"}, {"argv", {"/bin/echo", "clean-" + std::to_string(i)}}});
+      }));
+    for (int i = 0; i < 4; ++i) {
+      const ExecReply r = at_once[i].get();
+      EXPECT_EQ(r.out, "clean-" + std::to_string(i) + "\n") << r.last.dump();
+    }
+  }
+  std::string events = audit_events("command:", {"clean-3"});
+  EXPECT_EQ(events.find("command:reject"), std::string::npos) << events;
+
+  // The agent stopped (root in the guest can): the next command is refused
+  // as unreachable within the accept bound.
+  command_exec({{"id", "vm-1"},
+                {"uid", 0},
+                {"argv", {"/bin/sh", "-c", "(sleep 1; kill -STOP $(pidof zn-agent)) >/dev/null 2>&1 &"}}});
+  std::this_thread::sleep_for(2s);
+  const auto start = std::chrono::steady_clock::now();
+  const ExecReply gone = command_exec({{"id", "vm-1"}, {"argv", {"/bin/echo", "unseen"}}});
+  EXPECT_EQ(gone.out, "");
+  EXPECT_NE(gone.last.dump().find("no agent answered"), std::string::npos) << gone.last.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  events = audit_events("command:reject", {"unseen"});
+  EXPECT_NE(events.find("unreachable"), std::string::npos) << events;
+}
+
 // zerod killed outright: its VMs die with it (they never run unwatched), and
 // the next zerod removes what they left.
 TEST_F(MicroVmTest, AVmDiesWithZerodAndItsRemainsAreSweptAtStart) {
