@@ -39,7 +39,8 @@ class H2ServerSession : public SessionCore {
 
   std::vector<ServerEvent> take_events() { return std::exchange(events_, {}); }
 
-  // Answers a request the caller saw (RequestHeaders). `headers` are
+  // Answers a request the caller saw (RequestHeaders) with a final status
+  // (200-999; no 1xx is offered). `headers` are
   // HTTP/1.1-shaped: names lower-cased, connection-specific fields dropped.
   // has_body: the body follows through send_data/send_trailers; otherwise
   // the response ends here. False: no such stream, already answered, or a

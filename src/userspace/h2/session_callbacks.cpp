@@ -164,8 +164,7 @@ int SessionCore::Callbacks::on_data_chunk_recv(nghttp2_session* session, uint8_t
     st->in_frame.append(reinterpret_cast<const char*>(data), len);
   } else if (s.options_.manual_window_updates) {
     // Nobody will consume() it: give the window back now.
-    if (nghttp2_session_consume(session, stream_id, len) != 0)
-      nghttp2_session_consume_connection(session, len);
+    nghttp2_session_consume(session, stream_id, len);  // the connection's window too
   }
   return 0;
 }

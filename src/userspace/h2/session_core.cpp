@@ -180,8 +180,8 @@ void SessionCore::goaway(uint32_t error_code) {
 
 void SessionCore::consume(int32_t stream_id, size_t bytes) {
   if (!options_.manual_window_updates) return;
-  if (nghttp2_session_consume(session_, stream_id, bytes) != 0)
-    nghttp2_session_consume_connection(session_, bytes);
+  // The connection's window is given back even when the stream is gone.
+  nghttp2_session_consume(session_, stream_id, bytes);
 }
 
 void SessionCore::trip_connection(Limit limit, std::string detail) {

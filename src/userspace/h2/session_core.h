@@ -68,7 +68,9 @@ class SessionCore {
   bool reset_stream(int32_t stream_id, uint32_t error_code);
   // GOAWAY with `error_code`; NO_ERROR lets open streams finish.
   void goaway(uint32_t error_code);
-  // With manual_window_updates: `bytes` of the stream's DATA were passed on.
+  // With manual_window_updates: `bytes` of the stream's DATA were passed
+  // on. Every byte of every data event must be consumed once, also on a
+  // stream since reset: the connection's window is shared.
   void consume(int32_t stream_id, size_t bytes);
 
   const H2Counters& counters() const { return counters_; }

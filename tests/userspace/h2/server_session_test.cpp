@@ -209,6 +209,36 @@ TEST_F(ServerSessionTest, ManualWindowUpdatesHoldTheUploadUntilConsumed) {
   EXPECT_TRUE(ended(id));
 }
 
+TEST_F(ServerSessionTest, ManualWindowIsSharedAndAResetStreamsBytesAreGivenBack) {
+  ServerOptions options;
+  options.manual_window_updates = true;
+  start(options);
+  Fields req = get_request("/up");
+  req[0].second = "PUT";
+  const int32_t a = peer_.request(req, std::string(50 * 1024, 'a'));
+  const int32_t b = peer_.request(req, std::string(50 * 1024, 'b'));
+  pump();
+  // 64 KiB of connection window between them: neither is complete.
+  EXPECT_EQ(body_of(a).size() + body_of(b).size(), 65535u);
+  EXPECT_FALSE(ended(a));
+  // The caller refuses b (as policy might) and gives its bytes back; a
+  // then completes as its own bytes are consumed.
+  ASSERT_TRUE(server().reset_stream(b, NGHTTP2_CANCEL));
+  server().consume(b, body_of(b).size());
+  for (int i = 0; i < 10 && !ended(a); ++i) {
+    const std::string seen = body_of(a);
+    server().consume(a, seen.size());
+    ex_.events.erase(std::remove_if(ex_.events.begin(), ex_.events.end(),
+                                    [&](const ServerEvent& e) {
+                                      const auto* d = std::get_if<RequestData>(&e);
+                                      return d != nullptr && d->stream_id == a;
+                                    }),
+                     ex_.events.end());
+    pump();
+  }
+  EXPECT_TRUE(ended(a));
+}
+
 void ServerSessionTest::expect_rejected_then_served(const Fields& bad, const std::string& reason_part) {
   server();
   const int32_t bad_id = peer_.request(bad);
