@@ -10,8 +10,8 @@
 
 namespace zn::h2 {
 
-H2ClientSession::H2ClientSession(ClientOptions options) : SessionCore(/*server=*/false, options) {
-  const H2Limits& l = options.limits;
+H2ClientSession::H2ClientSession(ClientOptions options) : SessionCore(/*server=*/false, std::move(options)) {
+  const H2Limits& l = limits();
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, l.max_header_list_bytes},

@@ -11,8 +11,8 @@
 namespace zn::h2 {
 
 H2ServerSession::H2ServerSession(ServerOptions options)
-    : SessionCore(/*server=*/true, options), options_(std::move(options)) {
-  const H2Limits& l = options_.limits;
+    : SessionCore(/*server=*/true, options), extended_connect_(options.enable_extended_connect) {
+  const H2Limits& l = limits();
   std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, l.max_concurrent_streams},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, l.max_header_list_bytes},
@@ -21,7 +21,7 @@ H2ServerSession::H2ServerSession(ServerOptions options)
       // No RFC 7540 priority tree to maintain (and to be made to rework).
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
-  if (options_.enable_extended_connect) settings.push_back({NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1});
+  if (extended_connect_) settings.push_back({NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1});
   const int rv = nghttp2_submit_settings(session(), NGHTTP2_FLAG_NONE, settings.data(), settings.size());
   if (rv != 0) throw std::runtime_error(std::string("nghttp2 SETTINGS: ") + nghttp2_strerror(rv));
 }
@@ -70,7 +70,7 @@ void H2ServerSession::on_request(int32_t stream_id, Stream& stream, bool end_str
     reset_stream(stream_id, NGHTTP2_PROTOCOL_ERROR);
     return;
   }
-  if (request.method == "CONNECT" && (request.protocol.empty() || !options_.enable_extended_connect)) {
+  if (request.method == "CONNECT" && (request.protocol.empty() || !extended_connect_)) {
     // A tunnel is not a request the proxy can decide: refused as a method.
     reject(stream_id, stream, "CONNECT refused");
     answer_locally(stream_id, stream, 405, end_stream);

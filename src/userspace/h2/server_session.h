@@ -65,7 +65,7 @@ class H2ServerSession : public SessionCore {
   void answer_locally(int32_t stream_id, Stream& stream, int status, bool request_ended);
   void reject(int32_t stream_id, Stream& stream, std::string reason);
 
-  ServerOptions options_;
+  bool extended_connect_;
   std::vector<ServerEvent> events_;
 };
 

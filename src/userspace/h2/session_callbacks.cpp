@@ -1,7 +1,6 @@
 #include "userspace/h2/session_callbacks.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 namespace zn::h2 {
@@ -199,7 +198,7 @@ ssize_t SessionCore::Callbacks::read_body(nghttp2_session* session, int32_t stre
   Stream* st = s.find(stream_id);
   if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   const size_t n = std::min(length, st->out.size());
-  std::memcpy(buf, st->out.data(), n);
+  std::copy_n(st->out.data(), n, buf);
   st->out.erase(0, n);
   if (st->out.empty() && st->out_end) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
