@@ -15,7 +15,7 @@ import sys
 
 # Each folder of src/ with the folders it may include from (besides itself,
 # system headers and the BPF ABI headers in bpf/include). Lower layers first.
-USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/tls", "userspace/dns",
+USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/h2", "userspace/tls", "userspace/dns",
              "userspace/proxy", "userspace/ingress", "userspace/command"]
 VMM = ["vmm/host", "vmm/lab", "vmm/microvm"]
 LOWER = ["common"] + USERSPACE + VMM
@@ -24,6 +24,7 @@ ALLOWED = {
     "userspace/net": ["common"],
     "userspace/datapath": ["common", "userspace/net"],
     "userspace/http": [],
+    "userspace/h2": ["userspace/http"],
     "userspace/tls": ["userspace/net"],
     "userspace/dns": ["common", "userspace/net", "userspace/datapath"],
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/tls"],

@@ -12,7 +12,7 @@ PACKAGES=(
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
   libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev
+  libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev libnghttp2-dev nghttp2-client
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
   qemu-system-x86 qemu-utils cryptsetup-bin e2fsprogs busybox-static cpio
   libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev help2man dpkg-dev
