@@ -227,6 +227,13 @@ TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   auto check = run(znctl + " policy check " + (dir_ / "bad.json").string());
   EXPECT_EQ(check.exit_code, 1);
   EXPECT_EQ(json::parse(check.output)["path"], "$.policy.allow[0].methods[0]");
+  // zerod's refusal of the same policy keeps its path too.
+  auto update = run(znctl + " session update user-1 --policy " + (dir_ / "bad.json").string());
+  EXPECT_EQ(update.exit_code, 1);
+  EXPECT_EQ(json::parse(update.output)["path"], "$.policy.allow[0].methods[0]") << update.output;
+  EXPECT_EQ(json::parse(update.output)["error"].get<std::string>().rfind("$.policy.allow[0].methods[0]: ", 0),
+            0u)
+      << update.output;
   auto usage = run(znctl + " session frobnicate");
   EXPECT_EQ(usage.exit_code, 2);
   EXPECT_TRUE(json::parse(usage.output).contains("error"));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "broker/control/server.h"
+#include "broker/policy/parser.h"
 
 namespace zn::znctl {
 
@@ -23,6 +24,12 @@ json call(const std::string& verb, const json& args) {
   if (!reply.value("ok", false)) {
     const json& e = reply["error"];
     std::string msg = e.value("message", "error");
+    // A policy error keeps where in the document it is (for -j, and for
+    // "policy error at" in text), as a local one does.
+    if (const std::string path = e.value("path", ""); !path.empty()) {
+      if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);
+      throw broker::PolicyError(path, msg);
+    }
     throw std::runtime_error(msg);
   }
   return reply["result"];

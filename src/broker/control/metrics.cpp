@@ -53,9 +53,16 @@ std::string render_metrics(const MetricsSnapshot& m) {
         out += prometheus_line("zn_datapath_packets_total",
                                {{"session", s.id}, {"verdict", std::string(dp::verdict_name(v))}},
                                s.counters[v]);
+  }
+  // A family's lines together, after its HELP and TYPE (the text format
+  // allows no interleaving).
+  out +=
+      "# HELP zn_datapath_events_suppressed_total Datapath events not posted to the audit (over the "
+      "session's event rate), per session.\n"
+      "# TYPE zn_datapath_events_suppressed_total counter\n";
+  for (const MetricsSnapshot::SessionVerdicts& s : m.sessions)
     out += prometheus_line("zn_datapath_events_suppressed_total", {{"session", s.id}},
                            s.counters[ZN_STAT_EVENTS_SUPPRESSED]);
-  }
   // Each family shows the counters its list gives an outcome, in list order.
   out += "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n# TYPE zn_dns_queries_total counter\n";
   dns::for_each_counter(m.dns, [&](const dns::CounterInfo& c, uint64_t n) {

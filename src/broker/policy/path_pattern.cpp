@@ -55,7 +55,7 @@ std::optional<PathPattern> PathPattern::parse(std::string_view text, std::string
   if (text.empty() || text.front() != '/') return fail("path must start with '/'");
   if (text.size() > kMaxPath) return fail("path longer than 1024 characters");
   if (text.find_first_of("%\\?#") != std::string_view::npos)
-    return fail("path patterns match normalised paths: no '%', '\\\\', '?' or '#'");
+    return fail("path patterns match normalised paths: no '%', '\\', '?' or '#'");
   // What normalise_target refuses or merges away (http_target.h) could
   // never match: such a rule would be dead, so it is an error, not a no-op.
   if (text.find(';') != std::string_view::npos)

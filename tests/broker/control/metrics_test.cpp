@@ -45,6 +45,9 @@ TEST(Metrics, TextIsUnchanged) {
       "zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:dns\"} 13\n"
       "zn_datapath_packets_total{session=\"user-1\",verdict=\"pass:steer\"} 45\n"
       "zn_datapath_packets_total{session=\"user-1\",verdict=\"drop:tcp_port\"} 1\n"
+      "# HELP zn_datapath_events_suppressed_total Datapath events not posted to the audit (over the "
+      "session's event rate), per session.\n"
+      "# TYPE zn_datapath_events_suppressed_total counter\n"
       "zn_datapath_events_suppressed_total{session=\"user-1\"} 7\n"
       "zn_datapath_events_suppressed_total{session=\"idle\"} 0\n"
       "# HELP zn_dns_queries_total Guest DNS queries by outcome.\n"
@@ -104,7 +107,7 @@ TEST(Metrics, NoSessionsStillShowsEveryFamily) {
   MetricsSnapshot m;
   const std::string text = render_metrics(m);
   EXPECT_NE(text.find("zn_sessions 0\n# HELP zn_datapath_packets_total"), std::string::npos) << text;
-  EXPECT_EQ(text.find("zn_datapath_events_suppressed_total"), std::string::npos) << text;
+  EXPECT_EQ(text.find("zn_datapath_events_suppressed_total{"), std::string::npos) << text;
   EXPECT_NE(text.find("zn_dns_queries_total{result=\"allowed\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("zn_proxy_requests_total{result=\"upstream_failure\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("zn_audit_failing 0\n"), std::string::npos) << text;
