@@ -100,18 +100,25 @@ StreamRequestResult to_request_head(const RequestHeaders& request, std::string_v
   if (!valid_method(request.method)) return refuse(400, "invalid method");
   if (request.scheme != "https") return refuse(400, ":scheme is not https");
   if (!valid_path(request.path)) return refuse(400, ":path is not origin-form");
-  if (std::optional<Refusal> bad = check_authority(request.authority, sni, port))
+  // Without :authority the codec reads Host as the authority (RFC 9113
+  // 8.3.1); a block built another way gets the same reading.
+  std::string_view authority = request.authority;
+  for (const Field& f : request.headers) {
+    if (!authority.empty()) break;
+    if (f.name == "host") authority = f.value;
+  }
+  if (std::optional<Refusal> bad = check_authority(authority, sni, port))
     return refuse(bad->status, bad->reason);
 
   http::RequestHead& head = r.head;
   head.method = r.websocket ? "GET" : request.method;
   head.target = request.path;
   head.version_minor = 1;
-  head.host = request.authority;
+  head.host = authority;
   head.keep_alive = true;
   head.upgrade = r.websocket;
   head.headers.reserve(request.headers.size() + 1);
-  head.headers.push_back({"host", request.authority});
+  head.headers.push_back({"host", std::string(authority)});
   std::optional<size_t> cookie;  // index of the joined cookie field
   bool host_seen = false;
   bool length_seen = false;
@@ -122,7 +129,7 @@ StreamRequestResult to_request_head(const RequestHeaders& request, std::string_v
       // The codec folds Host into the authority (RFC 9113 8.3.1); a block
       // built another way must still agree with it.
       if (host_seen) return refuse(400, "more than one host field");
-      if (!http::iequals(f.value, request.authority)) return refuse(400, ":authority and host differ");
+      if (!http::iequals(f.value, authority)) return refuse(400, ":authority and host differ");
       host_seen = true;
       continue;
     }

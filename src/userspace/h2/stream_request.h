@@ -46,12 +46,15 @@ struct StreamRequestResult {
 // value), else chunked when DATA follows, else none; keep_alive;
 // expect_continue from "expect: 100-continue".
 //
-// The authority must name the SNI: its host part equal to `sni` ignoring
-// ASCII case, its port, if any, written as `port`. Anything else is 421,
-// including a trailing dot (one spelling per host: the SNI never carries
-// it, and servers disagree on whether "a.example." is "a.example"), an IP
-// literal (an SNI never is one) and another port. An authority that is not
-// a valid uri-host[:port] (userinfo, percent-encoding) is 400.
+// The authority is :authority, or the Host field when there is none (as
+// the codec reads it); a Host beside :authority must agree with it (else
+// 400), and only one Host is allowed. It must name the SNI: its host part
+// equal to `sni` ignoring ASCII case, its port, if any, written as `port`.
+// Anything else is 421, including a trailing dot (one spelling per host:
+// the SNI never carries it, and servers disagree on whether "a.example." is
+// "a.example"), an IP literal (an SNI never is one) and another port. An
+// authority that is not a valid uri-host[:port] (userinfo,
+// percent-encoding) is 400.
 //
 // The limits are those of an HTTP/1.1 head, counted as this request would
 // be written in HTTP/1.1 ("name: value" CRLF per field, the Host field and
