@@ -82,6 +82,7 @@ TEST(StreamRequest, TheAuthorityMustNameTheSni) {
   EXPECT_EQ(status(get("api.github.com.")), 421);
   // An SNI is never an IP literal.
   EXPECT_EQ(status(get("[::1]")), 421);
+  EXPECT_NE(map(get("[::1]")).reason.find("IP literal"), std::string::npos);
   EXPECT_EQ(status(get("[::1]:443")), 421);
   EXPECT_EQ(status(get("140.82.112.6")), 421);
   // Not a uri-host at all.
