@@ -126,8 +126,8 @@ StreamRequestResult to_request_head(const RequestHeaders& request, std::string_v
     if (const char* why = field_error(f)) return refuse(400, why);
     if (is_connection_specific(f.name, f.value)) return refuse(400, "connection-specific field");
     if (f.name == "host") {
-      // The codec folds Host into the authority (RFC 9113 8.3.1); a block
-      // built another way must still agree with it.
+      // Beside :authority, Host must name the same host (RFC 9113 8.3.1);
+      // it is carried once, as the first field.
       if (host_seen) return refuse(400, "more than one host field");
       if (!http::iequals(f.value, authority)) return refuse(400, ":authority and host differ");
       host_seen = true;
