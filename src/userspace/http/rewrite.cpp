@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 namespace zn::http {
@@ -35,6 +36,10 @@ std::vector<std::string> connection_tokens(const std::vector<Header>& headers) {
   }
   return out;
 }
+
+// explicit_bzero: a plain fill before the string is freed is a dead store
+// the compiler may drop.
+void wipe(std::string& s) { explicit_bzero(s.data(), s.size()); }
 
 bool listed(const std::vector<std::string>& names, std::string_view name) {
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
@@ -161,7 +166,7 @@ ForwardedRequest forwarded_request(const RequestHead& request, const NormalisedT
     std::string query =
         query_with_parameter(target.has_query ? target.query : "", injection->header, injection->value);
     out.target.append("?").append(query);
-    std::fill(query.begin(), query.end(), '\0');  // held the credential
+    wipe(query);  // held the credential
   } else if (target.has_query) {
     out.target.append("?").append(target.query);
   }
@@ -195,8 +200,8 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   }
   out.append("\r\n");
   // The copies held the credential (the injected header or query).
-  std::fill(forwarded.target.begin(), forwarded.target.end(), '\0');
-  for (Header& h : forwarded.headers) std::fill(h.value.begin(), h.value.end(), '\0');
+  wipe(forwarded.target);
+  for (Header& h : forwarded.headers) wipe(h.value);
   return out;
 }
 
