@@ -169,6 +169,18 @@ ParseResult scan_head(std::string_view buf, const HttpLimits& limits, std::vecto
   }
 }
 
+bool valid_port(std::string_view p) {
+  if (p.empty() || p.size() > 5) return false;
+  uint32_t n = 0;
+  for (char c : p) {
+    if (!is_digit(c)) return false;
+    n = n * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return n <= 65535;
+}
+
+}  // namespace
+
 // 1*DIGIT, at most kMaxContentLength. No sign, whitespace or list: a value
 // another parser could read differently is exactly what smuggling needs.
 bool parse_content_length(std::string_view v, uint64_t& out) {
@@ -181,16 +193,6 @@ bool parse_content_length(std::string_view v, uint64_t& out) {
   }
   out = n;
   return true;
-}
-
-bool valid_port(std::string_view p) {
-  if (p.empty() || p.size() > 5) return false;
-  uint32_t n = 0;
-  for (char c : p) {
-    if (!is_digit(c)) return false;
-    n = n * 10 + static_cast<uint32_t>(c - '0');
-  }
-  return n <= 65535;
 }
 
 // uri-host [ ":" port ]: an IPv6 literal in brackets, or a reg-name limited
@@ -231,6 +233,8 @@ bool valid_host(std::string_view v) {
   }
   return !has_port || valid_port(port);
 }
+
+namespace {
 
 struct ConnectionOptions {
   bool close = false;

@@ -103,6 +103,14 @@ bool is_tchar(unsigned char c);
 // or a static reason: obs-fold, missing colon, empty or non-token name
 // (which includes whitespace before the colon), CTL/DEL in the value.
 const char* parse_field_line(std::string_view line, Header& out);
+// Content-Length: 1*DIGIT, at most 2^53. No sign, whitespace or list: a
+// value another parser could read differently is exactly what smuggling
+// needs.
+bool parse_content_length(std::string_view v, uint64_t& out);
+// Host (and HTTP/2 :authority): uri-host [ ":" port ], an IPv6 literal in
+// brackets or a reg-name of the characters DNS names and IPv4 addresses use.
+// No userinfo, percent-encoding or sub-delims.
+bool valid_host(std::string_view v);
 // ASCII case-insensitive equality (header names, tokens).
 bool iequals(std::string_view a, std::string_view b);
 

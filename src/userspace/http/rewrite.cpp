@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 namespace zn::http {
@@ -35,6 +36,10 @@ std::vector<std::string> connection_tokens(const std::vector<Header>& headers) {
   }
   return out;
 }
+
+// explicit_bzero: a plain fill before the string is freed is a dead store
+// the compiler may drop.
+void wipe(std::string& s) { explicit_bzero(s.data(), s.size()); }
 
 bool listed(const std::vector<std::string>& names, std::string_view name) {
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
@@ -144,8 +149,8 @@ std::string_view reason_phrase(int status) {
   }
 }
 
-std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
-                                   std::string_view host, const Injection* injection, bool scanned_response) {
+ForwardedRequest forwarded_request(const RequestHead& request, const NormalisedTarget& target,
+                                   const Injection* injection, bool scanned_response) {
   std::vector<std::string> drop = connection_tokens(request.headers);
   if (injection != nullptr) {
     drop.insert(drop.end(), injection->strip.begin(), injection->strip.end());
@@ -155,25 +160,34 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   // (secret_scrubber.h); compressed, it could not be.
   const bool identity_only = injection != nullptr || scanned_response;
   if (identity_only) drop.push_back("Accept-Encoding");
-  std::string out;
-  out.reserve(256 + request.target.size() + request.headers.size() * 48);
-  out.append(request.method).append(" ").append(target.path);
+  ForwardedRequest out;
+  out.target = target.path;
   if (injection != nullptr && injection->query) {
     std::string query =
         query_with_parameter(target.has_query ? target.query : "", injection->header, injection->value);
-    out.append("?").append(query);
-    std::fill(query.begin(), query.end(), '\0');  // held the credential
+    out.target.append("?").append(query);
+    wipe(query);  // held the credential
   } else if (target.has_query) {
-    out.append("?").append(target.query);
+    out.target.append("?").append(target.query);
   }
-  out.append(" HTTP/1.1\r\n");
-  append_header(out, "Host", host);
+  out.headers.reserve(request.headers.size() + 2);
   for (const Header& h : request.headers) {
     if (is_hop_by_hop(h.name) || listed(drop, h.name)) continue;
-    append_header(out, h.name, h.value);
+    out.headers.push_back(h);
   }
-  if (injection != nullptr && !injection->query) append_header(out, injection->header, injection->value);
-  if (identity_only) append_header(out, "Accept-Encoding", "identity");
+  if (injection != nullptr && !injection->query) out.headers.push_back({injection->header, injection->value});
+  if (identity_only) out.headers.push_back({"Accept-Encoding", "identity"});
+  return out;
+}
+
+std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
+                                   std::string_view host, const Injection* injection, bool scanned_response) {
+  ForwardedRequest forwarded = forwarded_request(request, target, injection, scanned_response);
+  std::string out;
+  out.reserve(256 + forwarded.target.size() + forwarded.headers.size() * 48);
+  out.append(request.method).append(" ").append(forwarded.target).append(" HTTP/1.1\r\n");
+  append_header(out, "Host", host);
+  for (const Header& h : forwarded.headers) append_header(out, h.name, h.value);
   switch (request.framing) {
     case BodyFraming::kContentLength:
       append_header(out, "Content-Length", std::to_string(request.content_length));
@@ -185,6 +199,9 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
       break;
   }
   out.append("\r\n");
+  // The copies held the credential (the injected header or query).
+  wipe(forwarded.target);
+  for (Header& h : forwarded.headers) wipe(h.value);
   return out;
 }
 
@@ -205,17 +222,24 @@ bool identity_content_encoding(const ResponseHead& response) {
   return true;
 }
 
-std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close) {
+std::vector<Header> forwarded_response_fields(const ResponseHead& response) {
   const std::vector<std::string> drop = connection_tokens(response.headers);
-  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " ";
-  out.append(response.reason.empty() ? reason_phrase(response.status) : std::string_view(response.reason));
-  out.append("\r\n");
+  std::vector<Header> out;
+  out.reserve(response.headers.size());
   for (const Header& h : response.headers) {
     // A bodiless response (HEAD, 304) keeps its Content-Length as metadata.
     const bool keep_length = response.framing == BodyFraming::kNone && iequals(h.name, "content-length");
     if ((is_hop_by_hop(h.name) && !keep_length) || listed(drop, h.name)) continue;
-    append_header(out, h.name, h.value);
+    out.push_back(h);
   }
+  return out;
+}
+
+std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " ";
+  out.append(response.reason.empty() ? reason_phrase(response.status) : std::string_view(response.reason));
+  out.append("\r\n");
+  for (const Header& h : forwarded_response_fields(response)) append_header(out, h.name, h.value);
   if (chunked)
     append_header(out, "Transfer-Encoding", "chunked");
   else if (response.framing == BodyFraming::kContentLength)

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "userspace/http/message.h"
 #include "userspace/http/target.h"
@@ -13,11 +14,25 @@
 
 namespace zn::http {
 
-// The request head for the upstream: origin-form from the normalised target,
-// Host as authorised, body framing from the parsed framing. With an
-// injection, or `scanned_response` (a secret was injected earlier on this
-// connection), the guest's Accept-Encoding is replaced by `identity`: the
-// response must come back scannable for the secret's reflection.
+// The request as forwarded, before it is written in either protocol:
+// `target` is the origin-form target from the normalised one (with the
+// injected query parameter), `headers` the guest's fields that go on (no
+// hop-by-hop field, none named by Connection, none the injection owns) then
+// the injected header and "Accept-Encoding: identity" when asked for. No
+// Host and no framing: HTTP/1.1 and HTTP/2 each write those their own way.
+// With an injection it holds the credential: cleanse it after use.
+struct ForwardedRequest {
+  std::string target;
+  std::vector<Header> headers;
+};
+ForwardedRequest forwarded_request(const RequestHead& request, const NormalisedTarget& target,
+                                   const Injection* injection, bool scanned_response = false);
+
+// The request head for the upstream: forwarded_request() as HTTP/1.1, Host
+// as authorised, body framing from the parsed framing. With an injection,
+// or `scanned_response` (a secret was injected earlier on this connection),
+// the guest's Accept-Encoding is replaced by `identity`: the response must
+// come back scannable for the secret's reflection.
 std::string forwarded_request_head(const RequestHead& request, const NormalisedTarget& target,
                                    std::string_view host, const Injection* injection,
                                    bool scanned_response = false);
@@ -38,7 +53,13 @@ std::string percent_encode(std::string_view value);
 // only "identity"): the only bodies the reflection scrubber can scan.
 bool identity_content_encoding(const ResponseHead& response);
 
-// The response head for the guest. `chunked`: the body is re-chunked (the
+// The end-to-end fields of an upstream's response: hop-by-hop fields, those
+// named by Connection and the framing dropped, except the Content-Length of
+// a bodiless response (HEAD, 304), which is metadata.
+std::vector<Header> forwarded_response_fields(const ResponseHead& response);
+
+// The response head for the guest (forwarded_response_fields() as
+// HTTP/1.1). `chunked`: the body is re-chunked (the
 // upstream sent chunked or close-delimited); otherwise the upstream's length,
 // if any, is kept. `close`: the proxy closes after this response.
 std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close);
