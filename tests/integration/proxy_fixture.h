@@ -45,6 +45,8 @@ class ProxyTest : public ZerodTest {
     // The passthrough tests run the kernel relay (off by default); the
     // other fixtures' passthrough and L4 connections cover splice(2).
     config["proxy_kernel_splice"] = true;
+    // The intercept tests speak HTTP/1.1 (curl's h2 is Http2Test's).
+    config["proxy_http2"] = false;
   }
 
   void SetUp() override {

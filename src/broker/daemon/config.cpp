@@ -120,6 +120,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_max_connections_per_guest",
                                  "proxy_header_timeout_ms",
                                  "proxy_kernel_splice",
+                                 "proxy_http2",
                                  "host_key",
                                  "jwt_issuer",
                                  "jwt_lifetime_s",
@@ -183,6 +184,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.metrics_port = static_cast<uint16_t>(get_uint(doc, "metrics_port", c.metrics_port, 0, 65535));
   c.proxy_header_timeout_ms =
       get_uint(doc, "proxy_header_timeout_ms", c.proxy_header_timeout_ms, 100, 600000);
+  if (doc.contains("proxy_http2")) {
+    if (!doc["proxy_http2"].is_boolean()) fail("$.proxy_http2", "must be true or false");
+    c.proxy_http2 = doc["proxy_http2"].get<bool>();
+  }
   if (doc.contains("proxy_kernel_splice")) {
     if (!doc["proxy_kernel_splice"].is_boolean()) fail("$.proxy_kernel_splice", "must be true or false");
     c.proxy_kernel_splice = doc["proxy_kernel_splice"].get<bool>();

@@ -74,6 +74,8 @@ struct DaemonConfig {
   // (default): splice(2) through the proxy's loop, measured twice as fast on
   // these machines (see ProxyConfig::kernel_splice).
   bool proxy_kernel_splice = false;
+  // Intercepted TLS offers HTTP/2 to guests (ProxyConfig::http2).
+  bool proxy_http2 = true;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;

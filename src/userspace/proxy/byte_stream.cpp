@@ -35,6 +35,16 @@ std::string openssl_reason(const char* what, SSL* ssl) {
 
 }  // namespace
 
+awaitable<bool> ByteStream::wait_readable(std::chrono::steady_clock::duration timeout) {
+  using namespace asio::experimental::awaitable_operators;
+  if (has_buffered()) co_return true;
+  asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
+  auto ready = co_await (socket().async_wait(asio::ip::tcp::socket::wait_read,
+                                             asio::experimental::as_tuple(asio::use_awaitable)) ||
+                         timer.async_wait(asio::experimental::as_tuple(asio::use_awaitable)));
+  co_return ready.index() == 0 && !std::get<0>(std::get<0>(ready));
+}
+
 awaitable<size_t> PlainStream::read_some(char* data, size_t size) {
   auto [ec, n] =
       co_await socket_.async_read_some(asio::buffer(data, size), asio::experimental::as_tuple(use_awaitable));

@@ -36,6 +36,10 @@ class ByteStream {
   // records already in the memory BIO, or decrypted and pending), which the
   // socket's readability does not show.
   virtual bool has_buffered() const { return false; }
+  // Waits until a read would not block (has_buffered, or the socket is
+  // readable) or `timeout` passes; false on the timeout. Never takes a byte:
+  // a read cut off by a timer could drop bytes it already took.
+  virtual asio::awaitable<bool> wait_readable(std::chrono::steady_clock::duration timeout);
 };
 
 class PlainStream : public ByteStream {

@@ -37,7 +37,10 @@
   X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400")               \
   X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")                    \
   X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle") \
-  X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")
+  X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")                          \
+  X(h2_connections, "", "intercepted connections that spoke HTTP/2")                                      \
+  X(h2_streams, "", "HTTP/2 streams opened by guests (each one request)")                                 \
+  X(h2_limit_trips, "h2_limit", "HTTP/2 bounds a guest reached (floods, oversized header blocks): refused")
 
 namespace zn::proxy {
 

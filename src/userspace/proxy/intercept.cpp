@@ -431,7 +431,6 @@ class Exchange {
                             ? std::min<uint64_t>(kPreview, req.content_length)
                             : 1;
     std::string preview = body_preview(req, std::string_view(in_).substr(head_bytes), ctx_.limits);
-    using namespace asio::experimental::awaitable_operators;
     const auto until = Clock::now() + 100ms;
     while (preview.size() < want && !req.expect_continue) {
       // Waiting for readability, never cancelling a read: a read cut off by
@@ -439,11 +438,8 @@ class Exchange {
       if (!guest_.has_buffered()) {
         const auto left = until - Clock::now();
         if (left <= Clock::duration::zero()) break;
-        asio::steady_timer timer(co_await asio::this_coro::executor, left);
-        auto ready = co_await (
-            guest_.socket().async_wait(tcp::socket::wait_read, asio::experimental::as_tuple(use_awaitable)) ||
-            timer.async_wait(asio::experimental::as_tuple(use_awaitable)));
-        if (ready.index() != 0 || std::get<0>(std::get<0>(ready))) break;
+        const bool readable = co_await guest_.wait_readable(left);
+        if (!readable) break;
       }
       // Readable: a read that times out now is a stalled guest, and ends the
       // connection as it would in the body read proper.

@@ -17,6 +17,7 @@
 #include "userspace/net/asio_endpoint.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/tls/client_hello.h"
+#include "userspace/proxy/h2_intercept.h"
 #include "userspace/proxy/intercept.h"
 #include "userspace/proxy/kernel_splice.h"
 #include "userspace/proxy/splice_relay.h"
@@ -314,7 +315,15 @@ struct TransparentProxy::Impl {
       reset(guest);
       co_return;
     }
-    co_await serve_intercepted(tls, decision, *interception);
+    // ALPN chose HTTP/2 (offered only with config.http2): each stream
+    // goes through the same exchange as an HTTP/1.1 request would.
+    const unsigned char* alpn = nullptr;
+    unsigned alpn_length = 0;
+    SSL_get0_alpn_selected(tls.ssl(), &alpn, &alpn_length);
+    if (alpn_length == 2 && alpn[0] == 'h' && alpn[1] == '2')
+      co_await serve_intercepted_h2(tls, decision, *interception);
+    else
+      co_await serve_intercepted(tls, decision, *interception);
   }
 
   ProxyConfig config;
@@ -356,7 +365,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
               : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<net::LocalAddresses>());
   if (!c.ca_cert_path.empty()) {
     impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
-    impl_->guest_tls = make_guest_facing_ctx();
+    impl_->guest_tls = make_guest_facing_ctx(c.http2);
     impl_->upstream_tls = make_upstream_ctx(c.upstream_ca_bundle);
     impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),
                                                    http::HttpLimits{}, c.header_timeout, c.idle_timeout,

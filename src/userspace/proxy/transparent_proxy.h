@@ -63,6 +63,10 @@ struct ProxyConfig {
   // against 4.35 Gbit/s; each redirected skb goes through the psock backlog
   // worker).
   bool kernel_splice = false;
+  // Intercepted TLS offers HTTP/2 (ALPN "h2" before "http/1.1"): each
+  // stream is decided and forwarded as one HTTP/1.1 request (h2_intercept.h).
+  // Cleartext HTTP/2 (h2c) is refused either way.
+  bool http2 = true;
 };
 
 class TransparentProxy {

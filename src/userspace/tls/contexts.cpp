@@ -32,19 +32,34 @@ constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '
 
 // Picks "http/1.1" from the client's list, or declines ALPN (the handshake
 // proceeds without it). OpenSSL has checked the list's framing.
-int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                  unsigned inlen, void*) {
+// The client's entry for `protocol`, if it offers it.
+bool offered(const unsigned char* in, unsigned inlen, std::string_view protocol, const unsigned char** out,
+             unsigned char* outlen) {
   for (unsigned i = 0; i < inlen;) {
     unsigned len = in[i];
     if (i + 1 + len > inlen) break;
-    if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == kHttp11) {
+    if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == protocol) {
       *out = in + i + 1;
       *outlen = static_cast<unsigned char>(len);
-      return SSL_TLSEXT_ERR_OK;
+      return true;
     }
     i += 1 + len;
   }
-  return SSL_TLSEXT_ERR_NOACK;
+  return false;
+}
+
+int select_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                  unsigned inlen, void*) {
+  return offered(in, inlen, kHttp11, out, outlen) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK;
+}
+
+// The server's preference, whatever the client's order: h2 (one connection
+// for many requests), then HTTP/1.1.
+int select_h2_or_http11(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                        unsigned inlen, void*) {
+  return offered(in, inlen, "h2", out, outlen) || offered(in, inlen, kHttp11, out, outlen)
+             ? SSL_TLSEXT_ERR_OK
+             : SSL_TLSEXT_ERR_NOACK;
 }
 
 void add_bundle(SSL_CTX* ctx, const std::string& path) {
@@ -69,7 +84,7 @@ void add_bundle(SSL_CTX* ctx, const std::string& path) {
 
 }  // namespace
 
-SslCtxPtr make_guest_facing_ctx() {
+SslCtxPtr make_guest_facing_ctx(bool http2) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) fail("SSL_CTX_new (guest-facing)");
   if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) fail("guest-facing minimum version");
@@ -79,7 +94,7 @@ SslCtxPtr make_guest_facing_ctx() {
                       SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx.get(), 0);
-  SSL_CTX_set_alpn_select_cb(ctx.get(), select_http11, nullptr);
+  SSL_CTX_set_alpn_select_cb(ctx.get(), http2 ? select_h2_or_http11 : select_http11, nullptr);
   return ctx;
 }
 

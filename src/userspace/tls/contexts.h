@@ -3,8 +3,9 @@
 //    SNI (leaf_certs.h) and chained to the deployment CA the guest trusts;
 //  - upstream: the proxy is a client that verifies the real server against
 //    the system trust store (plus an optional extra bundle) and its name.
-// Both speak TLS >= 1.2 and HTTP/1.1 only (ALPN), since the proxy reads and
-// rewrites HTTP/1.1 requests.
+// Both speak TLS >= 1.2; the upstream side HTTP/1.1 only (ALPN), the guest
+// side HTTP/2 too when asked (every stream becomes an HTTP/1.1 request the
+// proxy reads and rewrites).
 #pragma once
 
 #include <openssl/ssl.h>
@@ -20,11 +21,12 @@ using SslCtxPtr = std::unique_ptr<SSL_CTX, OpensslDeleter<SSL_CTX, SSL_CTX_free>
 using SslPtr = std::unique_ptr<SSL, OpensslDeleter<SSL, SSL_free>>;
 
 // Server context for guest connections: TLS >= 1.2, no session tickets or
-// session cache, ALPN answers "http/1.1" when the client offers it and
-// nothing otherwise (a client offering only h2 gets no ALPN and, if it
-// proceeds, speaks HTTP/1.1). It carries no certificate: call use_leaf on
-// each SSL before its handshake. Throws std::runtime_error.
-SslCtxPtr make_guest_facing_ctx();
+// session cache. ALPN answers "h2" when `http2` and the client offers it,
+// else "http/1.1" when offered, else nothing (a client offering only h2 to
+// a proxy without http2 gets no ALPN and, if it proceeds, speaks HTTP/1.1).
+// It carries no certificate: call use_leaf on each SSL before its
+// handshake. Throws std::runtime_error.
+SslCtxPtr make_guest_facing_ctx(bool http2 = false);
 
 // Sets the leaf certificate, its key and the chain (the CA certificate) on
 // one guest-facing SSL. Throws std::runtime_error.

@@ -47,6 +47,7 @@ inline proxy::InterceptCountersSnapshot request_values() {
   r.denied = 303;
   r.upstream_failures = 304;
   r.bad_requests = 305;
+  r.h2_limit_trips = 306;
   return r;
 }
 

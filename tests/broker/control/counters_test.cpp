@@ -88,13 +88,19 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.upstream_failures += 5;
   c.upstream_reused += 6;
   c.upstream_resumed += 8;
+  c.h2_connections += 9;
+  c.h2_streams += 10;
+  c.h2_limit_trips += 11;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"requests", 1},
                                           {"allowed", 2},
                                           {"denied", 3},
                                           {"bad_requests", 4},
                                           {"upstream_failures", 5},
                                           {"upstream_reused", 6},
-                                          {"upstream_resumed", 8}}));
+                                          {"upstream_resumed", 8},
+                                          {"h2_connections", 9},
+                                          {"h2_streams", 10},
+                                          {"h2_limit_trips", 11}}));
 }
 
 }  // namespace

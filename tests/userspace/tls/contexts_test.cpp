@@ -1,5 +1,5 @@
 // Guest-facing and upstream TLS contexts in real handshakes over a BIO pair
-// (no network): ALPN is http/1.1 or nothing, never h2; the upstream side
+// (no network): ALPN is http/1.1 or nothing (h2 first only when asked); the upstream side
 // verifies the chain (system store + extra bundle), the name or IP, and
 // refuses TLS < 1.2.
 #include "userspace/tls/contexts.h"
@@ -124,8 +124,8 @@ class TlsContextsTest : public ::testing::Test {
   }
 
   // A guest (trusting the upstream CA) offering `alpn` to the guest-facing ctx.
-  Outcome guest_with_alpn(const std::vector<std::string>& alpn) {
-    SslCtxPtr server_ctx = make_guest_facing_ctx();
+  Outcome guest_with_alpn(const std::vector<std::string>& alpn, bool http2 = false) {
+    SslCtxPtr server_ctx = make_guest_facing_ctx(http2);
     SslCtxPtr client_ctx(SSL_CTX_new(TLS_client_method()));
     SSL_CTX_set_verify(client_ctx.get(), SSL_VERIFY_PEER, nullptr);
     X509_STORE_add_cert(SSL_CTX_get_cert_store(client_ctx.get()), upstream->ca_cert());
@@ -165,6 +165,27 @@ TEST_F(TlsContextsTest, GuestFacingAlpnPicksHttp11Only) {
     EXPECT_EQ(o.verify, X509_V_OK);
     EXPECT_EQ(o.alpn, c.expected) << alpn_wire(c.offer);
     EXPECT_EQ(o.server_sni, "api.github.com");
+  }
+}
+
+// With HTTP/2 on, the proxy picks h2 whenever it is offered, whatever the
+// client's order, then http/1.1; nothing else is ever chosen.
+TEST_F(TlsContextsTest, GuestFacingAlpnWithHttp2PrefersH2ThenHttp11) {
+  struct Case {
+    std::vector<std::string> offer;
+    std::string expected;
+  };
+  for (const Case& c : std::vector<Case>{{{"h2", "http/1.1"}, "h2"},
+                                         {{"http/1.1", "h2"}, "h2"},
+                                         {{"http/1.1"}, "http/1.1"},
+                                         {{"spdy/3.1", "h2c", "http/1.1"}, "http/1.1"},
+                                         {{"h2"}, "h2"},
+                                         {{"h2c", "h3"}, ""},
+                                         {{"H2"}, ""},
+                                         {{}, ""}}) {
+    Outcome o = guest_with_alpn(c.offer, true);
+    EXPECT_TRUE(o.ok) << alpn_wire(c.offer);
+    EXPECT_EQ(o.alpn, c.expected) << alpn_wire(c.offer);
   }
 }
 

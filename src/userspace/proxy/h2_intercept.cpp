@@ -1,0 +1,327 @@
+#include "userspace/proxy/h2_intercept.h"
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "userspace/h2/server_session.h"
+#include "userspace/h2/stream_request.h"
+#include "userspace/h2/stream_response.h"
+#include "userspace/http/body.h"
+#include "userspace/proxy/stream_pipe.h"
+
+namespace zn::proxy {
+namespace {
+
+using asio::awaitable;
+using asio::use_awaitable;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kInternalError = 0x2;
+constexpr uint32_t kCancel = 0x8;
+constexpr size_t kReadChunk = 16384;
+// Each stream is an exchange with an upstream connection of its own: fewer
+// than the codec's default, so one guest connection cannot open more
+// upstream connections than a few HTTP/1.1 guests would.
+constexpr uint32_t kMaxConcurrentStreams = 32;
+
+// The request line and fields as an HTTP/1.1 guest would have sent them:
+// generated from the stream's checked fields, then parsed again, as
+// strictly as any guest's, by the exchange.
+std::string h1_request_text(const http::RequestHead& head) {
+  std::string out = head.method + " " + head.target + " HTTP/1.1\r\n";
+  for (const http::Header& h : head.headers) out += h.name + ": " + h.value + "\r\n";
+  if (head.framing == http::BodyFraming::kChunked) out += "transfer-encoding: chunked\r\n";
+  out += "\r\n";
+  return out;
+}
+
+class H2Connection;
+
+// One stream: the exchange's pipe, and where its answer goes.
+struct StreamBridge : StreamPipe::Sink {
+  StreamBridge(H2Connection& c, int32_t i, std::string m) : conn(c), id(i), method(std::move(m)) {}
+  void on_response_head(const http::ResponseHead& head, bool has_body) override;
+  void on_response_data(std::string_view bytes, bool end) override;
+  size_t unsent() const override;
+  void on_request_consumed(size_t payload_bytes) override;
+
+  H2Connection& conn;
+  int32_t id;
+  std::string method;
+  std::unique_ptr<StreamPipe> pipe;
+  bool chunked = false;  // the request body goes chunked (no Content-Length)
+  bool answered = false;
+  asio::cancellation_signal cancel;
+};
+
+class H2Connection {
+ public:
+  H2Connection(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
+      : session(options()), guest_(guest), conn_(connection), ctx_(ctx) {}
+
+  awaitable<void> run() {
+    ctx_.counters.h2_connections++;
+    kick_.emplace(co_await asio::this_coro::executor);
+    try {
+      co_await serve();
+    } catch (const std::exception&) {
+    }
+    co_await stop_streams();
+    try {
+      co_await write_pending();
+      co_await guest_.close_write();
+    } catch (const std::exception&) {
+    }
+  }
+
+  // A stream's exchange changed the session: the owner writes it out.
+  void kick() {
+    kicked_ = true;
+    if (kick_) kick_->cancel();
+  }
+
+  h2::H2ServerSession session;
+
+ private:
+  // Reads and writes until the connection is over.
+  awaitable<void> serve() {
+    bool over = false;
+    while (!over) {
+      kicked_ = false;
+      bool wrote = true;
+      try {
+        co_await write_pending();
+      } catch (const std::exception&) {
+        wrote = false;  // the guest stopped reading, or went
+      }
+      if (!wrote || failed_ || session.finished() || (goaway_ && streams_.empty())) break;
+      using namespace asio::experimental::awaitable_operators;
+      auto woke = co_await (guest_.wait_readable(ctx_.idle_timeout) || wait_kick());
+      if (woke.index() == 1) continue;  // a stream has output
+      if (!std::get<0>(woke)) {
+        if (streams_.empty()) break;  // idle: no request in flight
+        continue;
+      }
+      size_t n = 0;
+      try {
+        n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+      } catch (const std::exception&) {
+        over = true;
+      }
+      if (n == 0) break;
+      const h2::Result fed = session.feed(std::span(reinterpret_cast<const uint8_t*>(buf_), n));
+      handle_events();
+      if (!fed) failed_ = true;  // its GOAWAY is written next, then the connection goes
+    }
+  }
+
+  static h2::ServerOptions options() {
+    h2::ServerOptions o;
+    o.limits.max_concurrent_streams = kMaxConcurrentStreams;
+    // A body the exchange has not taken yet holds the guest back (its
+    // stream only): the window opens as the exchange reads.
+    o.manual_window_updates = true;
+    return o;
+  }
+
+  awaitable<void> wait_kick() {
+    if (kicked_) co_return;
+    kick_->expires_at(Clock::time_point::max());
+    co_await kick_->async_wait(asio::experimental::as_tuple(use_awaitable));
+  }
+
+  awaitable<void> write_pending() {
+    for (;;) {
+      std::string out = session.take_output();
+      handle_events();  // a stream closes once its last frame is out
+      if (out.empty()) break;
+      co_await with_deadline(guest_.write_all(out), ctx_.idle_timeout);
+    }
+    // The guest's window may have opened: writers held back go on.
+    for (auto& [id, s] : streams_) s->pipe->wake();
+  }
+
+  void handle_events() {
+    for (h2::ServerEvent& e : session.take_events()) std::visit([this](auto& event) { on(event); }, e);
+  }
+
+  void on(h2::RequestHeaders& h) {
+    ctx_.counters.h2_streams++;
+    if (goaway_) {
+      session.refuse_stream(h.stream_id);
+      return;
+    }
+    h2::StreamRequestResult r = h2::to_request_head(h, conn_.host, ctx_.limits, conn_.port);
+    if (r && r.websocket) {
+      r.status = 403;
+      r.reason = "protocol upgrade not allowed";
+    }
+    if (!r) {
+      ctx_.counters.denied++;
+      answer(h.stream_id, r.status,
+             r.status == 421 ? "zeroness: misdirected request (not the TLS name)\n"
+                             : "zeroness: refused (" + r.reason + ")\n");
+      report_refusal(h.method, h.path, r.status, r.reason);
+      return;
+    }
+    auto s = std::make_shared<StreamBridge>(*this, h.stream_id, h.method);
+    s->pipe = std::make_unique<StreamPipe>(guest_.socket(), *s, h.method == "HEAD", ctx_.limits);
+    s->pipe->push(h1_request_text(r.head));
+    s->chunked = r.head.framing == http::BodyFraming::kChunked;
+    if (h.end_stream) s->pipe->end_request();
+    streams_[h.stream_id] = s;
+    asio::co_spawn(guest_.socket().get_executor(), run_stream(s),
+                   asio::bind_cancellation_slot(s->cancel.slot(), asio::detached));
+  }
+
+  void on(h2::RequestData& d) {
+    auto it = streams_.find(d.stream_id);
+    if (it == streams_.end() || it->second->pipe->response_complete()) {
+      // Its exchange is done (answered before the body ended): the bytes
+      // are dropped, and given back to the connection's window.
+      session.consume(d.stream_id, d.bytes.size());
+      return;
+    }
+    StreamBridge& s = *it->second;
+    const size_t payload = d.bytes.size();
+    if (!d.bytes.empty()) s.pipe->push(s.chunked ? http::chunk_frame(d.bytes) : std::move(d.bytes), payload);
+    if (d.end_stream) end_request(s);
+  }
+
+  void on(h2::RequestTrailers& t) {
+    // Trailer fields are not passed on (the exchange reads none from a
+    // guest either); they end the request.
+    if (auto it = streams_.find(t.stream_id); it != streams_.end()) end_request(*it->second);
+  }
+
+  void on(h2::StreamRejected& r) {
+    ctx_.counters.denied++;
+    report_refusal("", "", 0, "http2: " + r.reason);
+  }
+
+  void on(h2::StreamReset& r) {
+    auto it = streams_.find(r.stream_id);
+    if (it == streams_.end()) return;
+    // The guest gave up on it: the exchange ends now, and what it had not
+    // read of the body goes back to the window.
+    StreamBridge& s = *it->second;
+    session.consume(r.stream_id, s.pipe->drop_pending());
+    s.pipe->abort();
+    s.cancel.emit(asio::cancellation_type::terminal);
+  }
+
+  void on(h2::LimitTripped& l) {
+    ctx_.counters.h2_limit_trips++;
+    report_refusal("", "", 0, "http2 limit: " + std::string(h2::limit_name(l.limit)));
+    if (l.stream_id == 0) failed_ = true;
+  }
+
+  void on(h2::GoAway&) { goaway_ = true; }
+
+  void end_request(StreamBridge& s) {
+    if (s.chunked) s.pipe->push(std::string(http::kLastChunk));
+    s.pipe->end_request();
+  }
+
+  // The exchange for one stream; the stream is reset if it ends without
+  // a whole response (an upstream that failed mid-body, a cancellation).
+  awaitable<void> run_stream(std::shared_ptr<StreamBridge> s) {
+    try {
+      co_await serve_intercepted(*s->pipe, conn_, ctx_);
+    } catch (const std::exception&) {
+    }
+    if (!s->pipe->response_complete())
+      session.reset_stream(s->id, s->pipe->response_started() ? kInternalError : kCancel);
+    session.consume(s->id, s->pipe->drop_pending());
+    s->pipe->abort();
+    streams_.erase(s->id);
+    kick();
+  }
+
+  // Every exchange still running is ended, and waited for: they use this
+  // connection, its decision and its context.
+  awaitable<void> stop_streams() {
+    for (auto& [id, s] : streams_) {
+      s->pipe->abort();
+      s->cancel.emit(asio::cancellation_type::terminal);
+    }
+    while (!streams_.empty()) {
+      kicked_ = false;
+      co_await wait_kick();
+    }
+  }
+
+  // The proxy's own answer on a stream, with a body saying why.
+  void answer(int32_t id, int status, const std::string& text) {
+    if (session.submit_response(id, status, {{"content-type", "text/plain; charset=utf-8"}}, true))
+      session.send_data(id, text, true);
+  }
+
+  void report_refusal(const std::string& method, const std::string& path, int status,
+                      const std::string& why) {
+    RequestSummary summary;
+    summary.session = conn_.session;
+    summary.host = conn_.host;
+    summary.method = method;
+    summary.path = path;
+    summary.status = status;
+    summary.error = why;
+    try {
+      ctx_.policy.on_request_done(summary);
+    } catch (const std::exception&) {
+    }
+  }
+
+  ByteStream& guest_;
+  const UpstreamDecision& conn_;
+  InterceptContext& ctx_;
+  std::map<int32_t, std::shared_ptr<StreamBridge>> streams_;
+  std::optional<asio::steady_timer> kick_;
+  bool kicked_ = false;
+  bool failed_ = false;  // a flood bound or a protocol error: the connection ends
+  bool goaway_ = false;  // the guest sent GOAWAY: no new streams
+  char buf_[kReadChunk];
+};
+
+void StreamBridge::on_response_head(const http::ResponseHead& head, bool has_body) {
+  h2::StreamResponse r = h2::to_h2_response_fields(head);
+  if (r.error) {
+    // Nothing of it can go on HTTP/2: the stream ends with 502 instead.
+    answered = conn.session.submit_response(id, 502, {}, false);
+  } else {
+    answered =
+        conn.session.submit_response(id, r.status, r.headers, has_body && h2::h2_has_body(head, method));
+  }
+  conn.kick();
+}
+
+void StreamBridge::on_response_data(std::string_view bytes, bool end) {
+  if (answered) conn.session.send_data(id, bytes, end);
+  conn.kick();
+}
+
+size_t StreamBridge::unsent() const { return conn.session.buffered(id); }
+
+void StreamBridge::on_request_consumed(size_t payload_bytes) {
+  conn.session.consume(id, payload_bytes);
+  conn.kick();
+}
+
+}  // namespace
+
+awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
+                                     InterceptContext& context) {
+  auto h2 = std::make_unique<H2Connection>(guest, connection, context);
+  try {
+    co_await h2->run();
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace zn::proxy
