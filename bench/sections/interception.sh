@@ -29,6 +29,10 @@
 #                   upstream; warm (one host) and new-host (a new name each time);
 #                   p99 added by zerod: budget 1 ms warm, 2 ms new-host
 #   (d) ic_audit    wrk req/s with zerod's audit on vs off
+#   (e) ic_h2load   h2load (HTTP/2, 4 connections x 10 streams) through zerod
+#                   (each stream one request, identity injected, HTTP/1.1 to the
+#                   upstream) vs the nginx reverse proxy serving h2 the same way;
+#                   no target (issue 17 asks for the ratio)
 # (a) and (c) are measured twice: from lab guests (TAP + the lab's userspace
 # frame pump, which caps a guest near 1 Gbit/s and adds latency) and from
 # veth guests (a veth pair into the host namespace, no pump), labelled
@@ -124,6 +128,7 @@ ic_skip_all() {
   for f in "wrk keep-alive (small, 64 KiB) vs nginx reverse proxy" \
     "wrk keep-alive (small, 64 KiB) vs squid ssl-bump" "wrk keep-alive (small, 64 KiB) vs mitmproxy" \
     "bulk MB/s vs openssl speed aes-128-gcm" "connect+first-byte latency (warm, new-host)" \
+    "h2load (HTTP/2, 4 conns x 10 streams) through zerod (identity)" \
     "wrk keep-alive and connect+first-byte latency (veth)" "audit on vs off"; do
     record_status interception "$f" skipped "$why"
   done
@@ -482,6 +487,35 @@ ic_latency() {
   done
 }
 
+# h2load_rps NETNS URL N: requests/s of N requests over 4 connections x 10
+# streams, or null (any request failed or not 2xx).
+h2load_rps() {
+  local out
+  out=$(timeout 120 ip netns exec "$1" h2load -n "$3" -c 4 -m 10 "$2" 2> /dev/null) || true
+  awk '/^finished in/ {for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s,") rps = $i}
+       /^requests:/ {failed = $10; errored = $12} /^status codes:/ {ok = $3; sub(/,$/, "", ok)}
+       END {if (rps == "" || failed != 0 || errored != 0 || ok != n) print "null"; else print rps}' n="$3" <<< "$out"
+}
+
+# ic_h2load N: zerod and the nginx reverse proxy over HTTP/2, alternated.
+ic_h2load() {
+  local n=$1 round f="$IC_DIR/h2load.txt" name="h2load (HTTP/2, 4 conns x 10 streams) through zerod (identity)"
+  if [ -n "${IC_BROKEN[nginx]:-}" ]; then
+    record_status interception "$name" skipped "${IC_BROKEN[nginx]}"
+    return 0
+  fi
+  for ((round = 1; round <= ROUNDS; round++)); do
+    echo "$round zerod $(h2load_rps "$IC_PREFIX-g0" "https://$IC_NAME/small" "$n")" >> "$f"
+    echo "$round nginx $(h2load_rps "$IC_PREFIX-g1" "https://$IC_NAME/small" "$n")" >> "$f"
+  done
+  if [ "$(variant_median "$f" zerod)" = null ]; then
+    record_status interception "$name" error "h2load through zerod had failed or non-2xx requests in every round"
+    return 0
+  fi
+  record_figure interception "$name" req/s "$(variant_median "$f" zerod)" "nginx TLS reverse proxy (h2)" \
+    "$(variant_median "$f" nginx)" "$(paired_ratio "$f" zerod nginx)" "" "" "h2load -n $n -c 4 -m 10"
+}
+
 # zerod restarted with the audit on / off (it re-adopts the session).
 ic_audit() {
   local secs=$1 round f="$IC_DIR/audit.txt" off_extra err audit_off=${ZN_BENCH_AUDIT_OFF_CONFIG:-}
@@ -523,6 +557,7 @@ section_interception() {
   fi
   ic_peer_checks
   ic_wrk "$secs"
+  ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
   ic_bulk
   # The interception peers are done: stopped before the latency runs. An
   # idle mitmdump was measured busy on one of the two cores (perf sched: 95%

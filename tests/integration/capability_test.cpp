@@ -349,5 +349,29 @@ TEST_F(CapabilityTest, APolicyNamingAnUnknownStoreIsRefused) {
   EXPECT_EQ(cap("PUT", "/v1/kv/" + handle("ZN_CAP_DATA") + "/still", "here").status, "204");
 }
 
+// The gateway over HTTP/2 (issue 17): curl negotiates h2, each stream is
+// served by the broker exactly as the HTTP/1.1 request would be.
+class CapabilityHttp2Test : public CapabilityTest {
+ protected:
+  void configure(json& config) override {
+    CapabilityTest::configure(config);
+    config["proxy_http2"] = true;
+  }
+};
+
+TEST_F(CapabilityHttp2Test, KvByHandleOverHttp2) {
+  const std::string base = "/v1/kv/" + handle("ZN_CAP_DATA");
+  EXPECT_EQ(cap("GET", base + "/greeting").status, "404");
+  EXPECT_EQ(cap("PUT", base + "/greeting", kSecretValue).status, "204");
+  Answer got = cap("GET", base + "/greeting");
+  EXPECT_EQ(got.status, "200");
+  EXPECT_EQ(got.body, kSecretValue);
+  EXPECT_EQ(cap("GET", "/v1/kv/" + handle("ZN_CAP_DATA") + "x/greeting").status, "404");
+  const CommandResult version =
+      guest("curl -s -o /dev/null -w '%{http_version}' --cacert " + p("guest-trust.pem") +
+            " 'https://cap.zeroness.internal" + base + "/greeting'");
+  EXPECT_EQ(version.output, "2");
+}
+
 }  // namespace
 }  // namespace zn::test
