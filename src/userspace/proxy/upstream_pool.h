@@ -35,7 +35,10 @@ struct UpstreamKey {
 
 struct UpstreamPoolConfig {
   std::chrono::milliseconds idle{std::chrono::seconds(30)};  // kept at most this long unused
-  size_t per_key = 8;                                        // idle connections per key
+  // Idle connections per key: as many as one HTTP/2 guest connection has
+  // streams in flight (h2_intercept.cpp), else each stream past the eighth
+  // pays a fresh upstream TCP and TLS handshake.
+  size_t per_key = 32;
   size_t total = 512;                                        // idle connections in all
 };
 
