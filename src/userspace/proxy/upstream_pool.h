@@ -39,7 +39,7 @@ struct UpstreamPoolConfig {
   // streams in flight (h2_intercept.cpp), else each stream past the eighth
   // pays a fresh upstream TCP and TLS handshake.
   size_t per_key = 32;
-  size_t total = 512;                                        // idle connections in all
+  size_t total = 512;  // idle connections in all
 };
 
 class UpstreamPool {
