@@ -28,14 +28,6 @@ void check(bool ok) {
   if (!ok) std::abort();
 }
 
-// The mapped head as HTTP/1.1 text, as the proxy's bridge writes it.
-std::string h1_text(const http::RequestHead& head) {
-  std::string out = head.method + " " + head.target + " HTTP/1.1\r\n";
-  for (const http::Header& h : head.headers) out += h.name + ": " + h.value + "\r\n";
-  if (head.framing == http::BodyFraming::kChunked) out += "transfer-encoding: chunked\r\n";
-  return out + "\r\n";
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -58,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const h2::StreamRequestResult m = h2::to_request_head(*h, "api.example.com", limits);
         if (m) {
           // What the bridge hands the exchange parses back to the same request.
-          const std::string text = h1_text(m.head);
+          const std::string text = h2::request_text(m.head);
           http::RequestHead again;
           const http::ParseResult p = http::parse_request_head(text, limits, again);
           check(p.state == http::ParseState::kDone && p.consumed == text.size());

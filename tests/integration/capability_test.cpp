@@ -81,6 +81,14 @@ class CapabilityTest : public ProxyTest {
     if (nl == std::string::npos) return {out, ""};
     return {out.substr(nl + 1), out.substr(0, nl)};
   }
+  // A key of the data capability: absent, written, read back.
+  void expect_kv_round_trip(const std::string& base) {
+    EXPECT_EQ(cap("GET", base + "/greeting").status, "404");
+    EXPECT_EQ(cap("PUT", base + "/greeting", kSecretValue).status, "204");
+    Answer got = cap("GET", base + "/greeting");
+    EXPECT_EQ(got.status, "200");
+    EXPECT_EQ(got.body, kSecretValue);
+  }
   // The number of ledger rows, read on the host.
   std::string ledger_rows() {
     return run_in_netns(lab_->host_netns(), "python3 -c \"import sqlite3; print(sqlite3.connect('" +
@@ -123,11 +131,7 @@ TEST_F(CapabilityTest, TheGatewayNameIsAnsweredAndServedOnTheHost) {
 
 TEST_F(CapabilityTest, KvByHandle) {
   const std::string base = "/v1/kv/" + handle("ZN_CAP_DATA");
-  EXPECT_EQ(cap("GET", base + "/greeting").status, "404");
-  EXPECT_EQ(cap("PUT", base + "/greeting", kSecretValue).status, "204");
-  Answer got = cap("GET", base + "/greeting");
-  EXPECT_EQ(got.status, "200");
-  EXPECT_EQ(got.body, kSecretValue);
+  expect_kv_round_trip(base);
   // Keys may hold slashes and escapes; the handle may be percent-encoded.
   std::string encoded = handle("ZN_CAP_DATA");
   encoded.replace(3, 1, "%3A");
@@ -361,11 +365,7 @@ class CapabilityHttp2Test : public CapabilityTest {
 
 TEST_F(CapabilityHttp2Test, KvByHandleOverHttp2) {
   const std::string base = "/v1/kv/" + handle("ZN_CAP_DATA");
-  EXPECT_EQ(cap("GET", base + "/greeting").status, "404");
-  EXPECT_EQ(cap("PUT", base + "/greeting", kSecretValue).status, "204");
-  Answer got = cap("GET", base + "/greeting");
-  EXPECT_EQ(got.status, "200");
-  EXPECT_EQ(got.body, kSecretValue);
+  expect_kv_round_trip(base);
   EXPECT_EQ(cap("GET", "/v1/kv/" + handle("ZN_CAP_DATA") + "x/greeting").status, "404");
   const CommandResult version =
       guest("curl -s -o /dev/null -w '%{http_version}' --cacert " + p("guest-trust.pem") +

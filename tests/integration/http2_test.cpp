@@ -4,9 +4,7 @@
 // as an HTTP/1.1 request and forwarded to the lab's HTTP/1.1 echo upstreams.
 // The session's policy (zerod_fixture.h): api.github.com GET /repos/**;
 // api.stripe.com identity cap:stripe; deny evil.example.
-#include <openssl/sha.h>
 
-#include <cstdio>
 
 #include "integration/proxy_fixture.h"
 
@@ -85,14 +83,6 @@ if goaway is not None:
 if status is not None:
     print('status', status)
 )py";
-
-std::string sha256_hex(const std::string& s) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  char hex[2 * SHA256_DIGEST_LENGTH + 1];
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  return hex;
-}
 
 class Http2Test : public ProxyTest {
  protected:

@@ -4,7 +4,6 @@
 // to echo upstreams that log what they got. The session's policy:
 //   api.github.com GET /repos/**; api.stripe.com identity cap:stripe;
 //   *.npmjs.org (passthrough on 443); deny evil.example.
-#include <openssl/sha.h>
 
 #include <cstdio>
 #include <regex>
@@ -15,14 +14,6 @@
 
 namespace zn::test {
 namespace {
-
-std::string sha256_hex(const std::string& s) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  char hex[2 * SHA256_DIGEST_LENGTH + 1];
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  return hex;
-}
 
 class InterceptTest : public ProxyTest {
  protected:

@@ -8,6 +8,7 @@
 //   198.18.0.13 evil.example     s_server 443; socat echo on 5432
 #pragma once
 
+#include <openssl/sha.h>
 #include <sodium.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +19,15 @@
 namespace zn::test {
 
 // How often `needle` occurs in `haystack` (non-overlapping).
+// Lower-case hex SHA-256, as the echo upstream reports a credential.
+inline std::string sha256_hex(const std::string& s) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+  char hex[2 * SHA256_DIGEST_LENGTH + 1];
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  return hex;
+}
+
 inline size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = haystack.find(needle); pos != std::string::npos;

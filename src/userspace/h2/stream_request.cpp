@@ -168,4 +168,11 @@ StreamRequestResult to_request_head(const RequestHeaders& request, std::string_v
   return r;
 }
 
+std::string request_text(const http::RequestHead& head) {
+  std::string out = head.method + " " + head.target + " HTTP/1.1\r\n";
+  for (const http::Header& h : head.headers) out += h.name + ": " + h.value + "\r\n";
+  if (head.framing == http::BodyFraming::kChunked) out += "transfer-encoding: chunked\r\n";
+  return out + "\r\n";
+}
+
 }  // namespace zn::h2

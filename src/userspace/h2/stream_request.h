@@ -63,4 +63,10 @@ struct StreamRequestResult {
 StreamRequestResult to_request_head(const RequestHeaders& request, std::string_view sni,
                                     const http::HttpLimits& limits, uint16_t port = 443);
 
+// `head` (from to_request_head) as the HTTP/1.1 text a guest would have
+// sent: request line, its fields, Transfer-Encoding for a chunked body, the
+// empty line. What the proxy's exchange parses again, as strictly as any
+// guest's head.
+std::string request_text(const http::RequestHead& head);
+
 }  // namespace zn::h2

@@ -30,17 +30,6 @@ constexpr size_t kReadChunk = 16384;
 // upstream connections than a few HTTP/1.1 guests would.
 constexpr uint32_t kMaxConcurrentStreams = 32;
 
-// The request line and fields as an HTTP/1.1 guest would have sent them:
-// generated from the stream's checked fields, then parsed again, as
-// strictly as any guest's, by the exchange.
-std::string h1_request_text(const http::RequestHead& head) {
-  std::string out = head.method + " " + head.target + " HTTP/1.1\r\n";
-  for (const http::Header& h : head.headers) out += h.name + ": " + h.value + "\r\n";
-  if (head.framing == http::BodyFraming::kChunked) out += "transfer-encoding: chunked\r\n";
-  out += "\r\n";
-  return out;
-}
-
 class H2Connection;
 
 // One stream: the exchange's pipe, and where its answer goes.
@@ -172,7 +161,7 @@ class H2Connection {
     }
     auto s = std::make_shared<StreamBridge>(*this, h.stream_id, h.method);
     s->pipe = std::make_unique<StreamPipe>(guest_.socket(), *s, h.method == "HEAD", ctx_.limits);
-    s->pipe->push(h1_request_text(r.head));
+    s->pipe->push(h2::request_text(r.head));
     s->chunked = r.head.framing == http::BodyFraming::kChunked;
     if (h.end_stream) s->pipe->end_request();
     streams_[h.stream_id] = s;
