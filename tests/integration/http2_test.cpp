@@ -5,7 +5,6 @@
 // The session's policy (zerod_fixture.h): api.github.com GET /repos/**;
 // api.stripe.com identity cap:stripe; deny evil.example.
 
-
 #include "integration/proxy_fixture.h"
 
 namespace zn::test {
