@@ -15,8 +15,8 @@ import sys
 
 # Each folder of src/ with the folders it may include from (besides itself,
 # system headers and the BPF ABI headers in bpf/include). Lower layers first.
-USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/h2", "userspace/tls", "userspace/dns",
-             "userspace/proxy", "userspace/ingress", "userspace/command"]
+USERSPACE = ["userspace/net", "userspace/datapath", "userspace/http", "userspace/h2", "userspace/websocket",
+             "userspace/tls", "userspace/dns", "userspace/proxy", "userspace/ingress", "userspace/command"]
 VMM = ["vmm/host", "vmm/lab", "vmm/microvm"]
 LOWER = ["common"] + USERSPACE + VMM
 ALLOWED = {
@@ -25,10 +25,11 @@ ALLOWED = {
     "userspace/datapath": ["common", "userspace/net"],
     "userspace/http": [],
     "userspace/h2": ["userspace/http"],
+    "userspace/websocket": ["userspace/http"],
     "userspace/tls": ["userspace/net"],
     "userspace/dns": ["common", "userspace/net", "userspace/datapath"],
     "userspace/proxy": ["common", "userspace/net", "userspace/datapath", "userspace/http", "userspace/h2",
-                        "userspace/tls"],
+                        "userspace/websocket", "userspace/tls"],
     "userspace/ingress": ["common", "userspace/net", "userspace/http", "userspace/proxy"],
     "userspace/command": [],
     "vmm/host": ["common", "userspace/net"],

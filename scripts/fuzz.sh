@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET=${1:-${ZN_FUZZ_SECONDS:-20}}
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
-TARGETS=(client_hello http1 policy ingress_ticket command_envelope export_verifier h2_server)
+TARGETS=(client_hello http1 policy ingress_ticket command_envelope export_verifier h2_server websocket_frame)
 
 # Only the fuzz targets: no tests or benchmarks to build with clang.
 cmake -S . -B "$FUZZ_BUILD_DIR" -DZN_FUZZ=ON -DZN_BUILD_TESTS=OFF -DZN_BUILD_BENCH=OFF \

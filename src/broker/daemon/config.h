@@ -76,6 +76,10 @@ struct DaemonConfig {
   bool proxy_kernel_splice = false;
   // Intercepted TLS offers HTTP/2 to guests (ProxyConfig::http2).
   bool proxy_http2 = true;
+  // A WebSocket a rule allowed ("websocket": true): its largest message
+  // either way, and its idle bound (no byte either way).
+  uint32_t proxy_websocket_idle_timeout_ms = 300000;
+  uint32_t proxy_websocket_max_message = 16 * 1024 * 1024;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;

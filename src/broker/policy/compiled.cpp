@@ -119,14 +119,14 @@ HostVerdict CompiledPolicy::match_host(std::string_view host) const {
 }
 
 RequestVerdict CompiledPolicy::match_request(std::string_view host, std::string_view method,
-                                             std::string_view path) const {
+                                             std::string_view path, bool websocket) const {
   RequestVerdict r;
   HostVerdict h = match_host(host);
   if (!h.allowed) {
     r.reason = h.reason;
     return r;
   }
-  bool method_matched = false;
+  bool method_matched = false, path_matched = false;
   for (const AllowRule* rule : h.rules) {
     if (rule->is_l4()) continue;
     if (!rule->methods.empty() &&
@@ -136,11 +136,15 @@ RequestVerdict CompiledPolicy::match_request(std::string_view host, std::string_
     if (!rule->paths.empty() && std::none_of(rule->paths.begin(), rule->paths.end(),
                                              [&](const PathPattern& p) { return p.matches(path); }))
       continue;
+    path_matched = true;
+    if (websocket && !rule->websocket) continue;
     r.action = rule->action == RuleAction::kAsk ? RequestAction::kAsk : RequestAction::kAllow;
     r.rule = rule;
     return r;
   }
-  r.reason = method_matched ? "path not allowed" : "method not allowed";
+  r.reason = path_matched     ? "websocket not allowed"
+             : method_matched ? "path not allowed"
+                              : "method not allowed";
   return r;
 }
 

@@ -51,8 +51,10 @@ class CompiledPolicy {
   HostVerdict match_host(std::string_view host) const;
 
   // method: uppercase; path: normalised. Rules of the host are tried in
-  // policy order; the first whose method and path match decides.
-  RequestVerdict match_request(std::string_view host, std::string_view method, std::string_view path) const;
+  // policy order; the first whose method and path match decides. A
+  // WebSocket handshake (`websocket`) matches only rules that allow one.
+  RequestVerdict match_request(std::string_view host, std::string_view method, std::string_view path,
+                               bool websocket = false) const;
 
   const std::vector<L4Target>& l4_targets() const { return l4_targets_; }
   const std::vector<uint16_t>& steered_ports() const { return steered_ports_; }

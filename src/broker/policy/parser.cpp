@@ -138,9 +138,9 @@ bool valid_resource_name(std::string_view name) {
   });
 }
 
-constexpr std::array<std::string_view, 8> kAllowFields = {"host",   "methods", "paths", "identity",
-                                                          "action", "port",    "proto", "inject"};
-enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto, kInject };
+constexpr std::array<std::string_view, 9> kAllowFields = {"host", "methods", "paths",  "identity", "action",
+                                                          "port", "proto",   "inject", "websocket"};
+enum AllowField { kHost, kMethods, kPaths, kIdentity, kAction, kPort, kProto, kInject, kWebSocket };
 
 // A header an identity may be injected as: a token (RFC 9110 5.1), and none
 // of the headers that frame or route the request or that the proxy owns.
@@ -272,6 +272,16 @@ AllowRule parse_allow(const json& r, const Path& path, size_t index, const Polic
     else
       fail(apath, "must be \"allow\" or \"ask\"");
   }
+  if (field[kWebSocket]) {
+    const Path wpath = path / "websocket";
+    if (!field[kWebSocket]->is_boolean()) fail(wpath, "must be true or false");
+    rule.websocket = field[kWebSocket]->get<bool>();
+    // A WebSocket opens with a GET: a rule that allows no GET could never
+    // allow one.
+    if (rule.websocket && !rule.methods.empty() &&
+        std::find(rule.methods.begin(), rule.methods.end(), "GET") == rule.methods.end())
+      fail(wpath, "a WebSocket opens with GET, which \"methods\" does not allow");
+  }
   if (field[kProto]) {
     const Path ppath = path / "proto";
     if (as_string(*field[kProto], ppath) != "tcp") fail(ppath, "only \"tcp\" is supported");
@@ -280,7 +290,7 @@ AllowRule parse_allow(const json& r, const Path& path, size_t index, const Polic
   if (field[kPort]) {
     rule.port = static_cast<uint16_t>(as_uint(*field[kPort], path / "port", 1, 65535));
     if (rule.needs_interception())
-      fail(path, "an L4 rule (port/proto) cannot have methods, paths, identity or ask");
+      fail(path, "an L4 rule (port/proto) cannot have methods, paths, identity, ask or websocket");
     if (rule.host.kind == HostPattern::Kind::kWildcard)
       fail(host_path, "an L4 rule needs a name or an address, not a wildcard");
   } else if (rule.host.kind == HostPattern::Kind::kAddress && rule.host.name.find('/') != std::string::npos) {

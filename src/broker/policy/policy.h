@@ -40,12 +40,16 @@ struct AllowRule {
   Placement placement;  // meaningful with an identity
   RuleAction action = RuleAction::kAllow;
   std::optional<uint16_t> port;  // set: an L4 rule (raw TCP to host:port)
+  // "websocket": true: the rule also allows a WebSocket handshake that its
+  // host, method (GET) and paths allow; without it, a handshake is refused.
+  bool websocket = false;
 
   bool is_l4() const { return port.has_value(); }
   bool injects_identity() const { return identity.has_value() || mint_jwt; }
   // Rules with request conditions need TLS terminated to be enforced.
   bool needs_interception() const {
-    return !methods.empty() || !paths.empty() || injects_identity() || action == RuleAction::kAsk;
+    return !methods.empty() || !paths.empty() || injects_identity() || action == RuleAction::kAsk ||
+           websocket;
   }
 };
 

@@ -353,7 +353,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
     return refuse(d, 421, "Host port does not match the connection", facts);
   if (!take_rate(facts.session, *s)) return refuse(d, 429, "session rate exceeded", facts);
 
-  RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path);
+  RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path, facts.websocket);
   if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
   if (v.rule->injects_identity() && !facts.sni)
     return refuse(d, 403, "identity is never sent over cleartext", facts);
@@ -453,6 +453,13 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
   if (!r.identity.empty()) detail["identity"] = r.identity;
   if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
   if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
+  // A WebSocket: the record is written when it ends, its bytes and duration
+  // the whole WebSocket's.
+  if (r.websocket && r.status == 101)
+    detail["websocket"] = {
+        {"messages_up", r.messages_up}, {"messages_down", r.messages_down}, {"end", r.websocket_end}};
+  else if (r.websocket)
+    detail["websocket"] = {{"switched", false}};
   // No upstream could be connected: an error, never an egress:allow.
   audit_.post({r.upstream_failed ? "egress:error"
                : r.forwarded     ? "egress:allow"

@@ -84,6 +84,24 @@ TlsStream::TlsStream(asio::ip::tcp::socket& socket, SslPtr ssl, bool server, std
 }
 
 awaitable<void> TlsStream::flush() {
+  // Another flush is writing: it takes what is in the BIO until it is empty,
+  // ours included; waited for, so a writer is held back by the socket as ever.
+  while (flushing_) {
+    if (!flushed_) flushed_.emplace(co_await asio::this_coro::executor);
+    flushed_->expires_at(asio::steady_timer::time_point::max());
+    co_await flushed_->async_wait(asio::experimental::as_tuple(use_awaitable));
+    asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none)
+      throw std::system_error(std::make_error_code(std::errc::operation_canceled));
+  }
+  flushing_ = true;
+  struct Done {
+    TlsStream& s;
+    ~Done() {
+      s.flushing_ = false;
+      if (s.flushed_) s.flushed_->cancel();
+    }
+  } done{*this};
   char buf[16384];
   for (;;) {
     int n = BIO_read(out_, buf, sizeof(buf));

@@ -73,6 +73,11 @@ class TlsStream : public ByteStream {
   asio::awaitable<void> flush();
   asio::awaitable<bool> fill();  // false at EOF of the socket
   asio::ip::tcp::socket& socket_;
+  // One flush at a time: a read (a key update's answer) and a write may
+  // run at once (the WebSocket relay reads and writes a stream from two
+  // coroutines), and two flushes would interleave their socket writes.
+  bool flushing_ = false;
+  std::optional<asio::steady_timer> flushed_;
   SslPtr ssl_;
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_ = nullptr;  // owned by ssl_

@@ -17,9 +17,11 @@
 #include "userspace/http/target.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
+#include "userspace/proxy/websocket_relay.h"
 #include "userspace/tls/contexts.h"
 #include "userspace/tls/session_cache.h"
 #include "userspace/net/asio_endpoint.h"
+#include "userspace/websocket/handshake.h"
 
 namespace zn::proxy {
 namespace {
@@ -205,8 +207,25 @@ class Exchange {
       co_return false;
     }
     summary.path = target ? target->path : req.target;
-    if (req.upgrade) {
-      // WebSocket or h2c would leave HTTP/1.1 and with it per-request policy.
+    websocket_ = false;
+    if (req.upgrade && !conn_.local && websocket::asks_for_websocket(req)) {
+      // A WebSocket is decided like any request (a rule must allow it), then
+      // relayed as frames, never parsed as HTTP again.
+      const std::string bad = websocket::request_error(req);
+      if (!bad.empty()) {
+        ctx_.counters.bad_requests++;
+        summary.status = 400;
+        summary.error = "bad WebSocket handshake: " + bad;
+        co_await report(summary, start);
+        const Refusal r{400, "zeroness: bad request (" + bad + ")\n"};
+        co_await refuse(r);
+        co_return false;
+      }
+      websocket_ = true;
+      summary.websocket = true;
+    } else if (req.upgrade) {
+      // h2c, or anything but a WebSocket, would leave HTTP/1.1 and with it
+      // per-request policy.
       ctx_.counters.denied++;
       summary.status = 403;
       summary.error = "protocol upgrade not allowed";
@@ -231,6 +250,7 @@ class Exchange {
     facts.host_header = req.host;
     facts.method = req.method;
     facts.path = target->path;
+    facts.websocket = websocket_;
     facts.want_session_secrets = !session_secrets_loaded_;
     facts.header_names.reserve(req.headers.size());
     for (const http::Header& h : req.headers) {
@@ -586,8 +606,10 @@ class Exchange {
       }
       summary.upstream = upstream_.connected;
       upstream_.identity = identity;
-      std::string out = http::forwarded_request_head(*send_req, *send_target, decision.host,
-                                                     injection ? &*injection : nullptr, scrubber_.armed());
+      std::string out =
+          websocket_ ? upgrade_head(*send_req, *send_target, decision.host, injection)
+                     : http::forwarded_request_head(*send_req, *send_target, decision.host,
+                                                    injection ? &*injection : nullptr, scrubber_.armed());
       bool sent = true;
       try {
         co_await with_deadline(upstream_.stream->write_all(out), ctx_.idle_timeout);
@@ -611,11 +633,17 @@ class Exchange {
       throw std::runtime_error("upstream closed before responding");
     }
 
+    if (websocket_ && resp.status == 101) {
+      co_await switch_to_websocket(req, resp, decision, summary, response_started);
+      co_return std::nullopt;
+    }
     const bool upstream_unframed =
         resp.framing == http::BodyFraming::kChunked || resp.framing == http::BodyFraming::kUntilClose;
     const bool guest_speaks_11 = req.version_minor == 1;
     const bool chunk_out = upstream_unframed && guest_speaks_11;
-    close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11);
+    // An upgrade the upstream answered as a request: the guest asked to
+    // leave HTTP/1.1 on this connection, so it ends after the answer.
+    close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11) || websocket_;
     // A compressed body could not be scanned for a reflected secret: it
     // never reaches the guest (the upstream was asked for identity).
     if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone &&
@@ -670,8 +698,61 @@ class Exchange {
       note_reflections(summary, scrub.report(), false);
       if (failed) std::rethrow_exception(failed);
     }
-    if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose) upstream_.reset();
+    if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose || websocket_) upstream_.reset();
     co_return std::nullopt;
+  }
+
+  // The guest's checked handshake as the upstream gets it: its fields as
+  // any request's (the identity injected), no extension offer.
+  std::string upgrade_head(const http::RequestHead& req, const http::NormalisedTarget& target,
+                           const std::string& host, const std::optional<Injection>& injection) {
+    http::ForwardedRequest forwarded =
+        http::forwarded_request(req, target, injection ? &*injection : nullptr, scrubber_.armed());
+    std::string out = websocket::upgrade_request_head(forwarded, host);
+    for (http::Header& h : forwarded.headers) OPENSSL_cleanse(h.value.data(), h.value.size());
+    OPENSSL_cleanse(forwarded.target.data(), forwarded.target.size());
+    return out;
+  }
+
+  // The upstream switched to WebSocket: its 101 checked against the guest's
+  // key, passed on, and the frames relayed until either side ends. The
+  // connection ends with it; its upstream is never reused.
+  awaitable<void> switch_to_websocket(const http::RequestHead& req, const http::ResponseHead& resp,
+                                      const RequestDecision& decision, RequestSummary& summary,
+                                      bool& response_started) {
+    const std::string* key = req.find("sec-websocket-key");
+    const std::string why = websocket::response_error(resp, key ? *key : "");
+    if (!why.empty()) throw std::runtime_error("upstream's WebSocket handshake: " + why);
+    std::string head = websocket::switching_head(http::forwarded_response_fields(resp));
+    note_reflections(summary, scrubber_.scrub(head), true);
+    response_started = true;
+    summary.status = 101;
+    close_after_ = true;
+    co_await with_deadline(guest_.write_all(head), ctx_.idle_timeout);
+    summary.bytes_to_guest += head.size();
+    ctx_.counters.websockets++;
+    std::string from_guest = std::move(in_), from_upstream = std::move(upstream_.buffered);
+    in_.clear();
+    upstream_.buffered.clear();
+    WebSocketOutcome outcome =
+        co_await relay_websocket(guest_, std::move(from_guest), *upstream_.stream, std::move(from_upstream),
+                                 scrubber_, screen_, decision.substitutions, ctx_.websocket);
+    upstream_.reset();
+    summary.bytes_from_guest += outcome.bytes_up;
+    summary.bytes_to_guest += outcome.bytes_down;
+    summary.messages_up = outcome.messages_up;
+    summary.messages_down = outcome.messages_down;
+    summary.websocket_end = outcome.end;
+    note_reflections(summary, outcome.reflections, false);
+    if (!outcome.tripwires.empty()) {
+      ctx_.counters.denied++;
+      report_tripwire(TripwireHit{conn_.session,
+                                  decision.host,
+                                  req.method,
+                                  summary.path,
+                                  std::move(outcome.tripwires),
+                                  {"websocket"}});
+    }
   }
 
   // Connects (and for TLS, handshakes with) the first of the broker's
@@ -826,7 +907,9 @@ class Exchange {
       http::ParseResult r = http::parse_response_head(upstream_.buffered, ctx_.limits, head_request, resp);
       if (r.state == http::ParseState::kDone) {
         upstream_.buffered.erase(0, r.consumed);
-        // Interim responses (100, 103) are not relayed; we never ask for a 101.
+        // Interim responses (100, 103) are not relayed; a 101 only ends the
+        // head of a WebSocket handshake (checked by the caller).
+        if (resp.status == 101 && websocket_) co_return true;
         if (resp.status == 101) throw std::runtime_error("upstream switched protocols");
         if (resp.status < 200) {
           resp = {};
@@ -912,6 +995,7 @@ class Exchange {
   std::string in_;
   Upstream upstream_;
   bool close_after_ = false;
+  bool websocket_ = false;  // the request being served is a WebSocket handshake
   // Armed at the first injection; wipes its patterns when the connection ends.
   SecretScrubber scrubber_;
   bool session_secrets_loaded_ = false;

@@ -16,6 +16,7 @@
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
 #include "userspace/proxy/upstream_pool.h"
+#include "userspace/proxy/websocket_relay.h"
 
 namespace zn::proxy {
 
@@ -34,6 +35,8 @@ struct InterceptContext {
   // Idle upstream connections shared across guest connections; null: each
   // guest connection opens its own.
   UpstreamPool* upstreams = nullptr;
+  // The bounds of a WebSocket a rule allowed ("websocket": true).
+  WebSocketLimits websocket;
 };
 
 // Runs until the guest closes, a request is refused (refusals close the

@@ -54,6 +54,9 @@ struct RequestFacts {
   std::string host_header;         // as sent
   std::string method;              // uppercase token
   std::string path;                // normalised, without the query
+  // A WebSocket opening handshake (checked well-formed): only a rule with
+  // "websocket": true allows it.
+  bool websocket = false;
   // The connection's first request: an allowed decision carries every
   // secret the session could inject (session_secrets), to scrub responses
   // of, and every decision the session's tripwires.
@@ -165,6 +168,12 @@ struct RequestSummary {
   // No upstream address could be connected (refused by none, reachable by
   // none): an egress:error, never an egress:allow.
   bool upstream_failed = false;
+  // A WebSocket handshake. Switched (status 101): the bytes and duration
+  // cover the whole WebSocket, its messages counted each way, and how it
+  // ended.
+  bool websocket = false;
+  uint64_t messages_up = 0, messages_down = 0;
+  std::string websocket_end;
 };
 
 // A request that carried a tripwire: refused (403) before the tripwire left.

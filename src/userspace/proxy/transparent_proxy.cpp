@@ -372,6 +372,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
                                                    c.connect_timeout, impl_->intercept_counters});
     impl_->interception->guard = impl_->guard.get();
     impl_->interception->upstreams = &impl_->upstreams;
+    impl_->interception->websocket = c.websocket;
   }
   if (c.kernel_splice) {
     impl_->kernel = std::make_unique<KernelSplice>(c.max_connections);

@@ -16,6 +16,7 @@
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/mint_budget.h"
 #include "userspace/proxy/upstream_pool.h"
+#include "userspace/proxy/websocket_relay.h"
 #include "userspace/proxy/policy.h"
 #include "zn_abi.h"
 
@@ -67,6 +68,9 @@ struct ProxyConfig {
   // stream is decided and forwarded as one HTTP/1.1 request (h2_intercept.h).
   // Cleartext HTTP/2 (h2c) is refused either way.
   bool http2 = true;
+  // A WebSocket a rule allowed: the largest message either way, and how
+  // long it may idle (no byte either way) before both sides get a Close.
+  WebSocketLimits websocket;
 };
 
 class TransparentProxy {

@@ -88,6 +88,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.upstream_failures += 5;
   c.upstream_reused += 6;
   c.upstream_resumed += 8;
+  c.websockets += 7;
   c.h2_connections += 9;
   c.h2_streams += 10;
   c.h2_limit_trips += 11;
@@ -98,6 +99,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
                                           {"upstream_failures", 5},
                                           {"upstream_reused", 6},
                                           {"upstream_resumed", 8},
+                                          {"websockets", 7},
                                           {"h2_connections", 9},
                                           {"h2_streams", 10},
                                           {"h2_limit_trips", 11}}));

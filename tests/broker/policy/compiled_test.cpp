@@ -97,6 +97,28 @@ TEST(CompiledPolicy, RequestsByMethodAndPath) {
   EXPECT_EQ(p->match_request("evil.example.com", "GET", "/").reason, "deny rule 0 (evil.example.com)");
 }
 
+// A WebSocket handshake is allowed only by a rule that says so; the rule
+// still allows ordinary requests, and the first rule that allows the
+// handshake decides (its identity goes into it).
+TEST(CompiledPolicy, WebSocketOnlyWhereARuleAllowsIt) {
+  auto p = compile(R"({"policy":{"allow":[
+      {"host":"ws.example","paths":["/plain/**"]},
+      {"host":"ws.example","paths":["/ws/**"],"websocket":true},
+      {"host":"ws.example","paths":["/**"],"methods":["GET"]},
+      {"host":"ws.example","paths":["/late/**"],"websocket":true}]}})");
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/ws/a", true).action, RequestAction::kAllow);
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/ws/a", true).rule->index, 1u);
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/ws/a", false).action, RequestAction::kAllow);
+  const RequestVerdict plain = p->match_request("ws.example", "GET", "/plain/a", true);
+  EXPECT_EQ(plain.action, RequestAction::kDeny);
+  EXPECT_EQ(plain.reason, "websocket not allowed");
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/plain/a", false).action, RequestAction::kAllow);
+  // Past a rule that matches without allowing it, a later one may.
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/late/a", true).rule->index, 3u);
+  EXPECT_EQ(p->match_request("ws.example", "GET", "/other", true).reason, "websocket not allowed");
+  EXPECT_TRUE(p->match_host("ws.example").intercept);
+}
+
 TEST(CompiledPolicy, FirstMatchingRuleInPolicyOrderDecides) {
   auto p = compile(kPolicy);
   auto del = p->match_request("api.internal", "DELETE", "/x");

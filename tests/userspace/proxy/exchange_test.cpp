@@ -605,8 +605,12 @@ TEST_F(ExchangeTest, SmugglingShapesAreRefusedBeforeAnyByteGoesUpstream) {
       {"absolute form", std::string("GET https://other.example/v1/a HTTP/1.1\r\n") + h + "\r\n", "400"},
       {"CONNECT", std::string("CONNECT other.example:443 HTTP/1.1\r\n") + h + "\r\n", "400"},
       {"two Hosts", "GET /v1/a HTTP/1.1\r\n" + h + "Host: other.example\r\n\r\n", "400"},
-      {"websocket upgrade",
-       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
+      // A WebSocket handshake without its key is malformed; an upgrade to
+      // anything but WebSocket is refused as such.
+      {"websocket upgrade without a key",
+       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "400"},
+      {"h2c upgrade", "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n", "403"},
+      {"upgrade without Upgrade", "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\n\r\n", "403"},
       {"single CL (control)", "POST /v1/a HTTP/1.1\r\n" + h + "Content-Length: 4\r\n\r\nabcd", "200"},
       {"chunked (control)",
        "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n", "200"},

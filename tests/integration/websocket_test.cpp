@@ -1,0 +1,335 @@
+// WebSocket through interception (issue 17): a handshake is decided like any
+// request (only a rule with "websocket": true allows it, the identity goes
+// into it), then the frames are relayed both ways and never read as HTTP
+// again. Real parts: python3-websockets as the guest's client and as the
+// lab's upstream (ws.example, 198.18.0.14, TLS 443 and plain 80), and raw
+// frames from the guest for what no library would send.
+#include <openssl/evp.h>
+
+#include "integration/proxy_fixture.h"
+
+namespace zn::test {
+namespace {
+
+constexpr const char* kCanary = "AKIAZNCANARY00001";
+constexpr int kMaxMessage = 65536;
+
+// Hand-built frames from the guest: `raw_ws.py MODE CAFILE`; prints what
+// came back, one line each ("status N", "text ...", "pong ...", "close N",
+// "eof").
+constexpr const char* kRawWs = R"py(import base64, os, socket, ssl, struct, sys, time
+mode, cafile = sys.argv[1], sys.argv[2]
+host = sys.argv[3] if len(sys.argv) > 3 else 'ws.example'
+ip = {'ws.example': '198.18.0.14', 'api.github.com': '198.18.0.10'}[host]
+ctx = ssl.create_default_context(cafile=cafile)
+s = ctx.wrap_socket(socket.create_connection((ip, 443), timeout=10), server_hostname=host)
+buf = b''
+
+def handshake(path='/open/raw', key=None, upgrade='websocket', version='13', method='GET'):
+    global buf
+    key = key or base64.b64encode(os.urandom(16)).decode()
+    s.sendall(('%s %s HTTP/1.1\r\nHost: %s\r\nUpgrade: %s\r\nConnection: Upgrade\r\n'
+               'Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: %s\r\n\r\n'
+               % (method, path, host, upgrade, key, version)).encode())
+    head = b''
+    while b'\r\n\r\n' not in head:
+        d = s.recv(4096)
+        if not d:
+            break
+        head += d
+    status = head.split(b' ', 2)[1].decode() if head else 'none'
+    print('status', status, flush=True)
+    buf = head.split(b'\r\n\r\n', 1)[1] if b'\r\n\r\n' in head else b''
+    return status
+
+def frame(op, payload, fin=True, mask=True, rsv=0):
+    n = len(payload)
+    h = bytes([(0x80 if fin else 0) | rsv | op])
+    m = 0x80 if mask else 0
+    if n < 126:
+        h += bytes([m | n])
+    elif n < 65536:
+        h += bytes([m | 126]) + struct.pack('!H', n)
+    else:
+        h += bytes([m | 127]) + struct.pack('!Q', n)
+    if mask:
+        k = os.urandom(4)
+        h += k
+        payload = bytes(b ^ k[i % 4] for i, b in enumerate(payload))
+    return h + payload
+
+def need(n):
+    global buf
+    while len(buf) < n:
+        d = s.recv(65536)
+        if not d:
+            raise EOFError
+        buf += d
+
+def read_frame():
+    global buf
+    need(2)
+    b0, b1 = buf[0], buf[1]
+    if b1 & 0x80:
+        print('masked frame from the proxy', flush=True)
+    n, off = b1 & 0x7f, 2
+    if n == 126:
+        need(4)
+        n, off = struct.unpack('!H', buf[2:4])[0], 4
+    elif n == 127:
+        need(10)
+        n, off = struct.unpack('!Q', buf[2:10])[0], 10
+    need(off + n)
+    payload, buf = buf[off:off + n], buf[off + n:]
+    return b0 & 0x0f, bool(b0 & 0x80), payload
+
+# Prints every message, pong and close until `count` lines or the end.
+def show(count):
+    message = b''
+    try:
+        while count > 0:
+            op, fin, payload = read_frame()
+            if op in (0, 1, 2):
+                message += payload
+                if fin:
+                    print('text', message.decode(errors='replace'), flush=True)
+                    message = b''
+                    count -= 1
+            elif op == 10:
+                print('pong', payload.decode(), flush=True)
+                count -= 1
+            elif op == 8:
+                print('close', struct.unpack('!H', payload[:2])[0] if len(payload) >= 2 else 0, flush=True)
+                return
+    except (EOFError, socket.timeout, OSError):
+        print('eof', flush=True)
+
+if mode == 'split':
+    # One message a byte per write, then one in two fragments with a ping
+    # between them: split reads and interleaved control frames.
+    if handshake() == '101':
+        for b in frame(1, b'hello split world'):
+            s.sendall(bytes([b]))
+            time.sleep(0.002)
+        s.sendall(frame(1, b'frag-', fin=False) + frame(9, b'p1') + frame(0, b'ment'))
+        show(3)
+elif mode in ('unmasked', 'rsv', 'http', 'continuation', 'bigping', 'pingcanary', 'splitcanary', 'tail'):
+    if handshake() == '101':
+        s.sendall(frame(1, b'before'))
+        show(1)
+        bad = {
+            'unmasked': frame(1, b'unmasked-msg', mask=False),
+            'rsv': frame(1, b'rsv-msg', rsv=0x40),
+            'http': b'GET /smuggled HTTP/1.1\r\nHost: ws.example\r\n\r\n',
+            'continuation': frame(0, b'orphan-msg'),
+            'bigping': frame(9, b'p' * 126),
+            'pingcanary': frame(9, b'AKIAZNCANARY00001'),
+            'splitcanary': frame(1, b'key=AKIAZNCAN', fin=False) + frame(0, b'ARY00001 end'),
+            # Frames are re-made by the proxy: a valid one after garbage in
+            # the same write is never relayed.
+            'tail': frame(1, b'tail-1', rsv=0x20) + frame(1, b'tail-2'),
+        }[mode]
+        s.sendall(bad)
+        show(2)
+elif mode == 'badkey':
+    handshake(key='abc')
+elif mode == 'version8':
+    handshake(version='8')
+elif mode == 'upgradelist':
+    handshake(upgrade='websocket, h2c')
+elif mode == 'post':
+    handshake(method='POST')
+elif mode == 'noswitch':
+    handshake(path='/ws/echo')
+)py";
+
+class WebSocketTest : public ProxyTest {
+ protected:
+  void configure(json& config) override {
+    ProxyTest::configure(config);
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ws.example.key") +
+       " -out " + p("ws.example.csr") + " -subj '/CN=ws.example'");
+    std::ofstream(pki_ / "ws.example.ext") << "subjectAltName=DNS:ws.example\n";
+    sh("openssl x509 -req -in " + p("ws.example.csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
+       " -CAcreateserial -out " + p("ws.example.pem") + " -days 2 -extfile " + p("ws.example.ext"));
+    config["dns_static"]["ws.example"] = {"198.18.0.14"};
+    config["proxy_websocket_idle_timeout_ms"] = 3000;
+    config["proxy_websocket_max_message"] = kMaxMessage;
+  }
+  void SetUp() override {
+    ProxyTest::SetUp();
+    if (HasFatalFailure()) return;
+    const std::string inet = lab_->inet_netns();
+    ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.14/32 dev lo").exit_code, 0);
+    for (const char* port : {"443", "80"}) {
+      std::vector<std::string> argv = {"/usr/bin/python3", ZN_WEBSOCKET_UPSTREAM, "198.18.0.14", port,
+                                       p("ws-upstream.log")};
+      if (std::string(port) == "443") {
+        argv.push_back(p("ws.example.pem"));
+        argv.push_back(p("ws.example.key"));
+      }
+      servers_.push_back(spawn_in_inet(argv));
+    }
+    for (const char* target : {"198.18.0.14 443", "198.18.0.14 80"}) {
+      bool up = false;
+      for (int i = 0; i < 100 && !up; ++i) {
+        up = run_in_netns(inet, std::string("nc -z -w 1 ") + target).exit_code == 0;
+        if (!up) std::this_thread::sleep_for(100ms);
+      }
+      ASSERT_TRUE(up) << target << " never accepted";
+    }
+    json r = call("session.update", {{"id", "user-1"}, {"policy", ws_policy()}});
+    ASSERT_TRUE(r["ok"]) << r.dump();
+    ASSERT_EQ(dig("ws.example"), "198.18.0.14\n");
+    std::ofstream(dir_ / "raw_ws.py") << kRawWs;
+  }
+  static std::string ws_policy() {
+    return std::string(R"({"policy":{"allow":[
+        {"host":"ws.example","paths":["/ws/**"],"websocket":true,"identity":"cap:stripe"},
+        {"host":"ws.example","paths":["/open/**"],"websocket":true},
+        {"host":"ws.example","paths":["/plain/**"]},
+        {"host":"api.github.com","paths":["/ws/**"],"websocket":true}]},
+      "resources":{"stripe":{"accessToken":")") +
+           kSecret + R"("}},
+      "canaries":[")" + kCanary + R"("]})";
+  }
+  // The python3-websockets client in the guest; its lines.
+  std::string ws(const std::string& url, const std::string& steps) {
+    return guest("timeout 40 /usr/bin/python3 " ZN_WEBSOCKET_CLIENT " " + url + " " + p("guest-trust.pem") + " " +
+                 steps + " 2>&1")
+        .output;
+  }
+  std::string raw_ws(const std::string& mode, const std::string& host = "ws.example") {
+    return guest("timeout 30 python3 " + (dir_ / "raw_ws.py").string() + " " + mode + " " + p("guest-trust.pem") +
+                 " " + host + " 2>&1")
+        .output;
+  }
+  std::string ws_log() const { return slurp(pki_ / "ws-upstream.log"); }
+};
+
+// A rule with "websocket": true lets the handshake through with the rule's
+// identity and relays messages both ways; the same host's rule without it
+// refuses the handshake (403) before anything reaches the upstream.
+TEST_F(WebSocketTest, AllowedByItsRuleAndRefusedWithoutIt) {
+  const std::string r = ws("wss://ws.example/ws/chat", "send:hello recv send:whoami recv close");
+  EXPECT_EQ(r, "recv: hello\nrecv: auth:" + sha256_hex(std::string("Bearer ") + kSecret) + "\n") << r;
+  EXPECT_EQ(ws("wss://ws.example/plain/chat", "send:x recv"), "refused: 403\n");
+  const std::string log = ws_log();
+  EXPECT_NE(log.find("\"path\": \"/ws/chat\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("/plain/"), std::string::npos) << log;
+  // The client offered permessage-deflate: the proxy never lets an
+  // extension be negotiated (a compressed payload could not be screened).
+  EXPECT_NE(log.find("\"extensions\": []"), std::string::npos) << log;
+  EXPECT_EQ(log.find("permessage-deflate"), std::string::npos) << log;
+  const std::string events = egress_events({"\"status\":101", "websocket not allowed"});
+  EXPECT_NE(events.find("\"messages_up\":2"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"messages_down\":2"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"identity\":\"stripe\""), std::string::npos) << events;
+  EXPECT_NE(events.find("websocket not allowed"), std::string::npos) << events;
+  EXPECT_EQ(events.find(kSecret), std::string::npos);
+}
+
+// ws:// on port 80 is intercepted the same way; an identity is never sent
+// over cleartext, so the identity rule's handshake is refused there.
+TEST_F(WebSocketTest, CleartextWebSocketWithoutIdentity) {
+  EXPECT_EQ(ws("ws://ws.example/open/x", "send:plain recv close"), "recv: plain\n");
+  EXPECT_EQ(ws("ws://ws.example/ws/x", "send:x recv"), "refused: 403\n");
+  EXPECT_EQ(ws_log().find("/ws/x"), std::string::npos);
+}
+
+// The upstream hands the injected credential back in a message, raw and in
+// base64: the guest gets neither, the audit says it was scrubbed.
+TEST_F(WebSocketTest, AReflectedSecretIsScrubbedFromMessages) {
+  const std::string r = ws("wss://ws.example/ws/r", "send:reflect recv recv send:after recv close");
+  EXPECT_EQ(count(r, "recv: "), 3u) << r;
+  EXPECT_NE(r.find("recv: after"), std::string::npos) << r;
+  EXPECT_EQ(r.find(kSecret), std::string::npos) << r;
+  const std::string b64 = [] {
+    const std::string in = std::string("Bearer ") + kSecret;
+    std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+    out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                                   reinterpret_cast<const unsigned char*>(in.data()),
+                                                   static_cast<int>(in.size()))));
+    return out;
+  }();
+  EXPECT_EQ(r.find(b64.substr(8, 24)), std::string::npos) << r;
+  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"), std::string::npos);
+}
+
+// Messages up to the limit pass both ways, fragmented or not; one past it
+// ends the WebSocket with 1009 to the side that sent it.
+TEST_F(WebSocketTest, MessageSizeIsBounded) {
+  const std::string n = std::to_string(kMaxMessage - 100);
+  EXPECT_EQ(ws("wss://ws.example/open/big", "sendbin:" + n + " recv close"), "recv: bin:" + n + "\n");
+  EXPECT_EQ(ws("wss://ws.example/open/big", "send:big\\ " + n + " recv send:frag\\ " + n + " recv close"),
+            "recv: " + std::string(kMaxMessage - 100, 'x') + "\nrecv: " + std::string(kMaxMessage - 100, 'y') +
+                "\n");
+  const std::string over = std::to_string(kMaxMessage + 100);
+  EXPECT_EQ(ws("wss://ws.example/open/big", "sendbin:" + over + " recv"), "closed: 1009 zeroness\n");
+  // The upstream's message past the limit: the guest is told the proxy went
+  // away (1001); the upstream got the 1009.
+  EXPECT_EQ(ws("wss://ws.example/open/big", "send:big\\ " + over + " recv"), "closed: 1001 zeroness\n");
+  const std::string events = egress_events({"message over the size limit"});
+  EXPECT_NE(events.find("guest: a message over the size limit"), std::string::npos) << events;
+  EXPECT_NE(events.find("upstream: a message over the size limit"), std::string::npos) << events;
+}
+
+// A canary in a message, a fragmented message or a ping ends the WebSocket
+// (1008) before it leaves; the same connection's clean message went.
+TEST_F(WebSocketTest, ATripwireInAFrameEndsTheWebSocket) {
+  EXPECT_EQ(ws("wss://ws.example/open/t", std::string("send:clean recv send:key=") + kCanary + " recv"),
+            "recv: clean\nclosed: 1008 zeroness\n");
+  for (const char* mode : {"pingcanary", "splitcanary"}) {
+    const std::string r = raw_ws(mode);
+    EXPECT_EQ(r, "status 101\ntext before\nclose 1008\n") << mode;
+  }
+  const std::string log = ws_log();
+  EXPECT_NE(log.find("\"message\": \"clean\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("AKIAZNCAN"), std::string::npos) << log;
+  const std::string alarms = audit_events("secret:canary", {"secret:canary"});
+  EXPECT_NE(alarms.find("\"websocket\""), std::string::npos) << alarms;
+}
+
+// Frames no valid client sends end the WebSocket with 1002, and nothing of
+// them (nor anything behind them) reaches the upstream; bytes after the
+// handshake are never read as an HTTP request. Positive control: a message
+// written a byte at a time and one fragmented around a ping arrive whole.
+TEST_F(WebSocketTest, MalformedFramesEndTheWebSocket) {
+  EXPECT_EQ(raw_ws("split"), "status 101\ntext hello split world\npong p1\ntext frag-ment\n");
+  for (const char* mode : {"unmasked", "rsv", "http", "continuation", "bigping", "tail"}) {
+    const std::string r = raw_ws(mode);
+    EXPECT_EQ(r, "status 101\ntext before\nclose 1002\n") << mode;
+  }
+  const std::string log = ws_log();
+  for (const char* never : {"unmasked-msg", "rsv-msg", "smuggled", "orphan-msg", "tail-1", "tail-2"})
+    EXPECT_EQ(log.find(never), std::string::npos) << never << "\n" << log;
+  EXPECT_EQ(upstream_log().find("smuggled"), std::string::npos);
+}
+
+// Handshakes that are not exactly WebSocket's are refused before policy;
+// an upstream that answers the upgrade as a request is relayed as one.
+TEST_F(WebSocketTest, HandshakesAreChecked) {
+  EXPECT_EQ(raw_ws("badkey"), "status 400\n");
+  EXPECT_EQ(raw_ws("version8"), "status 400\n");
+  EXPECT_EQ(raw_ws("upgradelist"), "status 400\n");
+  EXPECT_EQ(raw_ws("post"), "status 400\n");
+  EXPECT_EQ(ws_log().find("/open/raw"), std::string::npos);
+  // The echo upstream does not speak WebSocket: its 200 goes to the guest.
+  ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  EXPECT_EQ(raw_ws("noswitch", "api.github.com"), "status 200\n");
+  EXPECT_NE(upstream_log().find("/ws/echo"), std::string::npos);
+}
+
+// No byte either way for the idle limit (3 s here): both sides get 1001.
+// Positive control: a WebSocket used every second outlives the limit.
+TEST_F(WebSocketTest, AnIdleWebSocketIsClosed) {
+  EXPECT_EQ(ws("wss://ws.example/open/idle", "send:a recv sleep:1.5 send:b recv sleep:1.5 send:c recv sleep:1.5 "
+                                             "send:d recv close"),
+            "recv: a\nrecv: b\nrecv: c\nrecv: d\n");
+  EXPECT_EQ(ws("wss://ws.example/open/idle", "send:a recv wait"), "recv: a\nclosed: 1001 zeroness\n");
+  const std::string events = egress_events({"\"end\":\"idle\""});
+  EXPECT_NE(events.find("\"end\":\"idle\""), std::string::npos) << events;
+}
+
+}  // namespace
+}  // namespace zn::test
