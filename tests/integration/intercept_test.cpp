@@ -184,8 +184,14 @@ TEST_F(InterceptTest, SmugglingAndFramingTricksAreRefusedBeforeAnyByteGoesUpstre
        "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n0x4\r\nabcd\r\n0\r\n\r\n", "400"},
       {"chunk without CRLF",
        "POST /v1/a HTTP/1.1\r\n" + h + "Transfer-Encoding: chunked\r\n\r\n4\r\nabcdXX0\r\n\r\n", "400"},
+      // A well-formed WebSocket handshake: no rule of this host allows one.
       {"websocket upgrade",
-       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "403"},
+       "GET /v1/a HTTP/1.1\r\n" + h +
+           "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+           "Sec-WebSocket-Version: 13\r\n\r\n",
+       "403"},
+      {"websocket upgrade without a key",
+       "GET /v1/a HTTP/1.1\r\n" + h + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", "400"},
       {"h2c upgrade",
        "GET /v1/a HTTP/1.1\r\n" + h +
            "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: "

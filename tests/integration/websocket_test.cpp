@@ -143,6 +143,87 @@ elif mode == 'noswitch':
     handshake(path='/ws/echo')
 )py";
 
+// WebSocket over HTTP/2 (RFC 8441) from the guest: python3-h2 for the
+// connection, python3-wsproto for the frames. `h2_ws.py PATH CAFILE MSG...`
+// opens an extended CONNECT to PATH, sends each message and prints the echo;
+// after the first, a GET /plain/x on a stream beside it; then a Close.
+constexpr const char* kH2Ws = R"py(import socket, ssl, sys
+import h2.config, h2.connection, h2.events
+from wsproto.connection import Connection, ConnectionType
+from wsproto.events import CloseConnection, Message, TextMessage
+path, cafile, messages = sys.argv[1], sys.argv[2], sys.argv[3:]
+ctx = ssl.create_default_context(cafile=cafile)
+ctx.set_alpn_protocols(['h2'])
+s = ctx.wrap_socket(socket.create_connection(('198.18.0.14', 443), timeout=10), server_hostname='ws.example')
+print('alpn', s.selected_alpn_protocol(), flush=True)
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding='utf-8'))
+c.initiate_connection()
+s.sendall(c.data_to_send())
+events = []
+
+def pump():
+    data = s.recv(65536)
+    if not data:
+        raise EOFError
+    events.extend(c.receive_data(data))
+    out = c.data_to_send()
+    if out:
+        s.sendall(out)
+
+def take(kind, sid):
+    while True:
+        for i, e in enumerate(events):
+            if isinstance(e, kind) and getattr(e, 'stream_id', None) == sid:
+                return events.pop(i)
+            if isinstance(e, h2.events.StreamReset) and e.stream_id == sid:
+                events.pop(i)
+                return None
+        pump()
+
+while not any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events):
+    pump()
+print('connect-protocol', c.remote_settings.enable_connect_protocol, flush=True)
+sid = c.get_next_available_stream_id()
+c.send_headers(sid, [(':method', 'CONNECT'), (':protocol', 'websocket'), (':scheme', 'https'),
+                     (':path', path), (':authority', 'ws.example'), ('sec-websocket-version', '13')])
+s.sendall(c.data_to_send())
+r = take(h2.events.ResponseReceived, sid)
+status = dict(r.headers)[':status'] if r else 'reset'
+print('status', status, flush=True)
+if status != '200':
+    sys.exit(0)
+ws = Connection(ConnectionType.CLIENT)
+pending = []
+
+def ws_event():
+    while not pending:
+        d = take(h2.events.DataReceived, sid)
+        if d is None:
+            return None
+        c.acknowledge_received_data(d.flow_controlled_length, sid)
+        s.sendall(c.data_to_send())
+        ws.receive_data(d.data)
+        pending.extend(ws.events())
+    return pending.pop(0)
+
+for n, m in enumerate(messages):
+    c.send_data(sid, ws.send(Message(data=m)))
+    s.sendall(c.data_to_send())
+    e = ws_event()
+    print('recv:', e.data if isinstance(e, TextMessage) else e, flush=True)
+    if n == 0:
+        gid = c.get_next_available_stream_id()
+        c.send_headers(gid, [(':method', 'GET'), (':scheme', 'https'), (':path', '/plain/x'),
+                             (':authority', 'ws.example')], end_stream=True)
+        s.sendall(c.data_to_send())
+        g = take(h2.events.ResponseReceived, gid)
+        print('get', dict(g.headers)[':status'] if g else 'reset', flush=True)
+c.send_data(sid, ws.send(CloseConnection(code=1000)))
+s.sendall(c.data_to_send())
+e = ws_event()
+print('closed', e.code if isinstance(e, CloseConnection) else e, flush=True)
+)py";
+
 class WebSocketTest : public ProxyTest {
  protected:
   void configure(json& config) override {
@@ -155,6 +236,9 @@ class WebSocketTest : public ProxyTest {
     config["dns_static"]["ws.example"] = {"198.18.0.14"};
     config["proxy_websocket_idle_timeout_ms"] = 3000;
     config["proxy_websocket_max_message"] = kMaxMessage;
+    // The python3-websockets client and the raw frames offer no ALPN (they
+    // speak HTTP/1.1); h2_ws.py offers h2.
+    config["proxy_http2"] = true;
   }
   void SetUp() override {
     ProxyTest::SetUp();
@@ -182,6 +266,7 @@ class WebSocketTest : public ProxyTest {
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("ws.example"), "198.18.0.14\n");
     std::ofstream(dir_ / "raw_ws.py") << kRawWs;
+    std::ofstream(dir_ / "h2_ws.py") << kH2Ws;
   }
   static std::string ws_policy() {
     return std::string(R"({"policy":{"allow":[
@@ -202,6 +287,11 @@ class WebSocketTest : public ProxyTest {
   std::string raw_ws(const std::string& mode, const std::string& host = "ws.example") {
     return guest("timeout 30 python3 " + (dir_ / "raw_ws.py").string() + " " + mode + " " + p("guest-trust.pem") +
                  " " + host + " 2>&1")
+        .output;
+  }
+  std::string h2_ws(const std::string& path, const std::string& messages) {
+    return guest("timeout 30 /usr/bin/python3 " + (dir_ / "h2_ws.py").string() + " " + path + " " +
+                 p("guest-trust.pem") + " " + messages + " 2>&1")
         .output;
   }
   std::string ws_log() const { return slurp(pki_ / "ws-upstream.log"); }
@@ -329,6 +419,24 @@ TEST_F(WebSocketTest, AnIdleWebSocketIsClosed) {
   EXPECT_EQ(ws("wss://ws.example/open/idle", "send:a recv wait"), "recv: a\nclosed: 1001 zeroness\n");
   const std::string events = egress_events({"\"end\":\"idle\""});
   EXPECT_NE(events.find("\"end\":\"idle\""), std::string::npos) << events;
+}
+
+// RFC 8441: a WebSocket on an HTTP/2 stream (extended CONNECT), decided by
+// the same rules (identity injected into the upstream's HTTP/1.1 handshake),
+// beside an ordinary request on the same connection; refused (403) on its
+// stream where no rule allows it.
+TEST_F(WebSocketTest, OverHttp2WithExtendedConnect) {
+  const std::string r = h2_ws("/ws/h2", "hello whoami");
+  // The GET reached the upstream, which answers plain requests 426.
+  EXPECT_EQ(r, "alpn h2\nconnect-protocol 1\nstatus 200\nrecv: hello\nget 426\nrecv: auth:" +
+                   sha256_hex(std::string("Bearer ") + kSecret) + "\nclosed 1000\n")
+      << r;
+  EXPECT_EQ(h2_ws("/plain/h2", "x"), "alpn h2\nconnect-protocol 1\nstatus 403\n");
+  const std::string log = ws_log();
+  EXPECT_NE(log.find("\"path\": \"/ws/h2\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("/plain/h2"), std::string::npos) << log;
+  const std::string events = egress_events({"\"path\":\"/ws/h2\"", "\"path\":\"/plain/h2\""});
+  EXPECT_NE(events.find("\"messages_up\":2"), std::string::npos) << events;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "userspace/h2/stream_response.h"
 #include "userspace/http/body.h"
 #include "userspace/proxy/stream_pipe.h"
+#include "userspace/websocket/handshake.h"
 
 namespace zn::proxy {
 namespace {
@@ -43,6 +44,7 @@ struct StreamBridge : StreamPipe::Sink {
   H2Connection& conn;
   int32_t id;
   std::string method;
+  bool websocket = false;  // extended CONNECT: a tunnel once the upstream switched
   std::unique_ptr<StreamPipe> pipe;
   bool chunked = false;  // the request body goes chunked (no Content-Length)
   bool answered = false;
@@ -116,6 +118,9 @@ class H2Connection {
     // A body the exchange has not taken yet holds the guest back (its
     // stream only): the window opens as the exchange reads.
     o.manual_window_updates = true;
+    // WebSocket over HTTP/2 (RFC 8441): decided by the exchange like an
+    // HTTP/1.1 handshake.
+    o.enable_extended_connect = true;
     return o;
   }
 
@@ -148,8 +153,12 @@ class H2Connection {
     }
     h2::StreamRequestResult r = h2::to_request_head(h, conn_.host, ctx_.limits, conn_.port);
     if (r && r.websocket) {
-      r.status = 403;
-      r.reason = "protocol upgrade not allowed";
+      // The HTTP/1.1 handshake the same WebSocket would be: the exchange
+      // checks and decides it as one, and its upstream answers the key
+      // made here (an HTTP/2 client sends none).
+      r.head.headers.push_back({"upgrade", "websocket"});
+      r.head.headers.push_back({"connection", "upgrade"});
+      r.head.headers.push_back({"sec-websocket-key", websocket::make_key()});
     }
     if (!r) {
       ctx_.counters.denied++;
@@ -161,6 +170,8 @@ class H2Connection {
     }
     auto s = std::make_shared<StreamBridge>(*this, h.stream_id, h.method);
     s->pipe = std::make_unique<StreamPipe>(guest_.socket(), *s, h.method == "HEAD", ctx_.limits);
+    s->websocket = r.websocket;
+    if (r.websocket) s->pipe->set_tunnel();
     s->pipe->push(h2::request_text(r.head));
     s->chunked = r.head.framing == http::BodyFraming::kChunked;
     if (h.end_stream) s->pipe->end_request();
@@ -279,6 +290,19 @@ class H2Connection {
 };
 
 void StreamBridge::on_response_head(const http::ResponseHead& head, bool has_body) {
+  if (websocket && head.status == 101) {
+    // RFC 8441: a 2xx opens the tunnel; the stream stays open both ways.
+    http::ResponseHead opened = head;
+    opened.status = 200;
+    std::erase_if(opened.headers, [](const http::Header& h) {
+      return http::iequals(h.name, "sec-websocket-accept") || http::iequals(h.name, "upgrade") ||
+             http::iequals(h.name, "connection");
+    });
+    h2::StreamResponse r = h2::to_h2_response_fields(opened);
+    answered = conn.session.submit_response(id, 200, r.error ? std::vector<h2::Field>{} : r.headers, true);
+    conn.kick();
+    return;
+  }
   h2::StreamResponse r = h2::to_h2_response_fields(head);
   if (r.error) {
     // Nothing of it can go on HTTP/2: the stream ends with 502 instead.

@@ -186,7 +186,7 @@ class Exchange {
       ctx_.counters.bad_requests++;
       summary.status = head.error_status;
       summary.error = "malformed request: " + head.error;
-      co_await report(summary, start);
+      report(summary, start);
       const Refusal r{head.error_status, "zeroness: bad request (" + head.error + ")\n"};
       co_await refuse(r);
       co_return false;
@@ -201,7 +201,7 @@ class Exchange {
       ctx_.counters.bad_requests++;
       summary.status = 400;
       summary.error = "bad request target: " + why;
-      co_await report(summary, start);
+      report(summary, start);
       const Refusal r{400, "zeroness: bad request (" + why + ")\n"};
       co_await refuse(r);
       co_return false;
@@ -216,7 +216,7 @@ class Exchange {
         ctx_.counters.bad_requests++;
         summary.status = 400;
         summary.error = "bad WebSocket handshake: " + bad;
-        co_await report(summary, start);
+        report(summary, start);
         const Refusal r{400, "zeroness: bad request (" + bad + ")\n"};
         co_await refuse(r);
         co_return false;
@@ -229,7 +229,7 @@ class Exchange {
       ctx_.counters.denied++;
       summary.status = 403;
       summary.error = "protocol upgrade not allowed";
-      co_await report(summary, start);
+      report(summary, start);
       const Refusal r{403, "zeroness: blocked by policy (protocol upgrade not allowed)\n"};
       co_await refuse(r);
       co_return false;
@@ -348,7 +348,7 @@ class Exchange {
     }
     if (refused) {
       summary.status = refused->status;
-      co_await report(summary, start);
+      report(summary, start);
       co_await refuse(*refused);
       co_return false;
     }
@@ -359,7 +359,7 @@ class Exchange {
       if (!response_started) summary.status = 502;
       summary.forwarded = true;
       summary.error = *failure;
-      co_await report(summary, start);
+      report(summary, start);
       if (!response_started) {
         const Refusal r{502, "zeroness: upstream failed\n"};
         co_await refuse(r);
@@ -368,7 +368,7 @@ class Exchange {
     }
     ctx_.counters.allowed++;
     summary.forwarded = true;
-    co_await report(summary, start);
+    report(summary, start);
     if (close_after_) {
       co_await guest_.close_write();
       co_return false;
@@ -979,14 +979,15 @@ class Exchange {
   }
 
   // The broker posts the audit record to the audit's writer (never waits
-  // on the disk), so it runs on this loop.
-  awaitable<void> report(RequestSummary& summary, Clock::time_point start) {
+  // on the disk), so it runs on this loop. Not a coroutine: an exchange
+  // whose stream was cancelled (an HTTP/2 connection going away under a
+  // WebSocket) still reports, where another co_await would throw.
+  void report(RequestSummary& summary, Clock::time_point start) {
     summary.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     try {
       ctx_.policy.on_request_done(summary);
     } catch (const std::exception&) {
     }
-    co_return;
   }
 
   ByteStream& guest_;

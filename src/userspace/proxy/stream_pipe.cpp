@@ -23,7 +23,8 @@ StreamPipe::StreamPipe(asio::ip::tcp::socket& guest_socket, Sink& sink, bool hea
     : socket_(guest_socket), sink_(sink), head_request_(head_request), limits_(limits) {}
 
 void StreamPipe::notify() {
-  if (signal_) signal_->cancel();
+  if (read_signal_) read_signal_->cancel();
+  if (write_signal_) write_signal_->cancel();
 }
 
 void StreamPipe::push(std::string bytes, size_t payload_bytes) {
@@ -51,10 +52,10 @@ size_t StreamPipe::drop_pending() {
   return n;
 }
 
-awaitable<void> StreamPipe::wait() {
-  if (!signal_) signal_.emplace(co_await asio::this_coro::executor);
-  signal_->expires_at(asio::steady_timer::time_point::max());
-  co_await signal_->async_wait(asio::experimental::as_tuple(use_awaitable));
+awaitable<void> StreamPipe::wait(std::optional<asio::steady_timer>& signal) {
+  if (!signal) signal.emplace(co_await asio::this_coro::executor);
+  signal->expires_at(asio::steady_timer::time_point::max());
+  co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
   // Woken (a cancel from notify) or cancelled by the caller: only the
   // caller's cancellation ends the wait for good.
   asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
@@ -63,7 +64,7 @@ awaitable<void> StreamPipe::wait() {
 }
 
 awaitable<size_t> StreamPipe::read_some(char* data, size_t size) {
-  while (in_.empty() && !ended_ && !aborted_) co_await wait();
+  while (in_.empty() && !ended_ && !aborted_) co_await wait(read_signal_);
   if (aborted_) gone();
   if (in_.empty()) co_return 0;  // ended: the request is complete
   Segment& s = in_.front();
@@ -83,7 +84,7 @@ awaitable<bool> StreamPipe::wait_readable(std::chrono::steady_clock::duration ti
   if (has_buffered()) co_return true;
   asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
   auto woken = [this]() -> awaitable<void> {
-    while (!has_buffered()) co_await wait();
+    while (!has_buffered()) co_await wait(read_signal_);
   };
   auto r = co_await (woken() || timer.async_wait(asio::experimental::as_tuple(use_awaitable)));
   co_return r.index() == 0;
@@ -95,13 +96,15 @@ awaitable<void> StreamPipe::write_all(std::string_view data) {
   parse_response();
   // A guest that does not take the stream's response holds the exchange,
   // as a full socket would (the exchange's deadline ends it).
-  while (!aborted_ && sink_.unsent() > kMaxUnsent) co_await wait();
+  while (!aborted_ && sink_.unsent() > kMaxUnsent) co_await wait(write_signal_);
   if (aborted_) gone();
 }
 
 awaitable<void> StreamPipe::close_write() {
-  // A body that ends where the exchange stops writing (close-delimited).
-  if (state_ == State::kBody && response_.framing == http::BodyFraming::kUntilClose) {
+  // A body that ends where the exchange stops writing (close-delimited), or
+  // the end of a tunnel.
+  if (state_ == State::kTunnel ||
+      (state_ == State::kBody && response_.framing == http::BodyFraming::kUntilClose)) {
     state_ = State::kDone;
     sink_.on_response_data({}, true);
   }
@@ -117,6 +120,14 @@ void StreamPipe::parse_response() {
       if (r.state == http::ParseState::kError)
         throw std::runtime_error("the exchange wrote a malformed response: " + r.error);
       out_.erase(0, r.consumed);
+      // A WebSocket's upstream switched (the exchange checked its 101):
+      // everything after the head is the tunnel's.
+      if (head.status == 101 && tunnel_) {
+        response_ = std::move(head);
+        state_ = State::kTunnel;
+        sink_.on_response_head(response_, true);
+        continue;
+      }
       // 100 Continue and the like: HTTP/2 needs none (the body flows as the
       // window allows).
       if (head.status < 200) continue;
@@ -128,6 +139,11 @@ void StreamPipe::parse_response() {
       if (has_body) decoder_.emplace(response_.framing, response_.content_length, limits_);
       sink_.on_response_head(response_, has_body);
       continue;
+    }
+    if (state_ == State::kTunnel) {
+      if (!out_.empty()) sink_.on_response_data(out_, false);
+      out_.clear();
+      return;
     }
     if (state_ == State::kBody) {
       std::string piece;

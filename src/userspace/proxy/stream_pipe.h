@@ -52,6 +52,12 @@ class StreamPipe : public ByteStream {
   StreamPipe(asio::ip::tcp::socket& guest_socket, Sink& sink, bool head_request,
              const http::HttpLimits& limits);
 
+  // The request is a WebSocket (extended CONNECT, RFC 8441): a 101 the
+  // exchange writes starts a tunnel (on_response_head with the 101, then
+  // every byte written is on_response_data, close_write its end), and the
+  // exchange's relay reads and writes the pipe at once.
+  void set_tunnel() { tunnel_ = true; }
+
   // The bridge's side. `payload_bytes`: how many of `bytes` are the
   // guest's DATA (reported to the sink once the exchange has read them).
   void push(std::string bytes, size_t payload_bytes = 0);
@@ -72,15 +78,16 @@ class StreamPipe : public ByteStream {
   asio::awaitable<bool> wait_readable(std::chrono::steady_clock::duration timeout) override;
 
  private:
-  enum class State { kHead, kBody, kDone };
+  enum class State { kHead, kBody, kTunnel, kDone };
   struct Segment {
     std::string bytes;
     size_t taken = 0;
     size_t payload = 0;
   };
   // Until wake(), push(), end_request() or abort(); throws if the caller
-  // was cancelled (its deadline passed).
-  asio::awaitable<void> wait();
+  // was cancelled (its deadline passed). `signal`: the reader's or the
+  // writer's.
+  asio::awaitable<void> wait(std::optional<asio::steady_timer>& signal);
   void notify();
   // Turns what the exchange wrote into sink calls; throws on a response it
   // could not have written (a bug, not input).
@@ -93,7 +100,10 @@ class StreamPipe : public ByteStream {
   std::deque<Segment> in_;
   bool ended_ = false;
   bool aborted_ = false;
-  std::optional<asio::steady_timer> signal_;
+  // A reader and a writer may wait at once (a tunnel's relay): each on
+  // its own timer, every notify() wakes both to look again.
+  std::optional<asio::steady_timer> read_signal_, write_signal_;
+  bool tunnel_ = false;
   std::string out_;
   State state_ = State::kHead;
   http::ResponseHead response_;

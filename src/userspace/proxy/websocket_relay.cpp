@@ -40,13 +40,19 @@ class Relay {
     using namespace asio::experimental::awaitable_operators;
     signal_.emplace(co_await asio::this_coro::executor);
     last_activity_ = Clock::now();
-    co_await ((pump(guest_, upstream_, std::move(guest_pending)) &&
-               pump(upstream_, guest_, std::move(upstream_pending))) ||
-              watch());
-    // Nothing runs any more: the sides that can still take a frame learn
-    // why the proxy ended it.
-    co_await send_close(guest_);
-    co_await send_close(upstream_);
+    try {
+      co_await ((pump(guest_, upstream_, std::move(guest_pending)) &&
+                 pump(upstream_, guest_, std::move(upstream_pending))) ||
+                watch());
+      // Nothing runs any more: the sides that can still take a frame learn
+      // why the proxy ended it.
+      co_await send_close(guest_);
+      co_await send_close(upstream_);
+    } catch (const std::exception& e) {
+      // Cancelled from outside (the guest's HTTP/2 connection went): what
+      // was relayed is still the outcome.
+      if (outcome_.end.empty()) outcome_.end = std::string("cancelled: ") + e.what();
+    }
     if (outcome_.end.empty()) outcome_.end = "closed";
     if (scrubber_.armed()) outcome_.reflections.merge(scrub_.report());
     co_return std::move(outcome_);

@@ -1,8 +1,10 @@
 #include "userspace/websocket/handshake.h"
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <stdexcept>
 #include <vector>
 
 namespace zn::websocket {
@@ -68,6 +70,14 @@ std::string request_error(const http::RequestHead& request) {
   const auto version = fields(request.headers, "sec-websocket-version");
   if (version.size() != 1 || *version[0] != "13") return "Sec-WebSocket-Version must be 13";
   return "";
+}
+
+std::string make_key() {
+  unsigned char nonce[16];
+  if (RAND_bytes(nonce, sizeof(nonce)) != 1) throw std::runtime_error("no random bytes for a WebSocket key");
+  unsigned char encoded[25];
+  const int n = EVP_EncodeBlock(encoded, nonce, sizeof(nonce));
+  return std::string(reinterpret_cast<const char*>(encoded), static_cast<size_t>(n));
 }
 
 std::string accept_for(std::string_view key) {

@@ -24,6 +24,11 @@ bool asks_for_websocket(const http::RequestHead& request);
 // Otherwise why not (never a field's value).
 std::string request_error(const http::RequestHead& request);
 
+// A fresh Sec-WebSocket-Key (16 random bytes in base64), for a handshake
+// the proxy makes itself (a WebSocket over HTTP/2 has none). Throws if the
+// random source fails.
+std::string make_key();
+
 // base64(SHA-1(key + the RFC's GUID)): the Sec-WebSocket-Accept for `key`.
 std::string accept_for(std::string_view key);
 

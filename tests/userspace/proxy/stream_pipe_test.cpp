@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <functional>
 #include <string>
 #include <vector>
@@ -178,6 +179,56 @@ TEST_F(StreamPipeTest, AnAbortedStreamEndsEveryWait) {
   EXPECT_TRUE(write_failed);
   pipe_.push("x", 1);
   EXPECT_EQ(pipe_.drop_pending(), 0u);  // nothing is taken after an abort
+}
+
+}  // namespace
+}  // namespace zn::proxy
+
+namespace zn::proxy {
+namespace {
+
+// A WebSocket over HTTP/2 (RFC 8441): the exchange's 101 opens the tunnel,
+// every byte after it goes on as it is, close_write ends the stream; a
+// reader and a writer waiting at once each wake for their own reason (one
+// timer would have them cancel each other's wait for ever).
+TEST_F(StreamPipeTest, ATunnelCarriesBytesBothWaysAtOnce) {
+  pipe_.set_tunnel();
+  std::string read;
+  run([&]() -> asio::awaitable<void> {
+    using namespace asio::experimental::awaitable_operators;
+    co_await pipe_.write_all("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
+    EXPECT_EQ(sink_.heads, std::vector<int>{101});
+    EXPECT_TRUE(pipe_.response_started());
+    sink_.unsent_bytes = StreamPipe::kMaxUnsent + 1;  // the guest is not reading yet
+    auto reader = [&]() -> asio::awaitable<void> {
+      char buf[64];
+      const size_t n = co_await pipe_.read_some(buf, sizeof buf);
+      read.assign(buf, n);
+    };
+    auto writer = [&]() -> asio::awaitable<void> { co_await pipe_.write_all("\x81\x02hi"); };
+    auto timer = std::make_shared<asio::steady_timer>(io_, 30ms);
+    timer->async_wait([this, timer](asio::error_code) {
+      pipe_.push("\x81\x82masked");
+      sink_.unsent_bytes = 0;
+      pipe_.wake();
+    });
+    co_await (reader() && writer());
+    co_await pipe_.close_write();
+  });
+  EXPECT_EQ(read, "\x81\x82masked");
+  EXPECT_EQ(sink_.body, "\x81\x02hi");
+  EXPECT_TRUE(sink_.ended);
+  EXPECT_TRUE(pipe_.response_complete());
+}
+
+// Without set_tunnel a 101 is an interim response the pipe skips (a plain
+// request's stream never switches).
+TEST_F(StreamPipeTest, WithoutATunnelA101IsSkipped) {
+  run([&]() -> asio::awaitable<void> {
+    co_await pipe_.write_all("HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+  });
+  EXPECT_EQ(sink_.heads, std::vector<int>{200});
+  EXPECT_EQ(sink_.body, "ok");
 }
 
 }  // namespace
