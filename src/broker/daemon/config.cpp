@@ -121,6 +121,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_header_timeout_ms",
                                  "proxy_kernel_splice",
                                  "proxy_http2",
+                                 "proxy_upstream_http2",
                                  "proxy_websocket_idle_timeout_ms",
                                  "proxy_websocket_max_message",
                                  "host_key",
@@ -194,6 +195,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
       get_uint(doc, "proxy_websocket_idle_timeout_ms", c.proxy_websocket_idle_timeout_ms, 100, 86400000);
   c.proxy_websocket_max_message =
       get_uint(doc, "proxy_websocket_max_message", c.proxy_websocket_max_message, 1024, 256u * 1024 * 1024);
+  if (doc.contains("proxy_upstream_http2")) {
+    if (!doc["proxy_upstream_http2"].is_boolean()) fail("$.proxy_upstream_http2", "must be true or false");
+    c.proxy_upstream_http2 = doc["proxy_upstream_http2"].get<bool>();
+  }
   if (doc.contains("proxy_kernel_splice")) {
     if (!doc["proxy_kernel_splice"].is_boolean()) fail("$.proxy_kernel_splice", "must be true or false");
     c.proxy_kernel_splice = doc["proxy_kernel_splice"].get<bool>();

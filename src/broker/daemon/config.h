@@ -76,6 +76,7 @@ struct DaemonConfig {
   bool proxy_kernel_splice = false;
   // Intercepted TLS offers HTTP/2 to guests (ProxyConfig::http2).
   bool proxy_http2 = true;
+  bool proxy_upstream_http2 = true;  // offer h2 to TLS upstreams
   // A WebSocket a rule allowed ("websocket": true): its largest message
   // either way, and its idle bound (no byte either way).
   uint32_t proxy_websocket_idle_timeout_ms = 300000;

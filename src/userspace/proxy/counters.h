@@ -38,6 +38,7 @@
   X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")                    \
   X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle") \
   X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")                          \
+  X(upstream_h2, "", "upstream TLS connections that chose HTTP/2")                                        \
   X(websockets, "", "WebSockets relayed (the upstream switched protocols)")                               \
   X(h2_connections, "", "intercepted connections that spoke HTTP/2")                                      \
   X(h2_streams, "", "HTTP/2 streams opened by guests (each one request)")                                 \

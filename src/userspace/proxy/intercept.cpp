@@ -15,6 +15,7 @@
 #include "userspace/http/body.h"
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
+#include "userspace/proxy/h2_upstream_stream.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
 #include "userspace/proxy/websocket_relay.h"
@@ -588,7 +589,9 @@ class Exchange {
       // that connection goes back to the pool, this request gets its own.
       if (upstream_.open() && (upstream_.host != decision.host || upstream_.identity != identity))
         release_upstream();
-      if (!upstream_.open() && attempt == 0 && ctx_.upstreams) {
+      // A WebSocket takes a connection of its own that offered HTTP/1.1
+      // only (a pooled one may speak HTTP/2), and never gives it back.
+      if (!upstream_.open() && attempt == 0 && ctx_.upstreams && !websocket_) {
         auto executor = co_await asio::this_coro::executor;
         std::optional<IdleUpstream> idle = ctx_.upstreams->take(key_for(decision.host, identity), executor);
         if (idle) {
@@ -781,12 +784,21 @@ class Exchange {
         SslPtr ssl(SSL_new(ctx_.upstream_tls));
         if (!ssl) throw std::runtime_error("SSL_new failed");
         prepare_upstream(ssl.get(), host);
+        // HTTP/2 when the upstream prefers it (the request goes as a
+        // stream, h2_upstream_stream.h); never for a WebSocket handshake.
+        const bool offer_h2 = ctx_.upstream_http2 && !websocket_;
+        if (offer_h2) offer_upstream_alpn(ssl.get());
         // Resumes the session this name and port last gave, if any.
         offer_kept_session(ssl.get(), host + ":" + std::to_string(conn_.port));
         SSL* raw = ssl.get();
         auto tls = std::make_unique<TlsStream>(socket, std::move(ssl), false);
         co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
         if (SSL_session_reused(raw) == 1) ctx_.counters.upstream_resumed++;
+        if (offer_h2 && upstream_chose_h2(raw)) {
+          ctx_.counters.upstream_h2++;
+          stream = std::make_unique<H2UpstreamStream>(std::move(tls));
+          co_return std::nullopt;
+        }
         stream = std::move(tls);
         co_return std::nullopt;
       } catch (const std::exception& e) {

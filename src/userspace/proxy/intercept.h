@@ -37,6 +37,8 @@ struct InterceptContext {
   UpstreamPool* upstreams = nullptr;
   // The bounds of a WebSocket a rule allowed ("websocket": true).
   WebSocketLimits websocket;
+  // Offer HTTP/2 to TLS upstreams (ALPN "h2" before "http/1.1").
+  bool upstream_http2 = false;
 };
 
 // Runs until the guest closes, a request is refused (refusals close the

@@ -373,6 +373,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     impl_->interception->guard = impl_->guard.get();
     impl_->interception->upstreams = &impl_->upstreams;
     impl_->interception->websocket = c.websocket;
+    impl_->interception->upstream_http2 = c.upstream_http2;
   }
   if (c.kernel_splice) {
     impl_->kernel = std::make_unique<KernelSplice>(c.max_connections);

@@ -71,6 +71,9 @@ struct ProxyConfig {
   // A WebSocket a rule allowed: the largest message either way, and how
   // long it may idle (no byte either way) before both sides get a Close.
   WebSocketLimits websocket;
+  // Intercepted requests to TLS upstreams offer HTTP/2 (ALPN "h2" before
+  // "http/1.1"); an upstream that chooses it gets each request as a stream.
+  bool upstream_http2 = true;
 };
 
 class TransparentProxy {

@@ -135,4 +135,17 @@ void prepare_upstream(SSL* ssl, const std::string& host) {
   if (SSL_set1_host(ssl, name.text.c_str()) != 1) fail("upstream name check for " + name.text);
 }
 
+void offer_upstream_alpn(SSL* ssl) {
+  static constexpr unsigned char kProtocols[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  // 0 is success here (OpenSSL's ALPN setters invert the usual convention).
+  if (SSL_set_alpn_protos(ssl, kProtocols, sizeof(kProtocols)) != 0) fail("upstream ALPN");
+}
+
+bool upstream_chose_h2(const SSL* ssl) {
+  const unsigned char* chosen = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl, &chosen, &length);
+  return length == 2 && chosen[0] == 'h' && chosen[1] == '2';
+}
+
 }  // namespace zn::proxy

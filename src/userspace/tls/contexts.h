@@ -54,4 +54,11 @@ UpstreamTls make_upstream_ctx(const std::string& extra_bundle_path);
 // fails the handshake. Throws std::invalid_argument for an invalid host.
 void prepare_upstream(SSL* ssl, const std::string& host);
 
+// Per connection, before SSL_connect: offer "h2" before "http/1.1" (the
+// context offers HTTP/1.1 only). Throws std::runtime_error if OpenSSL
+// refuses.
+void offer_upstream_alpn(SSL* ssl);
+// After the handshake: the upstream chose "h2".
+bool upstream_chose_h2(const SSL* ssl);
+
 }  // namespace zn::proxy

@@ -88,6 +88,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.upstream_failures += 5;
   c.upstream_reused += 6;
   c.upstream_resumed += 8;
+  c.upstream_h2 += 12;
   c.websockets += 7;
   c.h2_connections += 9;
   c.h2_streams += 10;
@@ -99,6 +100,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
                                           {"upstream_failures", 5},
                                           {"upstream_reused", 6},
                                           {"upstream_resumed", 8},
+                                          {"upstream_h2", 12},
                                           {"websockets", 7},
                                           {"h2_connections", 9},
                                           {"h2_streams", 10},

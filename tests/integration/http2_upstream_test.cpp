@@ -1,0 +1,144 @@
+// HTTP/2 to upstreams (issue 17): intercepted requests offer ALPN "h2" to a
+// TLS upstream, and one that chooses it gets each request as a stream
+// (h2_upstream_stream.h), whatever the guest spoke. The upstream here is a
+// real one: nginx serving HTTP/2 on h2.example (198.18.0.15:443), passing
+// every request on to the lab's echo server (which logs it), and saying in
+// response headers which protocol and which of its connections carried it.
+#include "integration/proxy_fixture.h"
+
+namespace zn::test {
+namespace {
+
+class Http2UpstreamTest : public ProxyTest {
+ protected:
+  void configure(json& config) override {
+    ProxyTest::configure(config);
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("h2.example.key") +
+       " -out " + p("h2.example.csr") + " -subj '/CN=h2.example'");
+    std::ofstream(pki_ / "h2.example.ext") << "subjectAltName=DNS:h2.example\n";
+    sh("openssl x509 -req -in " + p("h2.example.csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
+       " -CAcreateserial -out " + p("h2.example.pem") + " -days 2 -extfile " + p("h2.example.ext"));
+    config["dns_static"]["h2.example"] = {"198.18.0.15"};
+    config["proxy_http2"] = true;
+  }
+  void SetUp() override {
+    ProxyTest::SetUp();
+    if (HasFatalFailure()) return;
+    const std::string inet = lab_->inet_netns();
+    ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.15/32 dev lo").exit_code, 0);
+    const fs::path n = pki_ / "nginx";
+    fs::create_directories(n / "tmp");
+    std::ofstream(n / "nginx.conf") << "user root;\nworker_processes 1;\ndaemon off;\npid " << (n / "nginx.pid").string()
+                                    << ";\nerror_log " << (n / "error.log").string()
+                                    << " warn;\nevents { worker_connections 256; }\nhttp {\n"
+                                       "  access_log off;\n  client_body_temp_path "
+                                    << (n / "tmp").string() << ";\n  proxy_temp_path " << (n / "tmp").string()
+                                    << ";\n  fastcgi_temp_path " << (n / "tmp").string()
+                                    << ";\n  uwsgi_temp_path " << (n / "tmp").string() << ";\n  scgi_temp_path "
+                                    << (n / "tmp").string()
+                                    << ";\n  server {\n    listen 198.18.0.15:443 ssl http2;\n"
+                                       "    ssl_certificate "
+                                    << p("h2.example.pem") << ";\n    ssl_certificate_key " << p("h2.example.key")
+                                    << ";\n    client_max_body_size 16m;\n    location / {\n"
+                                       "      proxy_pass http://198.18.0.10:80;\n"
+                                       "      proxy_http_version 1.1;\n"
+                                       "      proxy_request_buffering off;\n      proxy_buffering off;\n"
+                                       "      add_header X-Upstream-Proto $server_protocol always;\n"
+                                       "      add_header X-Upstream-Conn $connection always;\n"
+                                       "    }\n  }\n}\n";
+    ASSERT_EQ(run_in_netns(inet, "nginx -t -q -e " + (n / "error.log").string() + " -c " +
+                                     (n / "nginx.conf").string() + " -p " + n.string())
+                  .exit_code,
+              0)
+        << slurp(n / "error.log");
+    servers_.push_back(spawn_in_inet(
+        {"nginx", "-e", (n / "error.log").string(), "-c", (n / "nginx.conf").string(), "-p", n.string()}));
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      up = run_in_netns(inet, "nc -z -w 1 198.18.0.15 443").exit_code == 0;
+      if (!up) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(up) << "nginx never accepted: " << slurp(n / "error.log");
+    json r = call("session.update", {{"id", "user-1"}, {"policy", h2_policy()}});
+    ASSERT_TRUE(r["ok"]) << r.dump();
+    ASSERT_EQ(dig("h2.example"), "198.18.0.15\n");
+  }
+  static std::string h2_policy() {
+    return std::string(R"({"policy":{"allow":[
+        {"host":"h2.example","paths":["/v1/**"],"identity":"cap:stripe"},
+        {"host":"h2.example","paths":["/open/**"]}]},
+      "resources":{"stripe":{"accessToken":")") +
+           kSecret + R"("}}})";
+  }
+};
+
+// An HTTP/1.1 guest and an HTTP/2 guest, both served over HTTP/2 upstream:
+// the identity injected into the stream, two requests of one guest
+// connection on one upstream connection, one after the other.
+TEST_F(Http2UpstreamTest, RequestsGoAsStreamsWithTheIdentity) {
+  for (const std::string version : {"--http1.1", "--http2"}) {
+    // --next starts afresh: each part names the trust again.
+    const std::string one = version + " --cacert " + p("guest-trust.pem") + " -s -o /dev/null -D - -w '%{http_code}\\n' ";
+    auto r = curl(one + "https://h2.example/v1/a --next " + one + "https://h2.example/v1/c --next " + one +
+                  "https://h2.example/open/b");
+    EXPECT_EQ(count(r.output, "\n200\n"), 3u) << r.output;
+    EXPECT_EQ(count(r.output, "x-upstream-proto: HTTP/2.0"), 3u) << version << "\n" << r.output;
+    // The same nginx connection carried both requests with the identity
+    // (the one without it had a connection of its own).
+    const size_t first = r.output.find("x-upstream-conn: ");
+    ASSERT_NE(first, std::string::npos) << r.output;
+    const std::string conn = r.output.substr(first, r.output.find('\n', first) - first);
+    EXPECT_EQ(count(r.output, conn), 2u) << r.output;
+  }
+  const std::string log = upstream_log();
+  EXPECT_EQ(count(log, std::string("\"Bearer ") + kSecret + "\""), 4u) << log;
+  EXPECT_NE(log.find("/open/b"), std::string::npos) << log;
+  // The open path's requests went without it.
+  const size_t open = log.find("/open/b");
+  const std::string line = log.substr(log.rfind('\n', open) + 1, log.find('\n', open) - log.rfind('\n', open) - 1);
+  EXPECT_EQ(line.find("Authorization"), std::string::npos) << line;
+}
+
+// Bodies beyond the stream windows both ways, with and without a length;
+// a reflected secret scrubbed from a response that came over HTTP/2.
+TEST_F(Http2UpstreamTest, BodiesAndScrubbing) {
+  const fs::path up = dir_ / "up.bin";
+  {
+    std::ofstream f(up, std::ios::binary);
+    for (int i = 0; i < 300000; ++i) f.put(static_cast<char>('a' + i % 26));
+  }
+  auto r = curl("--http1.1 -s -o /dev/null -w '%{http_code} %{size_download}' https://h2.example/v1/bytes/3000000");
+  EXPECT_EQ(r.output, "200 3000000");
+  r = curl("--http1.1 -s -w '%{http_code}' -o /dev/null --data-binary @" + up.string() +
+           " https://h2.example/v1/upload");
+  EXPECT_EQ(r.output, "200");
+  r = curl("--http1.1 -s -w '%{http_code}' -o /dev/null -H 'Transfer-Encoding: chunked' --data-binary @" +
+           up.string() + " https://h2.example/v1/chunked-upload");
+  EXPECT_EQ(r.output, "200");
+  const std::string log = upstream_log();
+  EXPECT_NE(log.find("/v1/upload"), std::string::npos);
+  EXPECT_NE(log.find("/v1/chunked-upload"), std::string::npos);
+  EXPECT_EQ(count(log, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"), 2u * 300000 / 52) << log.size();
+  r = curl("--http1.1 -s https://h2.example/v1/reflect/cl");
+  EXPECT_EQ(r.output.find(kSecret), std::string::npos);
+  EXPECT_GT(r.output.size(), 200u) << r.output;
+  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"), std::string::npos);
+}
+
+class Http2UpstreamOffTest : public Http2UpstreamTest {
+ protected:
+  void configure(json& config) override {
+    Http2UpstreamTest::configure(config);
+    config["proxy_upstream_http2"] = false;
+  }
+};
+
+// Positive control for the protocol header: with HTTP/2 to upstreams off,
+// the same nginx is spoken to in HTTP/1.1.
+TEST_F(Http2UpstreamOffTest, TheSameUpstreamOverHttp11) {
+  auto r = curl("--http2 -si https://h2.example/v1/a -o /dev/null -D -");
+  EXPECT_NE(r.output.find("x-upstream-proto: HTTP/1.1"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace zn::test
