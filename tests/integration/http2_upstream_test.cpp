@@ -28,17 +28,19 @@ class Http2UpstreamTest : public ProxyTest {
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.15/32 dev lo").exit_code, 0);
     const fs::path n = pki_ / "nginx";
     fs::create_directories(n / "tmp");
-    std::ofstream(n / "nginx.conf") << "user root;\nworker_processes 1;\ndaemon off;\npid " << (n / "nginx.pid").string()
-                                    << ";\nerror_log " << (n / "error.log").string()
+    std::ofstream(n / "nginx.conf") << "user root;\nworker_processes 1;\ndaemon off;\npid "
+                                    << (n / "nginx.pid").string() << ";\nerror_log "
+                                    << (n / "error.log").string()
                                     << " warn;\nevents { worker_connections 256; }\nhttp {\n"
                                        "  access_log off;\n  client_body_temp_path "
                                     << (n / "tmp").string() << ";\n  proxy_temp_path " << (n / "tmp").string()
                                     << ";\n  fastcgi_temp_path " << (n / "tmp").string()
-                                    << ";\n  uwsgi_temp_path " << (n / "tmp").string() << ";\n  scgi_temp_path "
-                                    << (n / "tmp").string()
+                                    << ";\n  uwsgi_temp_path " << (n / "tmp").string()
+                                    << ";\n  scgi_temp_path " << (n / "tmp").string()
                                     << ";\n  server {\n    listen 198.18.0.15:443 ssl http2;\n"
                                        "    ssl_certificate "
-                                    << p("h2.example.pem") << ";\n    ssl_certificate_key " << p("h2.example.key")
+                                    << p("h2.example.pem") << ";\n    ssl_certificate_key "
+                                    << p("h2.example.key")
                                     << ";\n    client_max_body_size 16m;\n    location / {\n"
                                        "      proxy_pass http://198.18.0.10:80;\n"
                                        "      proxy_http_version 1.1;\n"
@@ -78,7 +80,8 @@ class Http2UpstreamTest : public ProxyTest {
 TEST_F(Http2UpstreamTest, RequestsGoAsStreamsWithTheIdentity) {
   for (const std::string version : {"--http1.1", "--http2"}) {
     // --next starts afresh: each part names the trust again.
-    const std::string one = version + " --cacert " + p("guest-trust.pem") + " -s -o /dev/null -D - -w '%{http_code}\\n' ";
+    const std::string one =
+        version + " --cacert " + p("guest-trust.pem") + " -s -o /dev/null -D - -w '%{http_code}\\n' ";
     auto r = curl(one + "https://h2.example/v1/a --next " + one + "https://h2.example/v1/c --next " + one +
                   "https://h2.example/open/b");
     EXPECT_EQ(count(r.output, "\n200\n"), 3u) << r.output;
@@ -95,7 +98,8 @@ TEST_F(Http2UpstreamTest, RequestsGoAsStreamsWithTheIdentity) {
   EXPECT_NE(log.find("/open/b"), std::string::npos) << log;
   // The open path's requests went without it.
   const size_t open = log.find("/open/b");
-  const std::string line = log.substr(log.rfind('\n', open) + 1, log.find('\n', open) - log.rfind('\n', open) - 1);
+  const std::string line =
+      log.substr(log.rfind('\n', open) + 1, log.find('\n', open) - log.rfind('\n', open) - 1);
   EXPECT_EQ(line.find("Authorization"), std::string::npos) << line;
 }
 
@@ -107,7 +111,8 @@ TEST_F(Http2UpstreamTest, BodiesAndScrubbing) {
     std::ofstream f(up, std::ios::binary);
     for (int i = 0; i < 300000; ++i) f.put(static_cast<char>('a' + i % 26));
   }
-  auto r = curl("--http1.1 -s -o /dev/null -w '%{http_code} %{size_download}' https://h2.example/v1/bytes/3000000");
+  auto r = curl(
+      "--http1.1 -s -o /dev/null -w '%{http_code} %{size_download}' https://h2.example/v1/bytes/3000000");
   EXPECT_EQ(r.output, "200 3000000");
   r = curl("--http1.1 -s -w '%{http_code}' -o /dev/null --data-binary @" + up.string() +
            " https://h2.example/v1/upload");
@@ -118,11 +123,13 @@ TEST_F(Http2UpstreamTest, BodiesAndScrubbing) {
   const std::string log = upstream_log();
   EXPECT_NE(log.find("/v1/upload"), std::string::npos);
   EXPECT_NE(log.find("/v1/chunked-upload"), std::string::npos);
-  EXPECT_EQ(count(log, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"), 2u * 300000 / 52) << log.size();
+  EXPECT_EQ(count(log, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"), 2u * 300000 / 52)
+      << log.size();
   r = curl("--http1.1 -s https://h2.example/v1/reflect/cl");
   EXPECT_EQ(r.output.find(kSecret), std::string::npos);
   EXPECT_GT(r.output.size(), 200u) << r.output;
-  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"), std::string::npos);
+  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"),
+            std::string::npos);
 }
 
 class Http2UpstreamOffTest : public Http2UpstreamTest {

@@ -276,17 +276,18 @@ class WebSocketTest : public ProxyTest {
         {"host":"api.github.com","paths":["/ws/**"],"websocket":true}]},
       "resources":{"stripe":{"accessToken":")") +
            kSecret + R"("}},
-      "canaries":[")" + kCanary + R"("]})";
+      "canaries":[")" +
+           kCanary + R"("]})";
   }
   // The python3-websockets client in the guest; its lines.
   std::string ws(const std::string& url, const std::string& steps) {
-    return guest("timeout 40 /usr/bin/python3 " ZN_WEBSOCKET_CLIENT " " + url + " " + p("guest-trust.pem") + " " +
-                 steps + " 2>&1")
+    return guest("timeout 40 /usr/bin/python3 " ZN_WEBSOCKET_CLIENT " " + url + " " + p("guest-trust.pem") +
+                 " " + steps + " 2>&1")
         .output;
   }
   std::string raw_ws(const std::string& mode, const std::string& host = "ws.example") {
-    return guest("timeout 30 python3 " + (dir_ / "raw_ws.py").string() + " " + mode + " " + p("guest-trust.pem") +
-                 " " + host + " 2>&1")
+    return guest("timeout 30 python3 " + (dir_ / "raw_ws.py").string() + " " + mode + " " +
+                 p("guest-trust.pem") + " " + host + " 2>&1")
         .output;
   }
   std::string h2_ws(const std::string& path, const std::string& messages) {
@@ -343,7 +344,8 @@ TEST_F(WebSocketTest, AReflectedSecretIsScrubbedFromMessages) {
     return out;
   }();
   EXPECT_EQ(r.find(b64.substr(8, 24)), std::string::npos) << r;
-  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"), std::string::npos);
+  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"),
+            std::string::npos);
 }
 
 // Messages up to the limit pass both ways, fragmented or not; one past it
@@ -352,8 +354,8 @@ TEST_F(WebSocketTest, MessageSizeIsBounded) {
   const std::string n = std::to_string(kMaxMessage - 100);
   EXPECT_EQ(ws("wss://ws.example/open/big", "sendbin:" + n + " recv close"), "recv: bin:" + n + "\n");
   EXPECT_EQ(ws("wss://ws.example/open/big", "send:big\\ " + n + " recv send:frag\\ " + n + " recv close"),
-            "recv: " + std::string(kMaxMessage - 100, 'x') + "\nrecv: " + std::string(kMaxMessage - 100, 'y') +
-                "\n");
+            "recv: " + std::string(kMaxMessage - 100, 'x') +
+                "\nrecv: " + std::string(kMaxMessage - 100, 'y') + "\n");
   const std::string over = std::to_string(kMaxMessage + 100);
   EXPECT_EQ(ws("wss://ws.example/open/big", "sendbin:" + over + " recv"), "closed: 1009 zeroness\n");
   // The upstream's message past the limit: the guest is told the proxy went
@@ -413,8 +415,9 @@ TEST_F(WebSocketTest, HandshakesAreChecked) {
 // No byte either way for the idle limit (3 s here): both sides get 1001.
 // Positive control: a WebSocket used every second outlives the limit.
 TEST_F(WebSocketTest, AnIdleWebSocketIsClosed) {
-  EXPECT_EQ(ws("wss://ws.example/open/idle", "send:a recv sleep:1.5 send:b recv sleep:1.5 send:c recv sleep:1.5 "
-                                             "send:d recv close"),
+  EXPECT_EQ(ws("wss://ws.example/open/idle",
+               "send:a recv sleep:1.5 send:b recv sleep:1.5 send:c recv sleep:1.5 "
+               "send:d recv close"),
             "recv: a\nrecv: b\nrecv: c\nrecv: d\n");
   EXPECT_EQ(ws("wss://ws.example/open/idle", "send:a recv wait"), "recv: a\nclosed: 1001 zeroness\n");
   const std::string events = egress_events({"\"end\":\"idle\""});

@@ -78,7 +78,8 @@ void H2UpstreamStream::take_events() {
             response_ += "HTTP/1.1 " + std::to_string(r.head.status) + " ";
             response_.append(http::reason_phrase(r.head.status)).append("\r\n");
             for (const http::Header& h : r.head.headers) {
-              if (http::iequals(h.name, "content-length") || http::iequals(h.name, "transfer-encoding")) continue;
+              if (http::iequals(h.name, "content-length") || http::iequals(h.name, "transfer-encoding"))
+                continue;
               response_.append(h.name).append(": ").append(h.value).append("\r\n");
             }
             if (r.head.framing == http::BodyFraming::kContentLength || request_.method == "HEAD" ||
@@ -87,7 +88,9 @@ void H2UpstreamStream::take_events() {
               if (const std::string* length = r.head.find("content-length"))
                 response_.append("content-length: ").append(*length).append("\r\n");
               else if (r.head.framing == http::BodyFraming::kContentLength)
-                response_.append("content-length: ").append(std::to_string(r.head.content_length)).append("\r\n");
+                response_.append("content-length: ")
+                    .append(std::to_string(r.head.content_length))
+                    .append("\r\n");
             } else if (response_chunked_) {
               response_.append("transfer-encoding: chunked\r\n");
             }
@@ -113,7 +116,8 @@ void H2UpstreamStream::take_events() {
           } else if constexpr (std::is_same_v<E, h2::StreamReset>) {
             if (e.stream_id == stream_ && !response_done_) failed_ = "the upstream reset the stream";
           } else if constexpr (std::is_same_v<E, h2::LimitTripped>) {
-            if (e.stream_id == 0 || e.stream_id == stream_) failed_ = "limit: " + std::string(h2::limit_name(e.limit));
+            if (e.stream_id == 0 || e.stream_id == stream_)
+              failed_ = "limit: " + std::string(h2::limit_name(e.limit));
           } else if constexpr (std::is_same_v<E, h2::GoAway>) {
             // The stream in flight may still be answered; no new one starts
             // (submit_request refuses), so the exchange retries elsewhere.
@@ -136,9 +140,11 @@ void H2UpstreamStream::start_request() {
     if (http::iequals(h.name, "transfer-encoding")) continue;
     fields.push_back({h.name, h.value});
   }
-  const bool has_body = request_.framing == http::BodyFraming::kChunked ||
-                        (request_.framing == http::BodyFraming::kContentLength && request_.content_length > 0);
-  stream_ = session_.submit_request(request_.method, "https", request_.host, request_.target, fields, has_body);
+  const bool has_body =
+      request_.framing == http::BodyFraming::kChunked ||
+      (request_.framing == http::BodyFraming::kContentLength && request_.content_length > 0);
+  stream_ =
+      session_.submit_request(request_.method, "https", request_.host, request_.target, fields, has_body);
   for (h2::Field& f : fields) explicit_bzero(f.value.data(), f.value.size());  // may hold the identity
   if (stream_ < 0) fail("the request cannot be sent (" + std::to_string(stream_) + ")");
   response_.clear();
@@ -184,7 +190,8 @@ awaitable<size_t> H2UpstreamStream::read_some(char* data, size_t size) {
     // not yet: taken first (it is right behind), so that once the exchange
     // has read the response the connection is between streams (ready for
     // the next request, quiet in the pool).
-    while (response_head_seen_ && !response_chunked_ && body_left_ == 0 && !response_done_ && failed_.empty()) {
+    while (response_head_seen_ && !response_chunked_ && body_left_ == 0 && !response_done_ &&
+           failed_.empty()) {
       const bool more = co_await pump();
       co_await flush();
       if (!more) break;

@@ -23,6 +23,8 @@ constexpr size_t kReadChunk = 16384;
 constexpr Clock::duration kClosingGrace = 10s;
 // The Close frames the proxy sends when it ends a WebSocket itself.
 constexpr Clock::duration kCloseWrite = 2s;
+// How long the proxy reads what a side still sends after its Close.
+constexpr Clock::duration kDrain = 500ms;
 
 class Relay {
  public:
@@ -262,6 +264,16 @@ class Relay {
     try {
       co_await with_deadline(side.stream.write_all(out), kCloseWrite);
       co_await with_deadline(side.stream.close_write(), kCloseWrite);
+      // What it still sends (the rest of a message cut off, its Close) is
+      // read and dropped for a moment: closing with unread bytes would reset
+      // the connection, and the peer could lose the Close saying why.
+      char buf[kReadChunk];
+      size_t drained = 0;
+      while (drained < (1u << 20)) {
+        const size_t n = co_await with_deadline(side.stream.read_some(buf, sizeof(buf)), kDrain);
+        if (n == 0) break;
+        drained += n;
+      }
     } catch (const std::exception&) {
     }
   }
@@ -283,9 +295,10 @@ class Relay {
 
 }  // namespace
 
-awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest_pending, ByteStream& upstream,
-                                            std::string upstream_pending, const SecretScrubber& scrubber,
-                                            const RequestScreen& screen, const std::vector<Substitution>& exempt,
+awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest_pending,
+                                            ByteStream& upstream, std::string upstream_pending,
+                                            const SecretScrubber& scrubber, const RequestScreen& screen,
+                                            const std::vector<Substitution>& exempt,
                                             const WebSocketLimits& limits) {
   Relay relay(guest, upstream, scrubber, screen, exempt, limits);
   WebSocketOutcome outcome = co_await relay.run(std::move(guest_pending), std::move(upstream_pending));

@@ -43,9 +43,9 @@ struct WebSocketOutcome {
 
 // `guest_pending`, `upstream_pending`: bytes each side sent right behind its
 // handshake. `exempt`: the request's own placeholders (going to their host).
-asio::awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest_pending, ByteStream& upstream,
-                                                  std::string upstream_pending, const SecretScrubber& scrubber,
-                                                  const RequestScreen& screen,
+asio::awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest_pending,
+                                                  ByteStream& upstream, std::string upstream_pending,
+                                                  const SecretScrubber& scrubber, const RequestScreen& screen,
                                                   const std::vector<Substitution>& exempt,
                                                   const WebSocketLimits& limits);
 

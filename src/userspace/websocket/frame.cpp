@@ -20,14 +20,16 @@ FrameReader::Step FrameReader::feed(std::string_view in, std::vector<Piece>& out
       if (closed_) return fail(s, kCloseProtocolError, "a frame after the Close frame");
       if (rest.size() < 2) break;
       const uint8_t b0 = byte_at(rest, 0), b1 = byte_at(rest, 1);
-      if ((b0 & 0x70) != 0) return fail(s, kCloseProtocolError, "reserved bits set (no extension was negotiated)");
+      if ((b0 & 0x70) != 0)
+        return fail(s, kCloseProtocolError, "reserved bits set (no extension was negotiated)");
       const uint8_t op = b0 & 0x0F;
       if (!known_opcode(op)) return fail(s, kCloseProtocolError, "unknown opcode");
       const bool fin = (b0 & 0x80) != 0;
       const bool masked = (b1 & 0x80) != 0;
       if (masked != (sender_ == Sender::kClient))
         return fail(s, kCloseProtocolError,
-                    sender_ == Sender::kClient ? "an unmasked frame from the client" : "a masked frame from the server");
+                    sender_ == Sender::kClient ? "an unmasked frame from the client"
+                                               : "a masked frame from the server");
       uint64_t length = b1 & 0x7F;
       size_t header = 2 + (length == 126 ? 2 : length == 127 ? 8 : 0) + (masked ? 4 : 0);
       if (rest.size() < header) break;
@@ -45,7 +47,8 @@ FrameReader::Step FrameReader::feed(std::string_view in, std::vector<Piece>& out
       if (is_control(opcode)) {
         if (!fin) return fail(s, kCloseProtocolError, "a fragmented control frame");
         if (length > 125) return fail(s, kCloseProtocolError, "a control frame over 125 bytes");
-        if (opcode == Opcode::kClose && length == 1) return fail(s, kCloseProtocolError, "a Close frame of 1 byte");
+        if (opcode == Opcode::kClose && length == 1)
+          return fail(s, kCloseProtocolError, "a Close frame of 1 byte");
       } else if (opcode == Opcode::kContinuation) {
         if (!in_message_) return fail(s, kCloseProtocolError, "a continuation frame outside a message");
       } else if (in_message_) {

@@ -43,7 +43,8 @@ bool valid_key(std::string_view key) {
   if (key.size() != 24 || key.substr(22) != "==") return false;
   for (size_t i = 0; i < 22; ++i) {
     const char c = key[i];
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
     if (!ok) return false;
   }
   // The last character before the padding carries 2 bits: the other 4 are zero.
@@ -96,7 +97,8 @@ std::string response_error(const http::ResponseHead& response, std::string_view 
   if (upgrade.size() != 1 || !http::iequals(*upgrade[0], "websocket")) return "Upgrade is not \"websocket\"";
   if (!lists_token(response.headers, "connection", "upgrade")) return "Connection lacks \"upgrade\"";
   const auto accept = fields(response.headers, "sec-websocket-accept");
-  if (accept.size() != 1 || *accept[0] != accept_for(key)) return "Sec-WebSocket-Accept does not match the key";
+  if (accept.size() != 1 || *accept[0] != accept_for(key))
+    return "Sec-WebSocket-Accept does not match the key";
   if (!fields(response.headers, "sec-websocket-extensions").empty()) return "an extension nobody offered";
   return "";
 }

@@ -196,7 +196,8 @@ TEST_F(StreamPipeTest, ATunnelCarriesBytesBothWaysAtOnce) {
   std::string read;
   run([&]() -> asio::awaitable<void> {
     using namespace asio::experimental::awaitable_operators;
-    co_await pipe_.write_all("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
+    co_await pipe_.write_all(
+        "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
     EXPECT_EQ(sink_.heads, std::vector<int>{101});
     EXPECT_TRUE(pipe_.response_started());
     sink_.unsent_bytes = StreamPipe::kMaxUnsent + 1;  // the guest is not reading yet
@@ -225,7 +226,8 @@ TEST_F(StreamPipeTest, ATunnelCarriesBytesBothWaysAtOnce) {
 // request's stream never switches).
 TEST_F(StreamPipeTest, WithoutATunnelA101IsSkipped) {
   run([&]() -> asio::awaitable<void> {
-    co_await pipe_.write_all("HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    co_await pipe_.write_all(
+        "HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
   });
   EXPECT_EQ(sink_.heads, std::vector<int>{200});
   EXPECT_EQ(sink_.body, "ok");

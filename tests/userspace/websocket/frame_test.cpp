@@ -49,7 +49,9 @@ std::vector<std::string> messages(const std::vector<Piece>& pieces) {
   std::string current;
   for (const Piece& p : pieces) {
     if (p.kind == Piece::Kind::kControl) {
-      const char* name = p.opcode == Opcode::kClose ? "close:" : p.opcode == Opcode::kPing ? "ping:" : "pong:";
+      const char* name = p.opcode == Opcode::kClose  ? "close:"
+                         : p.opcode == Opcode::kPing ? "ping:"
+                                                     : "pong:";
       out.push_back(name + p.payload);
       continue;
     }
@@ -61,8 +63,9 @@ std::vector<std::string> messages(const std::vector<Piece>& pieces) {
 }
 
 TEST(FrameReader, ReadsMaskedClientFramesAtEverySplit) {
-  const std::string in = frame(true, Opcode::kText, "hello", kMask) + frame(false, Opcode::kBinary, "ab", kMask) +
-                         frame(true, Opcode::kPing, "p", kMask) + frame(false, Opcode::kContinuation, "", kMask) +
+  const std::string in = frame(true, Opcode::kText, "hello", kMask) +
+                         frame(false, Opcode::kBinary, "ab", kMask) + frame(true, Opcode::kPing, "p", kMask) +
+                         frame(false, Opcode::kContinuation, "", kMask) +
                          frame(true, Opcode::kContinuation, "cd", kMask) +
                          frame(true, Opcode::kText, std::string(300, 'x'), kMask) +
                          frame(true, Opcode::kBinary, std::string(70000, 'y'), kMask);
@@ -71,8 +74,8 @@ TEST(FrameReader, ReadsMaskedClientFramesAtEverySplit) {
     ASSERT_EQ(r.error, "") << step;
     EXPECT_EQ(r.left, 0u) << step;
     EXPECT_EQ(messages(r.pieces), (std::vector<std::string>{"text:hello", "ping:p", "binary:abcd",
-                                                             "text:" + std::string(300, 'x'),
-                                                             "binary:" + std::string(70000, 'y')}))
+                                                            "text:" + std::string(300, 'x'),
+                                                            "binary:" + std::string(70000, 'y')}))
         << step;
   }
 }
@@ -88,12 +91,16 @@ TEST(FrameReader, AnEmptyMessageIsOnePiece) {
 TEST(FrameReader, ServerFramesAreUnmasked) {
   Read r = read_all(frame(true, Opcode::kText, "hi", nullptr), Sender::kServer);
   EXPECT_EQ(messages(r.pieces), std::vector<std::string>{"text:hi"});
-  EXPECT_EQ(read_all(frame(true, Opcode::kText, "hi", kMask), Sender::kServer).error_code, kCloseProtocolError);
-  EXPECT_EQ(read_all(frame(true, Opcode::kText, "hi", nullptr), Sender::kClient).error_code, kCloseProtocolError);
+  EXPECT_EQ(read_all(frame(true, Opcode::kText, "hi", kMask), Sender::kServer).error_code,
+            kCloseProtocolError);
+  EXPECT_EQ(read_all(frame(true, Opcode::kText, "hi", nullptr), Sender::kClient).error_code,
+            kCloseProtocolError);
 }
 
 TEST(FrameReader, RefusesWhatNoValidPeerSends) {
-  auto with_byte0 = [](uint8_t b0, const std::string& rest) { return std::string(1, static_cast<char>(b0)) + rest; };
+  auto with_byte0 = [](uint8_t b0, const std::string& rest) {
+    return std::string(1, static_cast<char>(b0)) + rest;
+  };
   const std::string masked_hi = frame(true, Opcode::kText, "hi", kMask).substr(1);
   struct Case {
     const char* name;
@@ -131,8 +138,9 @@ TEST(FrameReader, BoundsAMessageAcrossItsFrames) {
   Read big = read_all(frame_header(true, Opcode::kBinary, 1001, kMask), Sender::kClient, 0, 1000);
   EXPECT_EQ(big.error_code, kCloseMessageTooBig);
   // Exactly the bound passes; fragments adding up past it do not.
-  EXPECT_EQ(read_all(frame(true, Opcode::kBinary, std::string(1000, 'a'), kMask), Sender::kClient, 0, 1000).error,
-            "");
+  EXPECT_EQ(
+      read_all(frame(true, Opcode::kBinary, std::string(1000, 'a'), kMask), Sender::kClient, 0, 1000).error,
+      "");
   const std::string split = frame(false, Opcode::kBinary, std::string(600, 'a'), kMask) +
                             frame(true, Opcode::kContinuation, std::string(401, 'b'), kMask);
   EXPECT_EQ(read_all(split, Sender::kClient, 0, 1000).error_code, kCloseMessageTooBig);
@@ -145,7 +153,8 @@ TEST(FrameReader, BoundsAMessageAcrossItsFrames) {
 }
 
 TEST(FrameReader, NothingAfterAnErrorIsHandedOn) {
-  const std::string in = frame(true, Opcode::kText, "ok", kMask) + frame(true, Opcode::kText, "bad", nullptr) +
+  const std::string in = frame(true, Opcode::kText, "ok", kMask) +
+                         frame(true, Opcode::kText, "bad", nullptr) +
                          frame(true, Opcode::kText, "after", kMask);
   Read r = read_all(in, Sender::kClient);
   EXPECT_EQ(r.error_code, kCloseProtocolError);
@@ -174,7 +183,9 @@ TEST(FrameWriter, MaskingContinuesAcrossPieces) {
 }
 
 TEST(FrameWriter, ClosePayloadIsCodeThenReason) {
-  EXPECT_EQ(close_payload(1009, "big"), std::string("\x03\xf1" "big", 5));
+  EXPECT_EQ(close_payload(1009, "big"), std::string("\x03\xf1"
+                                                    "big",
+                                                    5));
   EXPECT_EQ(close_payload(1000, std::string(200, 'r')).size(), 125u);
 }
 

@@ -26,8 +26,8 @@ const std::string kKey = "dGhlIHNhbXBsZSBub25jZQ==";  // RFC 6455 1.3
 std::string request(const std::string& fields, const std::string& method = "GET") {
   return method + " /chat HTTP/1.1\r\nHost: ws.example\r\n" + fields + "\r\n";
 }
-const std::string kGood =
-    "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + kKey + "\r\nSec-WebSocket-Version: 13\r\n";
+const std::string kGood = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + kKey +
+                          "\r\nSec-WebSocket-Version: 13\r\n";
 
 TEST(WebSocketHandshake, TheRfcExampleAccepts) {
   EXPECT_EQ(accept_for(kKey), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");  // RFC 6455 1.3
@@ -54,8 +54,10 @@ TEST(WebSocketHandshake, RefusesAnythingElse) {
       request("Upgrade: websocket\r\nConnection: Upgrade\r\n" + key + key + tail),
       request("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: abc\r\n" + tail),
       // 16 bytes need 22 characters and "==", the last carrying 2 bits.
-      request("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZR==\r\n" + tail),
-      request("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25j*Q==\r\n" + tail),
+      request("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZR==\r\n" +
+              tail),
+      request("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25j*Q==\r\n" +
+              tail),
       request("Upgrade: websocket\r\nConnection: Upgrade\r\n" + key),
       request("Upgrade: websocket\r\nConnection: Upgrade\r\n" + key + "Sec-WebSocket-Version: 8\r\n"),
   };
@@ -68,15 +70,18 @@ TEST(WebSocketHandshake, RefusesAnythingElse) {
 }
 
 TEST(WebSocketHandshake, TheUpstreamMustSwitchToThisKey) {
-  const std::string ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                         "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+  const std::string ok =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
   EXPECT_EQ(response_error(parse_response(ok), kKey), "");
   EXPECT_NE(response_error(parse_response(ok), "AAAAAAAAAAAAAAAAAAAAAA=="), "");
-  const std::string extension = ok.substr(0, ok.size() - 2) + "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
+  const std::string extension =
+      ok.substr(0, ok.size() - 2) + "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
   EXPECT_NE(response_error(parse_response(extension), kKey), "");
-  EXPECT_NE(response_error(parse_response("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"
-                                          "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"),
-                           kKey),
+  EXPECT_NE(response_error(
+                parse_response("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"
+                               "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"),
+                kKey),
             "");
   EXPECT_NE(response_error(parse_response("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), kKey), "");
 }
