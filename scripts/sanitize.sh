@@ -103,7 +103,8 @@ echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
 #                                capability stores written from several threads
 #   StoreSetTest.ConcurrentFirstUses...
 #                                rw stores opened on first use from several threads
-#   ProxyTest, InterceptTest, Http2Test, ZerodTest, ApprovalTest, SecretUseTest, CapabilityTest,
+#   ProxyTest, InterceptTest, Http2Test, WebSocketTest, Http2UpstreamTest, ZerodTest, ApprovalTest,
+#   SecretUseTest, CapabilityTest,
 #   IngressTest                  zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop, control server, the capability
 #                                service's workers and the ingress loop
@@ -115,7 +116,8 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              GrantBookConcurrency. ApprovalWebhook. ApprovalTest. SecretUseTest.
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.
-             ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest.)
+             ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest. WebSocketTest.
+             Http2UpstreamTest. H2UpstreamStreamTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"

@@ -406,6 +406,13 @@ TEST_F(WebSocketTest, HandshakesAreChecked) {
   EXPECT_EQ(raw_ws("upgradelist"), "status 400\n");
   EXPECT_EQ(raw_ws("post"), "status 400\n");
   EXPECT_EQ(ws_log().find("/open/raw"), std::string::npos);
+  // An upstream whose 101 does not check out (another key's accept, an
+  // extension nobody offered): 502, and nothing after its head reaches the
+  // guest. The same upstream's valid 101 passes (MalformedFrames' "split").
+  for (const char* bad : {"/open/bad101/accept", "/open/bad101/extension"}) {
+    EXPECT_EQ(ws(std::string("wss://ws.example") + bad, "send:x recv"), "refused: 502\n") << bad;
+    EXPECT_NE(ws_log().find(bad), std::string::npos) << bad;
+  }
   // The echo upstream does not speak WebSocket: its 200 goes to the guest.
   ASSERT_EQ(dig("api.github.com"), "198.18.0.10\n");
   EXPECT_EQ(raw_ws("noswitch", "api.github.com"), "status 200\n");

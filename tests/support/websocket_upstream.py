@@ -19,6 +19,7 @@ anything else is echoed back, text or binary.
 import asyncio
 import base64
 import hashlib
+import http
 import json
 import ssl
 import sys
@@ -63,7 +64,26 @@ async def main():
         except websockets.ConnectionClosed:
             pass
 
-    async with websockets.serve(handler, address, port, ssl=context, max_size=None, ping_interval=None):
+    # A hostile upstream at .../bad101/<what>: a 101 the guest's key does
+    # not check out against, or that names an extension nobody offered,
+    # followed by bytes that look like an HTTP response.
+    async def process_request(path, headers):
+        if "/bad101/" not in path:
+            return None
+        fields = [("Upgrade", "websocket"), ("Connection", "Upgrade")]
+        key = headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode())
+                                  .digest()).decode()
+        if path.endswith("/accept"):
+            fields.append(("Sec-WebSocket-Accept", "bm90IHRoZSBhY2NlcHQ="))
+        else:
+            fields.append(("Sec-WebSocket-Accept", accept))
+            fields.append(("Sec-WebSocket-Extensions", "permessage-deflate"))
+        log(log_path, {"path": path, "bad101": True})
+        return (http.HTTPStatus.SWITCHING_PROTOCOLS, fields, b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled")
+
+    async with websockets.serve(handler, address, port, ssl=context, max_size=None, ping_interval=None,
+                                process_request=process_request):
         await asyncio.Future()
 
 
