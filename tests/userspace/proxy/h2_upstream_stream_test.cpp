@@ -34,7 +34,8 @@ struct Seen {
 
 class H2UpstreamStreamTest : public ::testing::Test {
  protected:
-  H2UpstreamStreamTest() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), client_(io_) {}
+  H2UpstreamStreamTest()
+      : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), client_(io_) {}
 
   // The upstream: answers each request by its path once its body ended.
   awaitable<void> serve(tcp::socket socket) {
@@ -167,7 +168,8 @@ TEST_F(H2UpstreamStreamTest, RequestsGoAsStreamsOneAfterAnother) {
   EXPECT_EQ(seen_[0].path, "/a?q=1");
   EXPECT_EQ(seen_[0].authority, "up.example");
   bool auth = false;
-  for (const h2::Field& f : seen_[0].headers) auth = auth || (f.name == "authorization" && f.value == "Bearer t");
+  for (const h2::Field& f : seen_[0].headers)
+    auth = auth || (f.name == "authorization" && f.value == "Bearer t");
   EXPECT_TRUE(auth);
   EXPECT_EQ(seen_[2].body.size(), 300000u);
 }
