@@ -14,7 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libasio-dev libcli11-dev libsqlite3-dev libldns-dev libc-ares-dev libnghttp2-dev nghttp2-client
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
-  python3-websockets python3-h2 python3-wsproto nginx
+  python3-websockets python3-h2 python3-wsproto python3-grpcio nginx
   qemu-system-x86 qemu-utils cryptsetup-bin e2fsprogs busybox-static cpio
   libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev help2man dpkg-dev
 )

@@ -121,8 +121,9 @@ bool BodyDecoder::end_size_line() {
 }
 
 // line_ holds one trailer line with its CR (the LF was just read). Trailer
-// fields are checked for syntax, then dropped: the proxy forwards none, so
-// none can smuggle a late Content-Length or credential past policy.
+// fields are checked for syntax and kept for the caller: the proxy forwards
+// none of a guest's, so none can smuggle a late Content-Length or credential
+// past policy; an upstream's go on filtered and scrubbed.
 bool BodyDecoder::end_trailer_line() {
   if (line_.empty() || line_.back() != '\r') {
     fail("bare LF in trailer section");
@@ -133,13 +134,20 @@ bool BodyDecoder::end_trailer_line() {
     state_ = State::kDone;
     return true;
   }
-  Header ignored;
-  if (const char* why = parse_field_line(content, ignored)) {
+  Header field;
+  if (const char* why = parse_field_line(content, field)) {
     fail(why);
     return false;
   }
+  trailers_.push_back(std::move(field));
   line_.clear();
   return true;
+}
+
+std::string last_chunk(const std::vector<Header>& trailers) {
+  std::string out = "0\r\n";
+  for (const Header& h : trailers) out.append(h.name).append(": ").append(h.value).append("\r\n");
+  return out.append("\r\n");
 }
 
 BodyDecoder::Step BodyDecoder::feed(std::string_view in, std::string& out) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "userspace/http/message.h"
 
@@ -36,6 +37,10 @@ class BodyDecoder {
 
   bool done() const { return state_ == State::kDone; }
   bool failed() const { return state_ == State::kError; }
+  // A chunked body's trailer fields, checked like header fields, once
+  // done. The proxy never forwards a guest's; an upstream's go on filtered
+  // (forwarded_trailer_fields) and scrubbed.
+  const std::vector<Header>& trailers() const { return trailers_; }
 
  private:
   enum class State { kData, kSizeLine, kDataCr, kDataLf, kTrailer, kUntilClose, kDone, kError };
@@ -51,11 +56,14 @@ class BodyDecoder {
   std::string line_;          // the chunk-size or trailer line being assembled (CR included)
   size_t trailer_bytes_ = 0;  // trailer section bytes seen so far
   const char* error_ = nullptr;
+  std::vector<Header> trailers_;
 };
 
 // One chunk carrying `data`: HEXSIZE CRLF data CRLF. Empty data gives an
 // empty string, since a zero-size chunk would end the body.
 std::string chunk_frame(std::string_view data);
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+// The last chunk carrying `trailers` (kLastChunk when there are none).
+std::string last_chunk(const std::vector<Header>& trailers);
 
 }  // namespace zn::http

@@ -172,7 +172,8 @@ ForwardedRequest forwarded_request(const RequestHead& request, const NormalisedT
   }
   out.headers.reserve(request.headers.size() + 2);
   for (const Header& h : request.headers) {
-    if (is_hop_by_hop(h.name) || listed(drop, h.name)) continue;
+    const bool te_trailers = iequals(h.name, "te") && iequals(h.value, "trailers");
+    if ((is_hop_by_hop(h.name) && !te_trailers) || listed(drop, h.name)) continue;
     out.headers.push_back(h);
   }
   if (injection != nullptr && !injection->query) out.headers.push_back({injection->header, injection->value});
@@ -230,6 +231,37 @@ std::vector<Header> forwarded_response_fields(const ResponseHead& response) {
     // A bodiless response (HEAD, 304) keeps its Content-Length as metadata.
     const bool keep_length = response.framing == BodyFraming::kNone && iequals(h.name, "content-length");
     if ((is_hop_by_hop(h.name) && !keep_length) || listed(drop, h.name)) continue;
+    out.push_back(h);
+  }
+  return out;
+}
+
+std::vector<Header> forwarded_trailer_fields(const std::vector<Header>& trailers) {
+  static constexpr std::array<std::string_view, 20> kNever = {"content-encoding",
+                                                              "content-type",
+                                                              "content-range",
+                                                              "set-cookie",
+                                                              "authorization",
+                                                              "www-authenticate",
+                                                              "proxy-authenticate",
+                                                              "proxy-authorization",
+                                                              "location",
+                                                              "cache-control",
+                                                              "expires",
+                                                              "date",
+                                                              "age",
+                                                              "retry-after",
+                                                              "vary",
+                                                              "server",
+                                                              "etag",
+                                                              "last-modified",
+                                                              "content-location",
+                                                              "alt-svc"};
+  std::vector<Header> out;
+  for (const Header& h : trailers) {
+    if (is_hop_by_hop(h.name)) continue;
+    if (std::any_of(kNever.begin(), kNever.end(), [&](std::string_view n) { return iequals(n, h.name); }))
+      continue;
     out.push_back(h);
   }
   return out;

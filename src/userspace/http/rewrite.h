@@ -17,7 +17,8 @@ namespace zn::http {
 // The request as forwarded, before it is written in either protocol:
 // `target` is the origin-form target from the normalised one (with the
 // injected query parameter), `headers` the guest's fields that go on (no
-// hop-by-hop field, none named by Connection, none the injection owns) then
+// hop-by-hop field but "TE: trailers", which an HTTP/2 upstream (gRPC)
+// needs, none named by Connection, none the injection owns) then
 // the injected header and "Accept-Encoding: identity" when asked for. No
 // Host and no framing: HTTP/1.1 and HTTP/2 each write those their own way.
 // With an injection it holds the credential: cleanse it after use.
@@ -57,6 +58,11 @@ bool identity_content_encoding(const ResponseHead& response);
 // named by Connection and the framing dropped, except the Content-Length of
 // a bodiless response (HEAD, 304), which is metadata.
 std::vector<Header> forwarded_response_fields(const ResponseHead& response);
+
+// An upstream's trailer fields that may go on to the guest: none that
+// frames, routes, authenticates or controls the response (RFC 9110 6.5.1),
+// nor any hop-by-hop field. (gRPC's grpc-status and grpc-message pass.)
+std::vector<Header> forwarded_trailer_fields(const std::vector<Header>& trailers);
 
 // The response head for the guest (forwarded_response_fields() as
 // HTTP/1.1). `chunked`: the body is re-chunked (the

@@ -38,6 +38,7 @@ struct StreamBridge : StreamPipe::Sink {
   StreamBridge(H2Connection& c, int32_t i, std::string m) : conn(c), id(i), method(std::move(m)) {}
   void on_response_head(const http::ResponseHead& head, bool has_body) override;
   void on_response_data(std::string_view bytes, bool end) override;
+  void on_response_trailers(const std::vector<http::Header>& trailers) override;
   size_t unsent() const override;
   void on_request_consumed(size_t payload_bytes) override;
 
@@ -316,6 +317,12 @@ void StreamBridge::on_response_head(const http::ResponseHead& head, bool has_bod
 
 void StreamBridge::on_response_data(std::string_view bytes, bool end) {
   if (answered) conn.session.send_data(id, bytes, end);
+  conn.kick();
+}
+
+void StreamBridge::on_response_trailers(const std::vector<http::Header>& trailers) {
+  // A field HTTP/2 cannot carry ends the body without them.
+  if (answered && !conn.session.send_trailers(id, trailers)) conn.session.send_data(id, {}, true);
   conn.kick();
 }
 

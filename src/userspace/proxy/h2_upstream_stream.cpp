@@ -108,10 +108,10 @@ void H2UpstreamStream::take_events() {
               response_done_ = true;
             }
           } else if constexpr (std::is_same_v<E, h2::ResponseTrailers>) {
-            // Trailer fields are not passed on (an HTTP/1.1 upstream's are
-            // dropped too); they end the body.
             if (e.stream_id != stream_ || !response_head_seen_ || response_done_) return;
-            if (response_chunked_) response_.append(http::kLastChunk);
+            // The exchange filters and scrubs them; a body framed by its
+            // length cannot carry them in HTTP/1.1 (dropped).
+            if (response_chunked_) response_.append(http::last_chunk(e.headers));
             response_done_ = true;
           } else if constexpr (std::is_same_v<E, h2::StreamReset>) {
             if (e.stream_id == stream_ && !response_done_) failed_ = "the upstream reset the stream";

@@ -694,7 +694,13 @@ class Exchange {
           }
           upstream_.buffered.append(buf_, n);
         }
-        if (chunk_out) co_await with_deadline(guest_.write_all(http::kLastChunk), ctx_.idle_timeout);
+        if (chunk_out) {
+          // The upstream's trailer fields (gRPC's status) go on, filtered,
+          // scrubbed like a head (same-length replacement).
+          std::string last = http::last_chunk(http::forwarded_trailer_fields(decoder.trailers()));
+          note_reflections(summary, scrubber_.scrub(last), false);
+          co_await with_deadline(guest_.write_all(last), ctx_.idle_timeout);
+        }
       } catch (...) {
         failed = std::current_exception();
       }

@@ -151,7 +151,9 @@ void StreamPipe::parse_response() {
       out_.erase(0, step.consumed);
       if (step.error) throw std::runtime_error("the exchange wrote a malformed body: " + step.error_reason);
       if (step.done) state_ = State::kDone;
-      if (!piece.empty() || step.done) sink_.on_response_data(piece, step.done);
+      const bool trailers = step.done && !decoder_->trailers().empty();
+      if (!piece.empty() || (step.done && !trailers)) sink_.on_response_data(piece, step.done && !trailers);
+      if (trailers) sink_.on_response_trailers(decoder_->trailers());
       if (!step.done) return;
       continue;
     }

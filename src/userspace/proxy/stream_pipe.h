@@ -37,6 +37,9 @@ class StreamPipe : public ByteStream {
     virtual ~Sink() = default;
     virtual void on_response_head(const http::ResponseHead& head, bool has_body) = 0;
     virtual void on_response_data(std::string_view bytes, bool end) = 0;
+    // The body ended with trailer fields (a chunked response's, filtered
+    // and scrubbed by the exchange): they end the stream.
+    virtual void on_response_trailers(const std::vector<http::Header>& trailers) = 0;
     // Response bytes the stream holds unsent (the guest's window): past
     // kMaxUnsent the exchange waits, as on a socket the guest does not read.
     virtual size_t unsent() const = 0;

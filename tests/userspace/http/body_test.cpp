@@ -179,6 +179,24 @@ TEST(Http1Body, TrailerLimitBoundary) {
   EXPECT_TRUE(over.error);
 }
 
+// Trailer fields are kept, in order, whatever the split; last_chunk()
+// writes them back.
+TEST(Http1Body, TrailersAreKeptForTheCaller) {
+  const std::string wire = "3\r\nabc\r\n0\r\ngrpc-status: 0\r\nGrpc-Message:  fine \r\n\r\n";
+  for (size_t step : {size_t{1}, size_t{5}, wire.size()}) {
+    BodyDecoder d(BodyFraming::kChunked, 0, HttpLimits{});
+    std::string out;
+    for (size_t at = 0; at < wire.size(); at += step) d.feed(wire.substr(at, step), out);
+    ASSERT_TRUE(d.done()) << step;
+    ASSERT_EQ(d.trailers().size(), 2u);
+    EXPECT_EQ(d.trailers()[0].name, "grpc-status");
+    EXPECT_EQ(d.trailers()[1].value, "fine");
+    EXPECT_EQ(out, "abc");
+  }
+  EXPECT_EQ(last_chunk({}), kLastChunk);
+  EXPECT_EQ(last_chunk({{"grpc-status", "0"}}), "0\r\ngrpc-status: 0\r\n\r\n");
+}
+
 struct BadBody {
   const char* name;
   std::string wire;

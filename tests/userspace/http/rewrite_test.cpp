@@ -15,13 +15,37 @@ RequestHead parse(const std::string& raw) {
 TEST(HttpRewrite, FramingIsRegeneratedAndHopByHopHeadersDropped) {
   RequestHead h = parse(
       "POST /v1/a HTTP/1.1\r\nHost: API.stripe.com\r\nConnection: keep-alive, X-Secret-Hop\r\n"
-      "X-Secret-Hop: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nExpect: 100-continue\r\n"
+      "X-Secret-Hop: 1\r\nKeep-Alive: timeout=5\r\nTE: gzip\r\nExpect: 100-continue\r\n"
       "Accept: */*\r\nTransfer-Encoding: chunked\r\n\r\n");
   NormalisedTarget t{"/v1/a", "x=1", true};
   const std::string out = forwarded_request_head(h, t, "api.stripe.com", nullptr);
   EXPECT_EQ(out,
             "POST /v1/a?x=1 HTTP/1.1\r\nHost: api.stripe.com\r\nAccept: */*\r\n"
             "Transfer-Encoding: chunked\r\n\r\n");
+}
+
+// gRPC over HTTP/2 needs "te: trailers" at the upstream: it goes on; any
+// other TE does not.
+TEST(HttpRewrite, TeTrailersGoesOn) {
+  RequestHead h =
+      parse("POST /svc/M HTTP/1.1\r\nHost: a.example\r\nTE: trailers\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(forwarded_request_head(h, NormalisedTarget{"/svc/M", "", false}, "a.example", nullptr),
+            "POST /svc/M HTTP/1.1\r\nHost: a.example\r\nTE: trailers\r\nContent-Length: 0\r\n\r\n");
+}
+
+// An upstream's trailers go on but for fields that frame, route,
+// authenticate or control the response.
+TEST(HttpRewrite, TrailerFieldsAreFiltered) {
+  const std::vector<Header> in = {{"grpc-status", "0"},    {"grpc-message", "ok"},
+                                  {"Content-Length", "5"}, {"Transfer-Encoding", "chunked"},
+                                  {"Set-Cookie", "a=b"},   {"WWW-Authenticate", "Basic"},
+                                  {"Connection", "close"}, {"Location", "/x"},
+                                  {"x-checksum", "abc"}};
+  const std::vector<Header> out = forwarded_trailer_fields(in);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].name, "grpc-status");
+  EXPECT_EQ(out[1].name, "grpc-message");
+  EXPECT_EQ(out[2].name, "x-checksum");
 }
 
 TEST(HttpRewrite, TheIdentityReplacesEveryCredentialTheRuleOwns) {

@@ -27,10 +27,15 @@ struct FakeSink : StreamPipe::Sink {
     body.append(bytes);
     ended = ended || end;
   }
+  void on_response_trailers(const std::vector<http::Header>& t) override {
+    trailers = t;
+    ended = true;
+  }
   size_t unsent() const override { return unsent_bytes; }
   void on_request_consumed(size_t n) override { consumed += n; }
 
   std::vector<int> heads;
+  std::vector<http::Header> trailers;
   bool bodied = false;
   std::string body;
   bool ended = false;
@@ -231,6 +236,26 @@ TEST_F(StreamPipeTest, WithoutATunnelA101IsSkipped) {
   });
   EXPECT_EQ(sink_.heads, std::vector<int>{200});
   EXPECT_EQ(sink_.body, "ok");
+}
+
+}  // namespace
+}  // namespace zn::proxy
+
+namespace zn::proxy {
+namespace {
+
+// A chunked response's trailer fields end the stream as trailers (gRPC's
+// status), not as data.
+TEST_F(StreamPipeTest, TrailersEndTheStream) {
+  run([&]() -> asio::awaitable<void> {
+    co_await pipe_.write_all("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n");
+    co_await pipe_.write_all("0\r\ngrpc-status: 0\r\n\r\n");
+  });
+  EXPECT_EQ(sink_.body, "ok");
+  ASSERT_EQ(sink_.trailers.size(), 1u);
+  EXPECT_EQ(sink_.trailers[0].value, "0");
+  EXPECT_TRUE(sink_.ended);
+  EXPECT_TRUE(pipe_.response_complete());
 }
 
 }  // namespace
