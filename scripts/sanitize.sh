@@ -117,7 +117,7 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest. WebSocketTest.
-             Http2UpstreamTest. H2UpstreamStreamTest.)
+             Http2UpstreamTest. H2UpstreamStreamTest. GrpcTest.)
 start=$SECONDS
 configure "$TSAN_BUILD_DIR" thread
 cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
