@@ -46,8 +46,8 @@ class GrpcTest : public ProxyTest {
            kSecret + R"("}}})";
   }
   std::string grpc(const std::string& method, const std::string& request) {
-    return guest("GRPC_VERBOSITY=NONE timeout 30 /usr/bin/python3 " ZN_GRPC_CLIENT " 198.18.0.16:443 " + p("guest-trust.pem") + " " +
-                 method + " " + request + " 2>&1")
+    return guest("GRPC_VERBOSITY=NONE timeout 30 /usr/bin/python3 " ZN_GRPC_CLIENT " 198.18.0.16:443 " +
+                 p("guest-trust.pem") + " " + method + " " + request + " 2>&1")
         .output;
   }
 };
@@ -73,7 +73,8 @@ TEST_F(GrpcTest, AReflectedSecretInTrailersIsScrubbed) {
   const std::string r = grpc("/zn.Echo/Reflect", "x");
   EXPECT_EQ(r.rfind("ok reflected x-echo=", 0), 0u) << r;
   EXPECT_EQ(r.find(kSecret), std::string::npos) << r;
-  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"), std::string::npos);
+  EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"),
+            std::string::npos);
 }
 
 }  // namespace
