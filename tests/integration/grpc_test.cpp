@@ -12,11 +12,7 @@ class GrpcTest : public ProxyTest {
  protected:
   void configure(json& config) override {
     ProxyTest::configure(config);
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("grpc.example.key") +
-       " -out " + p("grpc.example.csr") + " -subj '/CN=grpc.example'");
-    std::ofstream(pki_ / "grpc.example.ext") << "subjectAltName=DNS:grpc.example\n";
-    sh("openssl x509 -req -in " + p("grpc.example.csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
-       " -CAcreateserial -out " + p("grpc.example.pem") + " -days 2 -extfile " + p("grpc.example.ext"));
+    issue_upstream_cert("grpc.example");
     config["dns_static"]["grpc.example"] = {"198.18.0.16"};
     config["proxy_http2"] = true;
   }
@@ -27,12 +23,7 @@ class GrpcTest : public ProxyTest {
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.16/32 dev lo").exit_code, 0);
     servers_.push_back(spawn_in_inet({"/usr/bin/python3", ZN_GRPC_UPSTREAM, "198.18.0.16:443",
                                       p("grpc.example.pem"), p("grpc.example.key")}));
-    bool up = false;
-    for (int i = 0; i < 150 && !up; ++i) {
-      up = run_in_netns(inet, "nc -z -w 1 198.18.0.16 443").exit_code == 0;
-      if (!up) std::this_thread::sleep_for(100ms);
-    }
-    ASSERT_TRUE(up) << "the gRPC server never accepted";
+    ASSERT_TRUE(inet_accepts("198.18.0.16 443")) << "the gRPC server never accepted";
     json r = call("session.update", {{"id", "user-1"}, {"policy", grpc_policy()}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("grpc.example"), "198.18.0.16\n");

@@ -13,11 +13,7 @@ class Http2UpstreamTest : public ProxyTest {
  protected:
   void configure(json& config) override {
     ProxyTest::configure(config);
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("h2.example.key") +
-       " -out " + p("h2.example.csr") + " -subj '/CN=h2.example'");
-    std::ofstream(pki_ / "h2.example.ext") << "subjectAltName=DNS:h2.example\n";
-    sh("openssl x509 -req -in " + p("h2.example.csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
-       " -CAcreateserial -out " + p("h2.example.pem") + " -days 2 -extfile " + p("h2.example.ext"));
+    issue_upstream_cert("h2.example");
     config["dns_static"]["h2.example"] = {"198.18.0.15"};
     config["proxy_http2"] = true;
   }
@@ -55,12 +51,7 @@ class Http2UpstreamTest : public ProxyTest {
         << slurp(n / "error.log");
     servers_.push_back(spawn_in_inet(
         {"nginx", "-e", (n / "error.log").string(), "-c", (n / "nginx.conf").string(), "-p", n.string()}));
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      up = run_in_netns(inet, "nc -z -w 1 198.18.0.15 443").exit_code == 0;
-      if (!up) std::this_thread::sleep_for(100ms);
-    }
-    ASSERT_TRUE(up) << "nginx never accepted: " << slurp(n / "error.log");
+    ASSERT_TRUE(inet_accepts("198.18.0.15 443")) << "nginx never accepted: " << slurp(n / "error.log");
     json r = call("session.update", {{"id", "user-1"}, {"policy", h2_policy()}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("h2.example"), "198.18.0.15\n");

@@ -43,14 +43,8 @@ class ProxyTest : public ZerodTest {
     fs::create_directories(pki_);
     sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ca.key") +
        " -out " + p("ca.pem") + " -days 2 -subj '/CN=zeroness lab upstream CA'");
-    for (const char* host : {"registry.npmjs.org", "evil.example", "api.github.com", "api.stripe.com"}) {
-      const std::string h = host;
-      sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") +
-         " -out " + p(h + ".csr") + " -subj '/CN=" + h + "'");
-      std::ofstream(pki_ / (h + ".ext")) << "subjectAltName=DNS:" << h << "\n";
-      sh("openssl x509 -req -in " + p(h + ".csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
-         " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
-    }
+    for (const char* host : {"registry.npmjs.org", "evil.example", "api.github.com", "api.stripe.com"})
+      issue_upstream_cert(host);
     config["upstream_ca_bundle"] = p("ca.pem");
     // The passthrough tests run the kernel relay (off by default); the
     // other fixtures' passthrough and L4 connections cover splice(2).
@@ -76,17 +70,29 @@ class ProxyTest : public ZerodTest {
     echo("198.18.0.12", 80, "");
     servers_.push_back(
         spawn_in_inet({"socat", "TCP-LISTEN:5432,bind=198.18.0.13,reuseaddr,fork", "EXEC:cat"}));
-    // The servers are up when they accept (a loaded CI machine is slow).
     for (const char* target : {"198.18.0.10 443", "198.18.0.11 443", "198.18.0.10 80", "198.18.0.11 80",
-                               "198.18.0.12 80", "198.18.0.12 443", "198.18.0.13 443", "198.18.0.13 5432"}) {
-      bool up = false;
-      for (int i = 0; i < 100 && !up; ++i) {
-        up = run_in_netns(lab_->inet_netns(), std::string("nc -z -w 1 ") + target).exit_code == 0;
-        if (!up) std::this_thread::sleep_for(100ms);
-      }
-      ASSERT_TRUE(up) << target << " never accepted";
-    }
+                               "198.18.0.12 80", "198.18.0.12 443", "198.18.0.13 443", "198.18.0.13 5432"})
+      ASSERT_TRUE(inet_accepts(target)) << target << " never accepted";
     create_session();
+  }
+  // A certificate for `host` from the lab's upstream CA (pki_/HOST.pem,
+  // HOST.key), for a server of the stand-in internet.
+  void issue_upstream_cert(const std::string& h) {
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") + " -out " +
+       p(h + ".csr") + " -subj '/CN=" + h + "'");
+    std::ofstream(pki_ / (h + ".ext")) << "subjectAltName=DNS:" << h << "\n";
+    sh("openssl x509 -req -in " + p(h + ".csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
+       " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
+  }
+  // Whether a server of the stand-in internet accepts on "ADDRESS PORT",
+  // waited for up to 10 s (servers are up when they accept; a loaded CI
+  // machine is slow).
+  bool inet_accepts(const std::string& target) {
+    for (int i = 0; i < 100; ++i) {
+      if (run_in_netns(lab_->inet_netns(), "nc -z -w 1 " + target).exit_code == 0) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
   }
   void TearDown() override {
     for (pid_t pid : servers_) {

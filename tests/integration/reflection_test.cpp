@@ -93,11 +93,7 @@ class ReflectionTest : public ProxyTest {
   void configure(json& config) override {
     ProxyTest::configure(config);
     const std::string h = "odd.reflect.test";
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p(h + ".key") + " -out " +
-       p(h + ".csr") + " -subj '/CN=" + h + "'");
-    std::ofstream(pki_ / (h + ".ext")) << "subjectAltName=DNS:" << h << "\n";
-    sh("openssl x509 -req -in " + p(h + ".csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
-       " -CAcreateserial -out " + p(h + ".pem") + " -days 2 -extfile " + p(h + ".ext"));
+    issue_upstream_cert(h);
     config["dns_static"]["api.stripe.com"] = {"198.18.0.11", "2001:db8:18::11"};
     config["dns_static"][h] = {"2001:db8:18::13"};
   }
@@ -107,14 +103,8 @@ class ReflectionTest : public ProxyTest {
     if (HasFatalFailure()) return;
     echo("2001:db8:18::11", 443, "api.stripe.com");
     echo("2001:db8:18::13", 443, "odd.reflect.test");
-    for (const char* target : {"2001:db8:18::11 443", "2001:db8:18::13 443"}) {
-      bool up = false;
-      for (int i = 0; i < 100 && !up; ++i) {
-        up = run_in_netns(lab_->inet_netns(), std::string("nc -z -w 1 ") + target).exit_code == 0;
-        if (!up) std::this_thread::sleep_for(100ms);
-      }
-      ASSERT_TRUE(up) << target << " never accepted";
-    }
+    for (const char* target : {"2001:db8:18::11 443", "2001:db8:18::13 443"})
+      ASSERT_TRUE(inet_accepts(target)) << target << " never accepted";
     // The fixture's policy plus a host whose secret differs in every
     // encoding; the first rule injects, the second does not.
     json pol = json::parse(policy());

@@ -228,11 +228,7 @@ class WebSocketTest : public ProxyTest {
  protected:
   void configure(json& config) override {
     ProxyTest::configure(config);
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + p("ws.example.key") +
-       " -out " + p("ws.example.csr") + " -subj '/CN=ws.example'");
-    std::ofstream(pki_ / "ws.example.ext") << "subjectAltName=DNS:ws.example\n";
-    sh("openssl x509 -req -in " + p("ws.example.csr") + " -CA " + p("ca.pem") + " -CAkey " + p("ca.key") +
-       " -CAcreateserial -out " + p("ws.example.pem") + " -days 2 -extfile " + p("ws.example.ext"));
+    issue_upstream_cert("ws.example");
     config["dns_static"]["ws.example"] = {"198.18.0.14"};
     config["proxy_websocket_idle_timeout_ms"] = 3000;
     config["proxy_websocket_max_message"] = kMaxMessage;
@@ -254,14 +250,8 @@ class WebSocketTest : public ProxyTest {
       }
       servers_.push_back(spawn_in_inet(argv));
     }
-    for (const char* target : {"198.18.0.14 443", "198.18.0.14 80"}) {
-      bool up = false;
-      for (int i = 0; i < 100 && !up; ++i) {
-        up = run_in_netns(inet, std::string("nc -z -w 1 ") + target).exit_code == 0;
-        if (!up) std::this_thread::sleep_for(100ms);
-      }
-      ASSERT_TRUE(up) << target << " never accepted";
-    }
+    for (const char* target : {"198.18.0.14 443", "198.18.0.14 80"})
+      ASSERT_TRUE(inet_accepts(target)) << target << " never accepted";
     json r = call("session.update", {{"id", "user-1"}, {"policy", ws_policy()}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("ws.example"), "198.18.0.14\n");
