@@ -16,7 +16,9 @@ style_of() {
   esac
 }
 
-files() { git ls-files '*.cpp' '*.h' '*.c' | grep -v '^fuzz/corpus/'; }
+# Tracked and new (untracked, not ignored) files: a file not yet added is
+# checked before it is committed.
+files() { git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.c' | grep -v '^fuzz/corpus/'; }
 
 case "${1:-}" in
   --fix)
