@@ -19,8 +19,9 @@ constexpr int kMaxMessage = 65536;
 // "eof").
 constexpr const char* kRawWs = R"py(import base64, os, socket, ssl, struct, sys, time
 mode, cafile = sys.argv[1], sys.argv[2]
-host = sys.argv[3] if len(sys.argv) > 3 else 'ws.example'
-ip = {'ws.example': '198.18.0.14', 'api.github.com': '198.18.0.10'}[host]
+where = sys.argv[3] if len(sys.argv) > 3 else 'ws.example'
+host, ip = {'ws.example': ('ws.example', '198.18.0.14'), 'ws6': ('ws.example', '2001:db8:18::14'),
+            'api.github.com': ('api.github.com', '198.18.0.10')}[where]
 ctx = ssl.create_default_context(cafile=cafile)
 s = ctx.wrap_socket(socket.create_connection((ip, 443), timeout=10), server_hostname=host)
 buf = b''
@@ -141,6 +142,8 @@ elif mode == 'post':
     handshake(method='POST')
 elif mode == 'noswitch':
     handshake(path='/ws/echo')
+elif mode == 'plain':
+    handshake(path='/plain/raw')
 )py";
 
 // WebSocket over HTTP/2 (RFC 8441) from the guest: python3-h2 for the
@@ -229,7 +232,7 @@ class WebSocketTest : public ProxyTest {
   void configure(json& config) override {
     ProxyTest::configure(config);
     issue_upstream_cert("ws.example");
-    config["dns_static"]["ws.example"] = {"198.18.0.14"};
+    config["dns_static"]["ws.example"] = {"198.18.0.14", "2001:db8:18::14"};
     config["proxy_websocket_idle_timeout_ms"] = 3000;
     config["proxy_websocket_max_message"] = kMaxMessage;
     // The python3-websockets client and the raw frames offer no ALPN (they
@@ -241,20 +244,24 @@ class WebSocketTest : public ProxyTest {
     if (HasFatalFailure()) return;
     const std::string inet = lab_->inet_netns();
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.14/32 dev lo").exit_code, 0);
-    for (const char* port : {"443", "80"}) {
-      std::vector<std::string> argv = {"/usr/bin/python3", ZN_WEBSOCKET_UPSTREAM, "198.18.0.14", port,
+    ASSERT_EQ(run_in_netns(inet, "ip -6 addr add 2001:db8:18::14/128 dev lo nodad").exit_code, 0);
+    for (const char* at : {"198.18.0.14 443", "198.18.0.14 80", "2001:db8:18::14 443"}) {
+      const std::string where = at;
+      const std::string address = where.substr(0, where.find(' ')), port = where.substr(where.find(' ') + 1);
+      std::vector<std::string> argv = {"/usr/bin/python3", ZN_WEBSOCKET_UPSTREAM, address, port,
                                        p("ws-upstream.log")};
-      if (std::string(port) == "443") {
+      if (port == "443") {
         argv.push_back(p("ws.example.pem"));
         argv.push_back(p("ws.example.key"));
       }
       servers_.push_back(spawn_in_inet(argv));
     }
-    for (const char* target : {"198.18.0.14 443", "198.18.0.14 80"})
+    for (const char* target : {"198.18.0.14 443", "198.18.0.14 80", "2001:db8:18::14 443"})
       ASSERT_TRUE(inet_accepts(target)) << target << " never accepted";
     json r = call("session.update", {{"id", "user-1"}, {"policy", ws_policy()}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("ws.example"), "198.18.0.14\n");
+    ASSERT_EQ(guest("dig @8.8.8.8 ws.example AAAA +short +tries=1 +time=2").output, "2001:db8:18::14\n");
     std::ofstream(dir_ / "raw_ws.py") << kRawWs;
     std::ofstream(dir_ / "h2_ws.py") << kH2Ws;
   }
@@ -386,6 +393,14 @@ TEST_F(WebSocketTest, MalformedFramesEndTheWebSocket) {
   for (const char* never : {"unmasked-msg", "rsv-msg", "smuggled", "orphan-msg", "tail-1", "tail-2"})
     EXPECT_EQ(log.find(never), std::string::npos) << never << "\n" << log;
   EXPECT_EQ(upstream_log().find("smuggled"), std::string::npos);
+}
+
+// The same over IPv6 from the guest: relayed with a rule, refused without.
+TEST_F(WebSocketTest, OverIpv6) {
+  EXPECT_EQ(raw_ws("split", "ws6"), "status 101\ntext hello split world\npong p1\ntext frag-ment\n");
+  EXPECT_EQ(raw_ws("plain", "ws6"), "status 403\n");
+  EXPECT_EQ(raw_ws("unmasked", "ws6"), "status 101\ntext before\nclose 1002\n");
+  EXPECT_EQ(ws_log().find("/plain/"), std::string::npos);
 }
 
 // Handshakes that are not exactly WebSocket's are refused before policy;
