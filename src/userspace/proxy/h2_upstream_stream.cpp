@@ -25,10 +25,19 @@ http::HttpLimits own_head_limits() {
   return l;
 }
 
-// The session grants the upstream more window as it takes DATA: what it
-// holds stays small all the same, as read_some reads the transport only
-// once the exchange has taken everything before.
-h2::ClientOptions client_options() { return h2::ClientOptions{}; }
+// The upstream's window opens only as the exchange takes the response
+// (release_window): what this stream holds is bounded by the window, not by
+// what the upstream cares to send.
+h2::ClientOptions client_options() {
+  h2::ClientOptions o;
+  o.manual_window_updates = true;
+  return o;
+}
+
+// While the exchange is still writing the request body, the upstream may
+// answer (and stream) already: up to this much of the answer is taken in
+// meanwhile, then its window stays shut until the exchange reads.
+constexpr size_t kMaxHeldResponse = 1024 * 1024;
 
 }  // namespace
 
@@ -38,6 +47,12 @@ H2UpstreamStream::H2UpstreamStream(std::unique_ptr<ByteStream> transport)
 void H2UpstreamStream::fail(const std::string& why) {
   if (failed_.empty()) failed_ = why;
   throw std::runtime_error("HTTP/2 upstream: " + failed_);
+}
+
+void H2UpstreamStream::release_window() {
+  if (unconsumed_ == 0) return;
+  session_.consume(stream_, unconsumed_);
+  unconsumed_ = 0;
 }
 
 awaitable<void> H2UpstreamStream::flush() {
@@ -100,7 +115,11 @@ void H2UpstreamStream::take_events() {
               response_done_ = true;
             }
           } else if constexpr (std::is_same_v<E, h2::ResponseData>) {
-            if (e.stream_id != stream_ || !response_head_seen_) return;
+            if (e.stream_id != stream_ || !response_head_seen_) {
+              session_.consume(e.stream_id, e.bytes.size());  // the connection's window is shared
+              return;
+            }
+            unconsumed_ += e.bytes.size();
             if (!e.bytes.empty()) response_ += response_chunked_ ? http::chunk_frame(e.bytes) : e.bytes;
             body_left_ -= std::min<uint64_t>(body_left_, e.bytes.size());
             if (e.end_stream) {
@@ -133,6 +152,7 @@ void H2UpstreamStream::start_request() {
   if (head.state == http::ParseState::kError) fail("the request to send is malformed: " + head.error);
   request_in_.erase(0, head.consumed);
   if (request_.upgrade) fail("an upgrade cannot go over HTTP/2");
+  release_window();  // the last stream's: the connection's window is shared
   std::vector<h2::Field> fields;
   fields.reserve(request_.headers.size());
   for (const http::Header& h : request_.headers) {
@@ -176,6 +196,10 @@ awaitable<void> H2UpstreamStream::write_all(std::string_view data) {
   // The upstream's window is shut: wait for it as for a full socket (its
   // WINDOW_UPDATE comes with whatever else it sends).
   while (session_.buffered(stream_) > kMaxUnsent) {
+    if (response_.size() < kMaxHeldResponse) {
+      release_window();
+      co_await flush();
+    }
     const bool more = co_await pump();
     if (!more) fail("the upstream closed");
     if (!failed_.empty()) fail(failed_);
@@ -192,8 +216,9 @@ awaitable<size_t> H2UpstreamStream::read_some(char* data, size_t size) {
     // the next request, quiet in the pool).
     while (response_head_seen_ && !response_chunked_ && body_left_ == 0 && !response_done_ &&
            failed_.empty()) {
-      const bool more = co_await pump();
+      release_window();
       co_await flush();
+      const bool more = co_await pump();
       if (!more) break;
     }
     if (!response_.empty()) {
@@ -208,8 +233,11 @@ awaitable<size_t> H2UpstreamStream::read_some(char* data, size_t size) {
       // connection has nothing else for it (as a server that closed).
       co_return 0;
     }
+    // Everything handed on was taken: the upstream may send as much again
+    // (and our acknowledgements go with it).
+    release_window();
+    co_await flush();
     const bool more = co_await pump();
-    co_await flush();  // acknowledgements, window updates
     if (!more) co_return 0;
   }
 }

@@ -51,6 +51,8 @@ class H2UpstreamStream : public ByteStream {
   // One read of the transport fed to the session; false at its end.
   asio::awaitable<bool> pump();
   void take_events();
+  // Gives the upstream back the window of the DATA taken so far.
+  void release_window();
   void start_request();
   [[noreturn]] void fail(const std::string& why);
 
@@ -69,6 +71,7 @@ class H2UpstreamStream : public ByteStream {
   bool response_chunked_ = false;
   bool response_done_ = false;
   uint64_t body_left_ = 0;  // of a body framed by its length, not yet received
+  size_t unconsumed_ = 0;   // DATA bytes of the stream whose window is not given back yet
 };
 
 }  // namespace zn::proxy
