@@ -155,6 +155,12 @@ StreamRequestResult to_request_head(const RequestHeaders& request, std::string_v
     head.headers.push_back(f);
   }
 
+  if (r.websocket) {
+    // The fields that make the GET a WebSocket handshake (HTTP/2 forbids
+    // them on the stream); the key is the proxy's to make.
+    head.headers.push_back({"upgrade", "websocket"});
+    head.headers.push_back({"connection", "upgrade"});
+  }
   if (length_seen) {
     if (r.websocket) return refuse(400, "content-length on extended CONNECT");
     if (request.end_stream && head.content_length != 0) return refuse(400, "content-length without a body");

@@ -28,8 +28,10 @@ struct StreamRequestResult {
   std::string reason;
   // Extended CONNECT with :protocol "websocket" (RFC 8441). `head` is then
   // the GET with Upgrade that the same WebSocket would be over HTTP/1.1
-  // (head.upgrade set, no body framing: DATA frames carry the WebSocket's
-  // frames, not a request body), so one policy rule decides both.
+  // (head.upgrade set, Upgrade and Connection fields added, no body
+  // framing: DATA frames carry the WebSocket's frames, not a request body),
+  // so one policy rule decides both. Only Sec-WebSocket-Key is missing (an
+  // HTTP/2 client sends none): the caller makes one.
   bool websocket = false;
   explicit operator bool() const { return status == 0; }
 };

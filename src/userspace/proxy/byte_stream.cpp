@@ -35,6 +35,17 @@ std::string openssl_reason(const char* what, SSL* ssl) {
 
 }  // namespace
 
+awaitable<void> wait_for_signal(std::optional<asio::steady_timer>& signal) {
+  if (!signal) signal.emplace(co_await asio::this_coro::executor);
+  signal->expires_at(asio::steady_timer::time_point::max());
+  co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
+  // Woken (a cancel) or cancelled by the caller: only the caller's
+  // cancellation ends the wait for good.
+  asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none)
+    throw std::system_error(std::make_error_code(std::errc::operation_canceled));
+}
+
 awaitable<bool> ByteStream::wait_readable(std::chrono::steady_clock::duration timeout) {
   using namespace asio::experimental::awaitable_operators;
   if (has_buffered()) co_return true;
@@ -86,14 +97,7 @@ TlsStream::TlsStream(asio::ip::tcp::socket& socket, SslPtr ssl, bool server, std
 awaitable<void> TlsStream::flush() {
   // Another flush is writing: it takes what is in the BIO until it is empty,
   // ours included; waited for, so a writer is held back by the socket as ever.
-  while (flushing_) {
-    if (!flushed_) flushed_.emplace(co_await asio::this_coro::executor);
-    flushed_->expires_at(asio::steady_timer::time_point::max());
-    co_await flushed_->async_wait(asio::experimental::as_tuple(use_awaitable));
-    asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none)
-      throw std::system_error(std::make_error_code(std::errc::operation_canceled));
-  }
+  while (flushing_) co_await wait_for_signal(flushed_);
   flushing_ = true;
   struct Done {
     TlsStream& s;

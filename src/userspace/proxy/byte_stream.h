@@ -83,6 +83,12 @@ class TlsStream : public ByteStream {
   BIO* out_ = nullptr;  // owned by ssl_
 };
 
+// A steady_timer as a condition variable of one loop: sleeps until
+// `signal` is cancelled (someone's notify: the caller looks again) or the
+// caller itself is cancelled (its deadline, its parent), which throws
+// std::system_error(operation_canceled).
+asio::awaitable<void> wait_for_signal(std::optional<asio::steady_timer>& signal);
+
 namespace detail {
 template <typename T>
 struct Outcome {

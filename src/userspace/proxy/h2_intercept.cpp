@@ -153,14 +153,10 @@ class H2Connection {
       return;
     }
     h2::StreamRequestResult r = h2::to_request_head(h, conn_.host, ctx_.limits, conn_.port);
-    if (r && r.websocket) {
-      // The HTTP/1.1 handshake the same WebSocket would be: the exchange
-      // checks and decides it as one, and its upstream answers the key
-      // made here (an HTTP/2 client sends none).
-      r.head.headers.push_back({"upgrade", "websocket"});
-      r.head.headers.push_back({"connection", "upgrade"});
-      r.head.headers.push_back({"sec-websocket-key", websocket::make_key()});
-    }
+    // The HTTP/1.1 handshake the same WebSocket would be, which the
+    // exchange checks and decides as one; its upstream answers the key made
+    // here (an HTTP/2 client sends none).
+    if (r && r.websocket) r.head.headers.push_back({"sec-websocket-key", websocket::make_key()});
     if (!r) {
       ctx_.counters.denied++;
       answer(h.stream_id, r.status,

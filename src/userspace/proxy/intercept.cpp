@@ -185,11 +185,9 @@ class Exchange {
     summary.host = conn_.host;
     if (head.state == http::ParseState::kError) {
       ctx_.counters.bad_requests++;
-      summary.status = head.error_status;
-      summary.error = "malformed request: " + head.error;
-      report(summary, start);
+      const std::string error = "malformed request: " + head.error;
       const Refusal r{head.error_status, "zeroness: bad request (" + head.error + ")\n"};
-      co_await refuse(r);
+      co_await refuse_reported(summary, start, error, r);
       co_return false;
     }
     summary.method = req.method;
@@ -200,11 +198,9 @@ class Exchange {
     // whose reading could differ.
     if (!target && !conn_.local) {
       ctx_.counters.bad_requests++;
-      summary.status = 400;
-      summary.error = "bad request target: " + why;
-      report(summary, start);
+      const std::string error = "bad request target: " + why;
       const Refusal r{400, "zeroness: bad request (" + why + ")\n"};
-      co_await refuse(r);
+      co_await refuse_reported(summary, start, error, r);
       co_return false;
     }
     summary.path = target ? target->path : req.target;
@@ -215,11 +211,9 @@ class Exchange {
       const std::string bad = websocket::request_error(req);
       if (!bad.empty()) {
         ctx_.counters.bad_requests++;
-        summary.status = 400;
-        summary.error = "bad WebSocket handshake: " + bad;
-        report(summary, start);
+        const std::string error = "bad WebSocket handshake: " + bad;
         const Refusal r{400, "zeroness: bad request (" + bad + ")\n"};
-        co_await refuse(r);
+        co_await refuse_reported(summary, start, error, r);
         co_return false;
       }
       websocket_ = true;
@@ -228,11 +222,9 @@ class Exchange {
       // h2c, or anything but a WebSocket, would leave HTTP/1.1 and with it
       // per-request policy.
       ctx_.counters.denied++;
-      summary.status = 403;
-      summary.error = "protocol upgrade not allowed";
-      report(summary, start);
+      const std::string error = "protocol upgrade not allowed";
       const Refusal r{403, "zeroness: blocked by policy (protocol upgrade not allowed)\n"};
-      co_await refuse(r);
+      co_await refuse_reported(summary, start, error, r);
       co_return false;
     }
 
@@ -962,6 +954,16 @@ class Exchange {
       }
     } catch (const std::exception&) {
     }
+  }
+
+  // A request refused before the broker saw it (it audits the ones it
+  // refuses): reported with the refusal's status and `error`, then answered.
+  awaitable<void> refuse_reported(RequestSummary& summary, Clock::time_point start, const std::string& error,
+                                  const Refusal& refusal) {
+    summary.status = refusal.status;
+    summary.error = error;
+    report(summary, start);
+    co_await refuse(refusal);
   }
 
   awaitable<void> send_body(std::string& clean, bool chunk_out, RequestSummary& summary) {

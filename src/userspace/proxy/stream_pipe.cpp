@@ -52,19 +52,8 @@ size_t StreamPipe::drop_pending() {
   return n;
 }
 
-awaitable<void> StreamPipe::wait(std::optional<asio::steady_timer>& signal) {
-  if (!signal) signal.emplace(co_await asio::this_coro::executor);
-  signal->expires_at(asio::steady_timer::time_point::max());
-  co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
-  // Woken (a cancel from notify) or cancelled by the caller: only the
-  // caller's cancellation ends the wait for good.
-  asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none)
-    throw std::system_error(std::make_error_code(std::errc::operation_canceled));
-}
-
 awaitable<size_t> StreamPipe::read_some(char* data, size_t size) {
-  while (in_.empty() && !ended_ && !aborted_) co_await wait(read_signal_);
+  while (in_.empty() && !ended_ && !aborted_) co_await wait_for_signal(read_signal_);
   if (aborted_) gone();
   if (in_.empty()) co_return 0;  // ended: the request is complete
   Segment& s = in_.front();
@@ -84,7 +73,7 @@ awaitable<bool> StreamPipe::wait_readable(std::chrono::steady_clock::duration ti
   if (has_buffered()) co_return true;
   asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
   auto woken = [this]() -> awaitable<void> {
-    while (!has_buffered()) co_await wait(read_signal_);
+    while (!has_buffered()) co_await wait_for_signal(read_signal_);
   };
   auto r = co_await (woken() || timer.async_wait(asio::experimental::as_tuple(use_awaitable)));
   co_return r.index() == 0;
@@ -96,7 +85,7 @@ awaitable<void> StreamPipe::write_all(std::string_view data) {
   parse_response();
   // A guest that does not take the stream's response holds the exchange,
   // as a full socket would (the exchange's deadline ends it).
-  while (!aborted_ && sink_.unsent() > kMaxUnsent) co_await wait(write_signal_);
+  while (!aborted_ && sink_.unsent() > kMaxUnsent) co_await wait_for_signal(write_signal_);
   if (aborted_) gone();
 }
 

@@ -87,10 +87,6 @@ class StreamPipe : public ByteStream {
     size_t taken = 0;
     size_t payload = 0;
   };
-  // Until wake(), push(), end_request() or abort(); throws if the caller
-  // was cancelled (its deadline passed). `signal`: the reader's or the
-  // writer's.
-  asio::awaitable<void> wait(std::optional<asio::steady_timer>& signal);
   void notify();
   // Turns what the exchange wrote into sink calls; throws on a response it
   // could not have written (a bug, not input).
@@ -103,8 +99,9 @@ class StreamPipe : public ByteStream {
   std::deque<Segment> in_;
   bool ended_ = false;
   bool aborted_ = false;
-  // A reader and a writer may wait at once (a tunnel's relay): each on
-  // its own timer, every notify() wakes both to look again.
+  // Waits (wait_for_signal) until wake(), push(), end_request() or
+  // abort(). A reader and a writer may wait at once (a tunnel's relay):
+  // each on its own timer, every notify() wakes both to look again.
   std::optional<asio::steady_timer> read_signal_, write_signal_;
   bool tunnel_ = false;
   std::string out_;

@@ -146,7 +146,12 @@ TEST(StreamRequest, ConnectIsRefusedAndWebSocketIsTheGetItWouldBeOverHttp11) {
   EXPECT_EQ(r.head.method, "GET");
   EXPECT_EQ(r.head.target, "/socket");
   EXPECT_TRUE(r.head.upgrade);
-  EXPECT_EQ(r.head.framing, http::BodyFraming::kNone);  // DATA is the WebSocket's, not a body
+  ASSERT_NE(r.head.find("upgrade"), nullptr);
+  EXPECT_EQ(*r.head.find("upgrade"), "websocket");
+  ASSERT_NE(r.head.find("connection"), nullptr);
+  EXPECT_EQ(*r.head.find("connection"), "upgrade");
+  EXPECT_EQ(r.head.find("sec-websocket-key"), nullptr);  // the proxy's to make
+  EXPECT_EQ(r.head.framing, http::BodyFraming::kNone);   // DATA is the WebSocket's, not a body
 
   RequestHeaders other = ws;
   other.protocol = "connect-udp";
