@@ -109,6 +109,20 @@ constexpr auto kCancelWait = std::chrono::seconds(30);
 // earlier exchanges, bounded by what QEMU holds for a port and a margin.
 constexpr size_t kMaxSkippedBeforeSync = 4 << 20;
 
+// Drops what comes before `sync` (a channel's sync mark for this command's
+// nonce) and the mark itself, clearing `sync` once found; keeps a tail that
+// may be the start of the mark. Returns how many bytes were skipped.
+size_t skip_to_sync(std::string& buf, std::string& sync) {
+  const size_t at = buf.find(sync);
+  const size_t drop = at != std::string::npos     ? at + sync.size()
+                      : buf.size() >= sync.size() ? buf.size() - (sync.size() - 1)
+                                                  : 0;
+  buf.erase(0, drop);
+  if (at == std::string::npos) return drop;
+  sync.clear();
+  return at;
+}
+
 }  // namespace
 
 CommandClient::CommandClient(const SessionDirectory& sessions, std::shared_ptr<const SigningKey> key,
@@ -127,32 +141,45 @@ CommandClient::~CommandClient() {
   for (Cancellation& c : cancellations_) c.thread.join();
 }
 
-void CommandClient::cancel_on_channel(net::UniqueFd fd, std::string channel, std::string buffered) {
+void CommandClient::cancel_on_channel(net::UniqueFd fd, std::string channel, std::string buffered,
+                                      std::string sync) {
   auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread t([this, fd = std::move(fd), channel, buf = std::move(buffered), done]() mutable {
-    try {
-      send_all(fd.get(), std::string_view(&command::kCancelByte, 1), std::chrono::seconds(1));
-      const auto until = Clock::now() + kCancelWait;
-      char chunk[65536];
-      for (;;) {
-        std::optional<command::Frame> f = command::take_frame(buf);
-        if (f && (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject)) break;
-        if (f) continue;
-        if (closing_ || Clock::now() >= until) break;
-        if (!wait_for(fd.get(), POLLIN, std::chrono::milliseconds(200))) continue;
-        const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n <= 0) break;
-        buf.append(chunk, static_cast<size_t>(n));
-      }
-    } catch (const std::exception&) {
-      // A malformed rest: the channel is released all the same; the next
-      // exchange skips what is left up to its own sync mark.
-    }
-    fd.reset();
-    release_channel(channel);
-    *done = true;
-  });
+  std::thread t(
+      [this, fd = std::move(fd), channel, buf = std::move(buffered), sync = std::move(sync), done]() mutable {
+        // The channel goes back early only once the agent's last frame for this
+        // command came (it then waits for the next envelope); anything else (no
+        // cancel sent, a rest that is not frames) keeps it for the whole bound.
+        try {
+          send_all(fd.get(), std::string_view(&command::kCancelByte, 1), std::chrono::seconds(1));
+        } catch (const std::exception&) {
+        }
+        const auto until = Clock::now() + kCancelWait;
+        bool readable = true, ended = false;
+        char chunk[65536];
+        while (!ended && !closing_ && Clock::now() < until) {
+          if (readable) {
+            try {
+              if (!sync.empty()) skip_to_sync(buf, sync);
+              while (sync.empty() && !ended) {
+                std::optional<command::Frame> f = command::take_frame(buf);
+                if (!f) break;
+                ended = f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject;
+              }
+            } catch (const std::exception&) {
+              readable = false;
+            }
+          }
+          if (!readable) buf.clear();
+          if (ended || !wait_for(fd.get(), POLLIN, std::chrono::milliseconds(200))) continue;
+          const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
+          if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+          if (n <= 0) break;  // QEMU closed the channel: the VM is gone
+          buf.append(chunk, static_cast<size_t>(n));
+        }
+        fd.reset();
+        release_channel(channel);
+        *done = true;
+      });
   std::lock_guard lock(cancel_mu_);
   for (auto it = cancellations_.begin(); it != cancellations_.end();) {
     if (*it->done) {
@@ -357,84 +384,90 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
     sync.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
   }
   size_t skipped = 0;
-  for (;;) {
-    if (!sync.empty()) {
-      const size_t at = buf.find(sync);
-      const size_t drop = at != std::string::npos     ? at + sync.size()
-                          : buf.size() >= sync.size() ? buf.size() - (sync.size() - 1)
-                                                      : 0;
-      skipped += at != std::string::npos ? at : drop;
-      buf.erase(0, drop);
-      if (at != std::string::npos) sync.clear();
-      if (skipped > kMaxSkippedBeforeSync) {
-        audit_reject("bad_reply");
-        throw CommandError("the agent's reply never started (no sync mark on its channel)");
-      }
-    }
-    std::optional<command::Frame> f;
-    try {
-      if (sync.empty()) f = command::take_frame(buf);
-    } catch (const std::exception& e) {
-      audit_reject("bad_reply");
-      throw CommandError(std::string("the agent's reply is malformed: ") + e.what());
-    }
-    if (f && !opener.open(*f)) {
-      audit_reject("unauthenticated_reply");
-      throw CommandError(
-          "the reply on the agent port is not the agent's: its seal does not verify under the session's "
-          "result key (another process on the port, or an agent provisioned for another session)");
-    }
-    if (f) {
-      answered = true;
-      if (f->kind == command::FrameKind::kAccepted) {
-        if (accepted) {
+  // However the exchange ends early (the agent silent, a bad reply), the
+  // agent may still be running the command: the channel is cancelled and
+  // kept until the agent's last frame, never handed to the next command,
+  // whose envelope the agent would otherwise take for the cancel.
+  try {
+    for (;;) {
+      if (!sync.empty()) {
+        skipped += skip_to_sync(buf, sync);
+        if (skipped > kMaxSkippedBeforeSync) {
           audit_reject("bad_reply");
-          throw CommandError("the agent's reply is malformed: accepted twice");
+          throw CommandError("the agent's reply never started (no sync mark on its channel)");
         }
-        accepted = true;
+      }
+      std::optional<command::Frame> f;
+      try {
+        if (sync.empty()) f = command::take_frame(buf);
+      } catch (const std::exception& e) {
+        audit_reject("bad_reply");
+        throw CommandError(std::string("the agent's reply is malformed: ") + e.what());
+      }
+      if (f && !opener.open(*f)) {
+        audit_reject("unauthenticated_reply");
+        throw CommandError(
+            "the reply on the agent port is not the agent's: its seal does not verify under the session's "
+            "result key (another process on the port, or an agent provisioned for another session)");
+      }
+      if (f) {
+        answered = true;
+        if (f->kind == command::FrameKind::kAccepted) {
+          if (accepted) {
+            audit_reject("bad_reply");
+            throw CommandError("the agent's reply is malformed: accepted twice");
+          }
+          accepted = true;
+          continue;
+        }
+        // Nothing but a refusal comes before the agent accepted the envelope.
+        if (!accepted && f->kind != command::FrameKind::kReject) {
+          audit_reject("bad_reply");
+          throw CommandError("the agent's reply is malformed: output before it accepted the command");
+        }
+        if (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject) {
+          outcome.ran = f->kind == command::FrameKind::kResult;
+          outcome.result = json::parse(f->payload, nullptr, false);
+          if (outcome.result.is_discarded()) outcome.result = json{{"reason", "bad_reply"}};
+          break;
+        }
+        bytes_out += f->payload.size();
+        if (!on_frame(*f)) {
+          stopped = true;
+          break;
+        }
         continue;
       }
-      // Nothing but a refusal comes before the agent accepted the envelope.
-      if (!accepted && f->kind != command::FrameKind::kReject) {
-        audit_reject("bad_reply");
-        throw CommandError("the agent's reply is malformed: output before it accepted the command");
+      if (!wait_for(fd.get(), POLLIN, answered ? options_.frame_timeout : options_.accept_timeout)) {
+        if (!answered) {
+          audit_reject("unreachable");
+          throw CommandError("no agent answered within " + std::to_string(options_.accept_timeout.count()) +
+                             " ms (none running in the sandbox, or not started yet)");
+        }
+        audit_reject("agent_silent");
+        throw CommandError("the agent went silent");
       }
-      if (f->kind == command::FrameKind::kResult || f->kind == command::FrameKind::kReject) {
-        outcome.ran = f->kind == command::FrameKind::kResult;
-        outcome.result = json::parse(f->payload, nullptr, false);
-        if (outcome.result.is_discarded()) outcome.result = json{{"reason", "bad_reply"}};
-        break;
+      const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        audit_reject("agent_closed");
+        throw CommandError("the agent closed the connection without a result");
       }
-      bytes_out += f->payload.size();
-      if (!on_frame(*f)) {
-        stopped = true;
-        break;
-      }
-      continue;
+      buf.append(chunk, static_cast<size_t>(n));
     }
-    if (!wait_for(fd.get(), POLLIN, answered ? options_.frame_timeout : options_.accept_timeout)) {
-      if (!answered) {
-        audit_reject("unreachable");
-        throw CommandError("no agent answered within " + std::to_string(options_.accept_timeout.count()) +
-                           " ms (none running in the sandbox, or not started yet)");
-      }
-      audit_reject("agent_silent");
-      throw CommandError("the agent went silent");
-    }
-    const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) {
-      audit_reject("agent_closed");
-      throw CommandError("the agent closed the connection without a result");
-    }
-    buf.append(chunk, static_cast<size_t>(n));
+  } catch (...) {
+    if (!channel.empty())
+      cancel_on_channel(std::move(fd), std::exchange(channel, std::string()), std::move(buf),
+                        std::move(sync));
+    throw;
   }
   if (stopped) {
     audit_reject("client_gone");
     // A channel's agent does not see zerod go: it is told, and the channel
     // waits for it (a TCP agent sees the connection close).
     if (!channel.empty())
-      cancel_on_channel(std::move(fd), std::exchange(channel, std::string()), std::move(buf));
+      cancel_on_channel(std::move(fd), std::exchange(channel, std::string()), std::move(buf),
+                        std::move(sync));
     return outcome;
   }
   if (!outcome.ran) {

@@ -120,7 +120,8 @@ class CommandClient {
   // told to cancel it, and the channel stays taken until the agent's last
   // frame for it came (at most kCancelWait), so no later command meets its
   // leftovers. On a thread of its own: the caller returns at once.
-  void cancel_on_channel(net::UniqueFd fd, std::string channel, std::string buffered);
+  // `sync`: the reply's sync mark if it was not seen yet (else empty).
+  void cancel_on_channel(net::UniqueFd fd, std::string channel, std::string buffered, std::string sync);
 
   const SessionDirectory& sessions_;
   HostKey result_root_;
