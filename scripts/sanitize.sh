@@ -10,6 +10,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --build builds both only, --run runs what was built (scripts/test.sh
+# builds them at low priority while the main tests run); neither: both.
+phase=all
+case "${1:-}" in
+  --build | --run) phase=${1#--} ;;
+  "") ;;
+  *)
+    echo "usage: scripts/sanitize.sh [--build|--run]" >&2
+    exit 2 ;;
+esac
+building() { [ "$phase" != run ]; }
+running() { [ "$phase" != build ]; }
+
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
 JOBS=$(nproc)
@@ -20,10 +33,17 @@ JOBS=$(nproc)
 # line tables are all a report's stack needs. NDEBUG as in CI's build, so the
 # same code paths run as ship.
 configure() {
+  # shellcheck disable=SC2046 # the launcher arguments split on purpose
   cmake -S . -B "$1" -DZN_SANITIZE="$2" -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG" \
-    > /dev/null
+    $(scripts/ccache_args.sh) > /dev/null
+}
+
+# Like the main run: a test that did not run (skipped without a kernel
+# reason, or a suite whose setup failed) fails the stage.
+check_junit() {
+  python3 scripts/check_skips.py "$1" || exit 1
 }
 
 reports=$(mktemp -d /tmp/zn-sanitize.XXXXXX)
@@ -49,10 +69,12 @@ if [ ${#unit_targets[@]} -eq 0 ]; then
   echo "sanitize: found no unit test targets in tests/" >&2
   exit 1
 fi
-start=$SECONDS
-configure "$ASAN_BUILD_DIR" "address,undefined"
-cmake --build "$ASAN_BUILD_DIR" -j"$JOBS" --target "${unit_targets[@]}"
-echo "sanitize: ASan+UBSan build of ${unit_targets[*]}: $((SECONDS - start)) s"
+if building; then
+  start=$SECONDS
+  configure "$ASAN_BUILD_DIR" "address,undefined"
+  cmake --build "$ASAN_BUILD_DIR" -j"$JOBS" --target "${unit_targets[@]}"
+  echo "sanitize: ASan+UBSan build of ${unit_targets[*]}: $((SECONDS - start)) s"
+fi
 
 # halt_on_error: the first report ends the process (ASan and UBSan; the build
 # also has -fno-sanitize-recover). detect_leaks: on (LeakSanitizer, ASan's
@@ -61,19 +83,22 @@ echo "sanitize: ASan+UBSan build of ${unit_targets[*]}: $((SECONDS - start)) s"
 # zerod, and the unit tests tear everything down, so a leak is a finding.
 # detect_stack_use_after_return: completion handlers and coroutines that keep
 # a reference to a returned frame.
-start=$SECONDS
-asan=(halt_on_error=1 detect_leaks=1 detect_stack_use_after_return=1 check_initialization_order=1
-      strict_init_order=1 "log_path=$reports/asan")
-ASAN_OPTIONS=$(IFS=:; echo "${asan[*]}")
-export ASAN_OPTIONS
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
-status=0
-ctest --test-dir "$ASAN_BUILD_DIR" -L unit -j"$JOBS" --timeout 300 --no-tests=error --output-on-failure \
-  || status=$?
-check_reports "ASan+UBSan unit tests"
-[ "$status" -eq 0 ] || exit "$status"
-unset ASAN_OPTIONS UBSAN_OPTIONS
-echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
+if running; then
+  start=$SECONDS
+  asan=(halt_on_error=1 detect_leaks=1 detect_stack_use_after_return=1 check_initialization_order=1
+        strict_init_order=1 "log_path=$reports/asan")
+  ASAN_OPTIONS=$(IFS=:; echo "${asan[*]}")
+  export ASAN_OPTIONS
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
+  status=0
+  ctest --test-dir "$ASAN_BUILD_DIR" -L unit -j"$JOBS" --timeout 300 --no-tests=error --output-on-failure \
+    --output-junit "$(realpath "$ASAN_BUILD_DIR")/ctest-junit.xml" || status=$?
+  check_reports "ASan+UBSan unit tests"
+  [ "$status" -eq 0 ] || exit "$status"
+  check_junit "$ASAN_BUILD_DIR/ctest-junit.xml"
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  echo "sanitize: ASan+UBSan unit tests: $((SECONDS - start)) s"
+fi
 
 # ---- TSan: the proxy's and the audit's concurrency -------------------------
 # Suites, by name (ctest -R), and the targets that hold them:
@@ -118,10 +143,13 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest. WebSocketTest.
              Http2UpstreamTest. H2UpstreamStreamTest. GrpcTest.)
-start=$SECONDS
-configure "$TSAN_BUILD_DIR" thread
-cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
-echo "sanitize: TSan build of ${tsan_targets[*]}: $((SECONDS - start)) s"
+if building; then
+  start=$SECONDS
+  configure "$TSAN_BUILD_DIR" thread
+  cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
+  echo "sanitize: TSan build of ${tsan_targets[*]}: $((SECONDS - start)) s"
+fi
+running || exit 0
 
 # A suite renamed away would otherwise just stop being run.
 regex=""
@@ -146,7 +174,8 @@ start=$SECONDS
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$reports/tsan"
 status=0
 "${run[@]}" ctest --test-dir "$TSAN_BUILD_DIR" -R "$regex" --timeout 300 --no-tests=error \
-  --output-on-failure || status=$?
+  --output-on-failure --output-junit "$(realpath "$TSAN_BUILD_DIR")/ctest-junit.xml" || status=$?
 check_reports "TSan tests"
 [ "$status" -eq 0 ] || exit "$status"
+check_junit "$TSAN_BUILD_DIR/ctest-junit.xml"
 echo "sanitize: TSan tests: $((SECONDS - start)) s"
