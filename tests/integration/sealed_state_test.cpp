@@ -3,8 +3,13 @@
 // state and the identity still reaches the upstream; `znctl key rotate`
 // reseals under a new key; a wrong or missing key is a refusal to start that
 // names the problem and drops nothing, and the right key brings it all back.
+// The deployment CA's key is sealed the same way, and a plain one from before
+// is sealed on start.
+#include <openssl/pem.h>
 #include <sodium.h>
 
+#include "broker/identity/deployment_ca.h"
+#include "broker/secrets/host_key.h"
 #include "integration/proxy_fixture.h"
 #include "support/secret_encodings.h"
 
@@ -37,6 +42,16 @@ class SealedStateTest : public ProxyTest {
         EXPECT_EQ(bytes.find(e), std::string::npos) << why << ": " << f.path() << " holds " << e;
     }
     EXPECT_GT(files, 2u) << why;  // the state file, its journal, the CA, the audit
+  }
+  fs::path ca_key() const { return dir_ / "state" / "ca" / "ca.key"; }
+  // The CA key on disk: one envelope under `key_id`, never a PEM.
+  void expect_ca_key_sealed_under(const std::string& key_id, const std::string& why) {
+    const std::string text = slurp(ca_key());
+    EXPECT_EQ(text.rfind("znsealed:v1:" + key_id + ":", 0), 0u) << why << ": " << text.substr(0, 40);
+    EXPECT_EQ(text.find("PRIVATE"), std::string::npos) << why;
+    EXPECT_EQ(text.find("-----BEGIN"), std::string::npos) << why;
+    EXPECT_EQ(fs::status(ca_key()).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
   }
   std::string state_text() const {
     std::string all;
@@ -76,6 +91,7 @@ TEST_F(SealedStateTest, NothingAtRestARestartOpensItRotationAndAWrongKeyRefused)
   EXPECT_EQ(fs::status(key).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   const std::string first_id = call("key.show")["result"]["id"];
   EXPECT_NE(state_text().find("znsealed:v1:" + first_id + ":"), std::string::npos) << state_text();
+  expect_ca_key_sealed_under(first_id, "after the first start");
 
   // A restart opens the sealed state: the identity still gets there.
   stop_zerod(SIGTERM);
@@ -96,10 +112,11 @@ TEST_F(SealedStateTest, NothingAtRestARestartOpensItRotationAndAWrongKeyRefused)
   start_zerod();
   expect_identity_injected("after rotation and a restart");
   expect_state_holds_no_secret("after rotation");
+  expect_ca_key_sealed_under(second_id, "after rotation");
   stop_zerod(SIGTERM);
 
   // Another key in its place: a refusal naming both keys; nothing dropped.
-  const std::string state_before = state_text();
+  const std::string state_before = state_text(), ca_before = slurp(ca_key());
   fs::rename(key, dir_ / "host.key.saved");
   {
     std::ofstream other(key, std::ios::binary);
@@ -111,6 +128,7 @@ TEST_F(SealedStateTest, NothingAtRestARestartOpensItRotationAndAWrongKeyRefused)
   EXPECT_NE(log.find("sealed under key " + second_id), std::string::npos) << log;
   EXPECT_EQ(log.find(kSecret), std::string::npos);
   EXPECT_EQ(state_text(), state_before);
+  EXPECT_EQ(slurp(ca_key()), ca_before);  // a state dir without its key cannot mint, nor is a CA made
 
   // No key at all: a refusal too, not a fresh key and an empty store.
   fs::remove(key);
@@ -143,7 +161,34 @@ TEST_F(SealedStateTest, ARotationACrashInterruptedIsFinishedAtTheNextStart) {
   EXPECT_FALSE(fs::exists(dir_ / "host.key.next"));
   EXPECT_EQ(state_text().find(first_id), std::string::npos) << state_text();
   EXPECT_NE(state_text().find(now_id), std::string::npos) << state_text();
+  expect_ca_key_sealed_under(now_id, "after the resumed rotation");
   expect_identity_injected("after the resumed rotation");
+}
+
+// A state dir from before the CA key was sealed: its plain PEM key (the same
+// CA the guests trust) is sealed on start, and leaves are still minted from it.
+TEST_F(SealedStateTest, APlainCaKeyFromBeforeSealingIsSealedOnStart) {
+  expect_identity_injected("before");
+  const std::string id = call("key.show")["result"]["id"];
+  stop_zerod(SIGTERM);
+  const std::string cert = slurp(dir_ / "state" / "ca" / "ca.pem");
+  {
+    // What an older zerod left: the same key, as a plain PEM (0600).
+    const broker::HostKey host = broker::HostKey::load((dir_ / "host.key").string());
+    const broker::DeploymentCa ca = broker::open_deployment_ca((dir_ / "state" / "ca").string(), host);
+    fs::remove(ca_key());
+    FILE* f = std::fopen(ca_key().c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(PEM_write_PrivateKey(f, ca.key.get(), nullptr, nullptr, 0, nullptr, nullptr), 1);
+    std::fclose(f);
+    fs::permissions(ca_key(), fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  }
+  ASSERT_NE(slurp(ca_key()).find("PRIVATE KEY"), std::string::npos);
+  start_zerod();
+  expect_ca_key_sealed_under(id, "after the migration");
+  EXPECT_EQ(slurp(dir_ / "state" / "ca" / "ca.pem"), cert);  // the CA guests trust is unchanged
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "ca" / "ca.key.tmp"));
+  expect_identity_injected("after the migration");
 }
 
 }  // namespace

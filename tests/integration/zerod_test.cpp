@@ -1,6 +1,7 @@
 // zerod as a process in the lab: sessions over the control socket, governed
 // DNS from a real guest, policy updates under load, kill -9 and re-adoption,
 // and an audit trail that verifies and holds no secret.
+#include <map>
 #include <set>
 
 #include "integration/zerod_fixture.h"
@@ -267,6 +268,121 @@ TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
   auto verify = run(znctl + " audit verify");
   EXPECT_EQ(verify.exit_code, 0);
   EXPECT_TRUE(json::parse(verify.output)["ok"]);
+}
+
+// Deleting a session on an adopted device never leaves it open: the device
+// is parked (programs attached, no entry) and denies everything, until it is
+// adopted again; only `znctl session delete --detach yes` hands it back.
+// The gateway answers ping from an ungoverned device, never through the
+// datapath: the probe that tells parked from detached.
+TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
+  const std::string znctl = std::string(ZN_ZNCTL_BIN) + " --socket " + socket_;
+  const std::string filter = "tc filter show dev zn-tap0 ingress";
+  auto attached = [&] {
+    return run_in_netns(lab_->host_netns(), filter).output.find("bpf") != std::string::npos;
+  };
+  auto gateway_answers = [&] { return guest("ping -c 1 -W 1 198.19.0.1").exit_code == 0; };
+  create_session();
+  // Positive control: governed DNS answers while the session lives; the
+  // datapath (not the lack of a route) is what drops the ping.
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  EXPECT_FALSE(gateway_answers());
+  ASSERT_EQ(run_in_netns(lab_->host_netns(), znctl + " session delete user-1").exit_code, 0);
+  EXPECT_TRUE(attached());
+  EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
+  EXPECT_FALSE(gateway_answers());
+  // A restart of zerod changes nothing: still parked.
+  stop_zerod(SIGTERM);
+  start_zerod();
+  EXPECT_TRUE(attached());
+  EXPECT_FALSE(gateway_answers());
+  // Adopted again: governed again.
+  create_session();
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  // A bad --detach value is a usage error that deletes nothing.
+  EXPECT_EQ(run_in_netns(lab_->host_netns(), znctl + " session delete user-1 --detach maybe").exit_code, 2);
+  ASSERT_TRUE(call("session.show", {{"id", "user-1"}})["ok"]);
+  EXPECT_FALSE(call("session.delete", {{"id", "user-1"}, {"detach", "yes"}})["ok"]);  // a boolean
+  ASSERT_TRUE(call("session.show", {{"id", "user-1"}})["ok"]);
+  // The explicit choice: detached, the device is ungoverned (the gateway
+  // answers its ping).
+  ASSERT_EQ(run_in_netns(lab_->host_netns(), znctl + " session delete user-1 --detach yes").exit_code, 0);
+  EXPECT_FALSE(attached());
+  EXPECT_TRUE(gateway_answers());
+  stop_zerod(SIGTERM);
+  const std::string db = (dir_ / "state" / "audit.db").string();
+  broker::AuditLog log({db, {}, [](const std::string&) {}});
+  std::vector<std::string> states;
+  for (const auto& rec : log.query({}))
+    if (rec.event == "session:delete") states.push_back(rec.detail.value("device_state", ""));
+  EXPECT_EQ(states, (std::vector<std::string>{"parked", "detached"}));
+}
+
+// Allowed names that get no address are audited (dns:unanswered), bounded
+// per second like packet:deny: a guest spelling data into the labels of an
+// allowed wildcard leaves a trace, and a flood of such names a bounded one.
+class ZerodDnsAuditTest : public ZerodTest {
+ protected:
+  static constexpr int kRate = 4;
+  void configure(json& config) override { config["dns_unanswered_rate"] = kRate; }
+};
+
+TEST_F(ZerodDnsAuditTest, UnansweredNamesAreAuditedAndAFloodStaysBounded) {
+  create_session();
+  // Positive control: an answered name is dns:allow, not dns:unanswered.
+  EXPECT_EQ(dig("registry.npmjs.org"), "198.18.0.12\n");
+  // One name carrying data under the allowed wildcard: NXDOMAIN, audited.
+  EXPECT_NE(guest("dig @8.8.8.8 c2VjcmV0LWRhdGE.npmjs.org +tries=1 +time=2").output.find("NXDOMAIN"),
+            std::string::npos);
+  // No AAAA for a name with an A only, and a TXT query (never forwarded).
+  guest("dig @8.8.8.8 api.github.com AAAA +tries=1 +time=2");
+  guest("dig @8.8.8.8 dGV4dA.npmjs.org TXT +tries=1 +time=2");
+  std::this_thread::sleep_for(1500ms);  // dns:unanswered is flushed once a second
+  // The flood: 600 random names in one dig process (-f: one query a line).
+  constexpr int kFlood = 600;
+  {
+    std::ofstream q(dir_ / "flood.txt");
+    for (int i = 0; i < kFlood; ++i)
+      q << "@8.8.8.8 x" << i << "r" << (i * 7919 % 10007) << (i % 3 ? ".a.npmjs.org" : ".npmjs.org")
+        << " +tries=1 +time=1\n";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string out =
+      guest("dig @8.8.8.8 -f " + (dir_ / "flood.txt").string() + " | grep -c NXDOMAIN").output;
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(out, std::to_string(kFlood) + "\n");
+  stop_zerod(SIGTERM);  // flushes what the last second gathered
+
+  broker::AuditLog log({(dir_ / "state" / "audit.db").string(), {}, [](const std::string&) {}});
+  uint64_t flood_count = 0;
+  size_t flood_records = 0;
+  std::map<std::string, json> singles;
+  for (const auto& rec : log.query({})) {
+    if (rec.event == "dns:allow") {
+      EXPECT_NE(rec.detail.value("name", ""), "c2vjcmv0lwrhdge.npmjs.org");
+    }
+    if (rec.event != "dns:unanswered") continue;
+    EXPECT_EQ(rec.sid, "user-1");
+    const std::string name = rec.detail.value("name", "");
+    if (name.rfind("x", 0) == 0 || !rec.detail.contains("name")) {
+      flood_count += rec.detail.at("count").get<uint64_t>();
+      ++flood_records;
+    } else {
+      singles[name + " " + rec.detail.at("outcome").get<std::string>()] = rec.detail;
+    }
+  }
+  ASSERT_TRUE(singles.count("c2vjcmv0lwrhdge.npmjs.org nxdomain")) << json(singles).dump();
+  EXPECT_EQ(singles["c2vjcmv0lwrhdge.npmjs.org nxdomain"]["forwarded"], true);
+  ASSERT_TRUE(singles.count("api.github.com nodata")) << json(singles).dump();
+  ASSERT_TRUE(singles.count("dgv4da.npmjs.org nodata")) << json(singles).dump();
+  EXPECT_EQ(singles["dgv4da.npmjs.org nodata"]["forwarded"], false);
+  EXPECT_FALSE(singles.count("registry.npmjs.org nodata"));
+  // Every query of the flood is counted, in few records: at most 2 x rate
+  // + 1 per second the flood lasted (and the second it started in).
+  EXPECT_EQ(flood_count, static_cast<uint64_t>(kFlood));
+  EXPECT_LE(flood_records, static_cast<size_t>((2 * kRate + 1) * (seconds + 2))) << seconds << " s";
+  EXPECT_LT(flood_records, static_cast<size_t>(kFlood / 4));
 }
 
 }  // namespace

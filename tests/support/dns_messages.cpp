@@ -108,6 +108,17 @@ void RecordingPolicy::on_denied(const std::string& sid, const std::string& qname
   denials_.push_back({sid, qname, reason});
 }
 
+void RecordingPolicy::on_unanswered(const std::string& sid, const std::string& qname, NoAnswer why,
+                                    bool forwarded) {
+  std::lock_guard lock(mutex_);
+  unanswered_.push_back({sid, qname, why, forwarded});
+}
+
+std::vector<RecordingPolicy::Unanswered> RecordingPolicy::unanswered() const {
+  std::lock_guard lock(mutex_);
+  return unanswered_;
+}
+
 std::vector<RecordingPolicy::Answer> RecordingPolicy::answers() const {
   std::lock_guard lock(mutex_);
   return answers_;

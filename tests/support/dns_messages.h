@@ -53,6 +53,11 @@ class RecordingPolicy : public DnsPolicy {
   struct Denial {
     std::string session, qname, reason;
   };
+  struct Unanswered {
+    std::string session, qname;
+    NoAnswer why;
+    bool forwarded;
+  };
 
   std::vector<std::string> allowed_suffixes{"allowed.test"};
   std::vector<std::pair<std::string, std::string>> sessions;  // source ip -> session; empty: "s1"
@@ -64,15 +69,19 @@ class RecordingPolicy : public DnsPolicy {
   void on_answer(const std::string& session_id, const std::string& qname,
                  const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) override;
   void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
+  void on_unanswered(const std::string& session_id, const std::string& qname, NoAnswer why,
+                     bool forwarded) override;
 
   std::vector<Answer> answers() const;
   std::vector<Denial> denials() const;
+  std::vector<Unanswered> unanswered() const;
   std::vector<std::string> decided() const;  // qnames passed to decide()
 
  private:
   mutable std::mutex mutex_;
   std::vector<Answer> answers_;
   std::vector<Denial> denials_;
+  std::vector<Unanswered> unanswered_;
   mutable std::vector<std::string> decided_;
 };
 

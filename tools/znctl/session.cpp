@@ -63,7 +63,13 @@ int update(const Args& a) {
 }
 
 int delete_session(const Args& a) {
-  json r = call("session.delete", {{"id", arg(a, 0, "ID")}});
+  auto f = flags(a, 1, {"detach"});
+  json args = {{"id", arg(a, 0, "ID")}};
+  if (f.count("detach")) {
+    if (f["detach"] != "yes" && f["detach"] != "no") throw UsageError("--detach must be yes or no");
+    args["detach"] = f["detach"] == "yes";
+  }
+  json r = call("session.delete", args);
   print(r, [&] { std::cout << "deleted " << r["deleted"].get<std::string>() << "\n"; });
   return 0;
 }
@@ -128,7 +134,7 @@ constexpr Verb kVerbs[] = {
     {"show", "session show ID", show},
     {"create", "session create ID --policy FILE [--device TAP] [--slot N]", create},
     {"update", "session update ID --policy FILE", update},
-    {"delete", "session delete ID", delete_session},
+    {"delete", "session delete ID [--detach yes|no]", delete_session},
     {"expose",
      "session expose ID --port PORT [--proto tcp] [--mode ticket|public] [--family 4|6] [--listen-port N]",
      expose},

@@ -18,6 +18,7 @@ constexpr std::string_view kEventNames[] = {
     "egress:rate_limited",
     "egress:error",  // allowed, but no upstream could be connected
     "dns:allow",      "dns:deny",
+    "dns:unanswered",  // an allowed name got no address (NXDOMAIN, no data, resolver failure); aggregated
     "packet:deny",
     "resource:read",  "resource:write",  "resource:deny",
     "command:run",    "command:reject", "command:rotate",

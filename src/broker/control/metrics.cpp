@@ -28,12 +28,13 @@ std::string prometheus_line(const std::string& name,
 }
 
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
-                             const dns::Responder& dns, const proxy::TransparentProxy& proxy,
-                             const AuditLog& audit) {
+                             const dns::Responder& dns, const SessionDnsPolicy& dns_policy,
+                             const proxy::TransparentProxy& proxy, const AuditLog& audit) {
   MetricsSnapshot m;
   for (const SessionPtr& s : registry.list())
     m.sessions.push_back({s->record.id, maps.counters(s->record.session_idx)});
   m.dns = dns.counters();
+  m.dns_answers_evicted = dns_policy.answers_evicted();
   m.connections = proxy.counters();
   m.requests = proxy.request_counters();
   m.audit = audit.stats();
@@ -69,6 +70,12 @@ std::string render_metrics(const MetricsSnapshot& m) {
     if (!c.outcome.empty())
       out += prometheus_line("zn_dns_queries_total", {{"result", std::string(c.outcome)}}, n);
   });
+  out +=
+      "# HELP zn_dns_answers_evicted_total Live DNS answers a session's guest was told, forgotten to make "
+      "room for newer ones (dns_answers_per_session): a connection to such a name is refused until it is "
+      "resolved again.\n"
+      "# TYPE zn_dns_answers_evicted_total counter\n";
+  out += prometheus_line("zn_dns_answers_evicted_total", {}, m.dns_answers_evicted);
   out +=
       "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
       "# TYPE zn_proxy_connections_total counter\n";

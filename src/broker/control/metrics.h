@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/audit/log.h"
+#include "broker/session/dns.h"
 #include "broker/session/registry.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/dns/counters.h"
@@ -31,6 +32,7 @@ struct MetricsSnapshot {
   };
   std::vector<SessionVerdicts> sessions;
   dns::DnsCountersSnapshot dns;
+  uint64_t dns_answers_evicted = 0;  // SessionDnsPolicy::answers_evicted
   proxy::ProxyCountersSnapshot connections;
   proxy::InterceptCountersSnapshot requests;
   AuditLogStats audit;
@@ -40,8 +42,8 @@ struct MetricsSnapshot {
 // loops' counters. Blocks briefly (registry lock, map syscalls): the metrics
 // server's thread or a control client's, never an I/O loop.
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
-                             const dns::Responder& dns, const proxy::TransparentProxy& proxy,
-                             const AuditLog& audit);
+                             const dns::Responder& dns, const SessionDnsPolicy& dns_policy,
+                             const proxy::TransparentProxy& proxy, const AuditLog& audit);
 
 // The text GET /metrics answers. Pure; any thread.
 std::string render_metrics(const MetricsSnapshot& m);

@@ -174,8 +174,15 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
     const std::string id = require(args, "id");
     const SessionPtr before = verbs.registry.get(id);
     // The VM goes before its TAP does.
+    // An adopted device stays denying unless the operator asks, in so many
+    // words, to hand it back ungoverned.
+    bool detach = false;
+    if (args.contains("detach")) {
+      if (!args["detach"].is_boolean()) throw SessionError("\"detach\" must be true or false");
+      detach = args["detach"].get<bool>();
+    }
     if (verbs.vms) verbs.vms->stop(id);
-    verbs.registry.remove(id);
+    verbs.registry.remove(id, detach);
     if (verbs.exposures) verbs.exposures->forget_session(id);
     if (before && verbs.capabilities) verbs.capabilities->release(*before, nullptr);
     verbs.dns.forget(id);

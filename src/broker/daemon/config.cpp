@@ -115,6 +115,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "dns_upstream",
                                  "drop_event_rate",
                                  "drop_event_burst",
+                                 "dns_unanswered_rate",
+                                 "dns_answers_per_session",
                                  "metrics_port",
                                  "proxy_idle_timeout_ms",
                                  "proxy_max_connections_per_guest",
@@ -231,6 +233,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     fail("$.upstream_ca_bundle", "must be an absolute path");
   c.drop_event_rate = get_uint(doc, "drop_event_rate", c.drop_event_rate, 1, 100000);
   c.drop_event_burst = get_uint(doc, "drop_event_burst", c.drop_event_burst, 1, 100000);
+  c.dns_unanswered_rate = get_uint(doc, "dns_unanswered_rate", c.dns_unanswered_rate, 1, 100000);
+  c.dns_answers_per_session =
+      get_uint(doc, "dns_answers_per_session", c.dns_answers_per_session, 16, 1000000);
   for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket, &c.host_key})
     if (path->empty() || path->front() != '/') fail("$", "paths must be absolute: '" + *path + "'");
   {

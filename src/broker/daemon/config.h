@@ -64,6 +64,11 @@ struct DaemonConfig {
   // ... and upstream resolvers for everything else ("198.18.0.53" or "[::1]:5353").
   std::vector<std::string> dns_upstream;
   uint32_t drop_event_rate = ZN_DEFAULT_EVENT_RATE, drop_event_burst = ZN_DEFAULT_EVENT_BURST;
+  // dns:unanswered records naming their own name, per session per second
+  // (past it they are summed per parent domain); answers remembered per
+  // session for the proxy's pinning (least recently used go first).
+  uint32_t dns_unanswered_rate = 20;
+  uint32_t dns_answers_per_session = 4096;
   uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
   uint32_t proxy_idle_timeout_ms =
       proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed

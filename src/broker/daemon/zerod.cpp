@@ -104,10 +104,13 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::filesystem::create_directories(config_.state_dir);
   std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
-  ca_ = ensure_deployment_ca(config_.state_dir + "/ca");
   // Before anything is restored: a missing key is made only when nothing is
   // sealed yet, else zerod refuses to start (never an empty store).
-  host_keys_ = std::make_unique<HostKeys>(config_.host_key, state_holds_sealed_values(config_.state_file()));
+  host_keys_ = std::make_unique<HostKeys>(
+      config_.host_key, state_holds_sealed_values(config_.state_file()) || deployment_ca_sealed(ca_dir()));
+  // The CA key is sealed under the host key (a plain one from before is
+  // sealed now); one that opens under no key stops the start.
+  ca_ = open_deployment_ca(ca_dir(), *host_keys_->current(), host_keys_->pending().get());
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
   // Each committed line goes to stdout (the journal) and wakes the
@@ -187,6 +190,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   if (rotating_to) {
     // A rotation a crash interrupted: finished now, before anything is served.
     const std::string from = registry_->host_key_id();
+    reseal_deployment_ca(ca_dir(), *host_keys_->current(), *rotating_to);
     registry_->reseal_all(rotating_to);
     host_keys_->commit_rotation();
     audit_->append({"key:rotate", "", {{"from", from}, {"to", rotating_to->id()}, {"resumed", true}}});
@@ -204,7 +208,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   {
     VmRegistryOptions vm_options;
     vm_options.directory = config_.state_dir + "/vms";
-    vm_options.ca_cert_path = ca_.cert;
+    vm_options.ca_cert_path = ca_.paths.cert;
     vm_options.uid_base = config_.vm_uid_base;
     if (config_.agent_port) {
       vm_options.agent_binary = find_agent_binary(config_.agent_binary);
@@ -260,7 +264,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
                                                 HostKey::load_or_create(config_.command_result_root()),
                                                 *audit_, command, std::move(previous));
   }
-  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(capability_addresses));
+  SessionDnsOptions dns_options;
+  dns_options.capability_addresses = std::move(capability_addresses);
+  dns_options.max_answers_per_session = config_.dns_answers_per_session;
+  dns_options.unanswered_names_per_second = config_.dns_unanswered_rate;
+  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(dns_options));
   dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
 
   if (config_.approval_webhook) {
@@ -309,8 +317,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_config.upstream_http2 = config_.proxy_upstream_http2;
   proxy_config.websocket.idle_timeout = std::chrono::milliseconds(config_.proxy_websocket_idle_timeout_ms);
   proxy_config.websocket.max_message = config_.proxy_websocket_max_message;
-  proxy_config.ca_cert_path = ca_.cert;
-  proxy_config.ca_key_path = ca_.key;
+  proxy_config.ca_cert_path = ca_.paths.cert;
+  proxy_config.ca_key = ca_.key;
   proxy_config.upstream_ca_bundle = config_.upstream_ca_bundle;
   proxy_config.guard = guard;
   proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
@@ -321,7 +329,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
         "127.0.0.1", config_.metrics_port,
         std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
                                                  return render_metrics(read_metrics(*registry_, *maps_, *dns_,
-                                                                                    *proxy_, *audit_)) +
+                                                                                    *dns_policy_, *proxy_,
+                                                                                    *audit_)) +
                                                         audit_export_->metrics();
                                                }}});
   if (config_.jwks_port)
@@ -352,6 +361,8 @@ void ZerodDaemon::stop() {
   proxy_.reset();
   dns_.reset();
   if (drop_events_.joinable()) drop_events_.join();
+  // What the DNS loop gathered after the periodic thread's last flush.
+  if (dns_policy_) dns_policy_->flush_unanswered();
   if (webhook_) webhook_->stop();
   // Last: what the loops above audited on their way out is exported (or
   // left in the store for the cursor to resume from).
@@ -369,8 +380,8 @@ void ZerodDaemon::stop() {
 // The verbs, each family given only what it acts on.
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
-  register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_, ca_.cert,
-                                     capabilities_.get(), vms_.get(), exposures_.get()});
+  register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_,
+                                     ca_.paths.cert, capabilities_.get(), vms_.get(), exposures_.get()});
   register_vm_verbs(*control_, *vms_);
   control_->handle("audit.key", [this](const nlohmann::json&) { return audit_export_->public_key(); });
   control_->handle("audit.sinks", [this](const nlohmann::json&) { return audit_export_->status(); });
@@ -413,6 +424,9 @@ void ZerodDaemon::register_verbs() {
     std::lock_guard lock(rotation_mu_);
     const std::string from = registry_->host_key_id();
     const std::shared_ptr<const HostKey> next = host_keys_->begin_rotation();
+    // The CA key first: until the state snapshot below commits, a restart
+    // opens it under either key (the next one is on disk beside).
+    reseal_deployment_ca(ca_dir(), *host_keys_->current(), *next);
     registry_->reseal_all(next);
     host_keys_->commit_rotation();
     audit_->append({"key:rotate", "", {{"from", from}, {"to", next->id()}}});
@@ -445,6 +459,7 @@ void ZerodDaemon::drop_event_loop() {
     }
     if (std::chrono::steady_clock::now() >= next_flush) {
       aggregator.flush();
+      dns_policy_->flush_unanswered();
       // Expired grants are reported within a second, looked at or not.
       approvals_->grants().sweep();
       // Off the I/O loops: key generation happens here when a key is due.

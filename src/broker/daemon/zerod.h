@@ -58,9 +58,10 @@ class ZerodDaemon {
  private:
   void register_verbs();
   void drop_event_loop();
+  std::string ca_dir() const { return config_.state_dir + "/ca"; }
 
   DaemonConfig config_;
-  DeploymentCaPaths ca_;
+  DeploymentCa ca_;  // its key sealed at rest under the host key
   std::unique_ptr<HostKeys> host_keys_;
   std::mutex rotation_mu_;  // one key.rotate at a time
   std::unique_ptr<dp::Datapath> datapath_;

@@ -12,6 +12,18 @@
 
 namespace zn::broker {
 
+SessionDnsPolicy::SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit,
+                                   SessionDnsOptions options)
+    : sessions_(sessions),
+      audit_(audit),
+      capability_addresses_(std::move(options.capability_addresses)),
+      answers_(options.max_answers_per_session, std::move(options.clock)),
+      unanswered_(
+          [this](const std::string& sid, const nlohmann::json& detail) {
+            audit_.post({"dns:unanswered", sid, detail});
+          },
+          options.unanswered_names_per_second) {}
+
 std::optional<std::string> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
   SessionPtr s;
   if (source.ss_family == AF_INET)
@@ -46,20 +58,18 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
 
 void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,
                                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) {
-  {
-    std::lock_guard lock(mu_);
-    RecordedAnswer& a = answers_[session_id][qname];
-    for (const auto& addr : addresses) {
-      const bool known = std::any_of(a.addresses.begin(), a.addresses.end(), [&](const net::IpAddress& x) {
-        return x.family == addr.family && x.bytes == addr.bytes;
-      });
-      if (!known) a.addresses.push_back(addr);
-    }
-    a.expires = std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
-  }
+  answers_.record(session_id, qname, addresses, ttl);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& addr : addresses) list.push_back(addr.to_string());
   audit_.post({"dns:allow", session_id, {{"name", qname}, {"answers", list}, {"ttl", ttl}}});
+}
+
+void SessionDnsPolicy::on_unanswered(const std::string& session_id, const std::string& qname,
+                                     dns::NoAnswer why, bool forwarded) {
+  DnsOutcome outcome = DnsOutcome::Error;
+  if (why == dns::NoAnswer::NxDomain) outcome = DnsOutcome::NxDomain;
+  if (why == dns::NoAnswer::NoData) outcome = DnsOutcome::NoData;
+  unanswered_.add(session_id, qname, outcome, forwarded);
 }
 
 void SessionDnsPolicy::on_denied(const std::string& session_id, const std::string& qname,
@@ -69,18 +79,10 @@ void SessionDnsPolicy::on_denied(const std::string& session_id, const std::strin
 
 std::vector<net::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,
                                                       const std::string& qname) const {
-  std::lock_guard lock(mu_);
-  auto s = answers_.find(session_id);
-  if (s == answers_.end()) return {};
-  auto a = s->second.find(qname);
-  if (a == s->second.end() || a->second.expires < std::chrono::steady_clock::now()) return {};
-  return a->second.addresses;
+  return answers_.lookup(session_id, qname);
 }
 
-void SessionDnsPolicy::forget(const std::string& session_id) {
-  std::lock_guard lock(mu_);
-  answers_.erase(session_id);
-}
+void SessionDnsPolicy::forget(const std::string& session_id) { answers_.forget(session_id); }
 
 ConfiguredResolver::ConfiguredResolver(const std::map<std::string, std::vector<std::string>>& static_names,
                                        const std::vector<std::string>& upstream) {

@@ -1,6 +1,7 @@
 // The broker's side of governed DNS: which session asks, whether its policy
-// lets it reach the name, what was answered (for the proxy's SNI pinning),
-// and the dns:allow / dns:deny audit events. Also the configured resolver:
+// lets it reach the name, what was answered (for the proxy's SNI pinning,
+// bounded per session: answer_book.h), and the dns:allow / dns:deny /
+// dns:unanswered audit events (the last aggregated: dns_outcomes.h). Also the configured resolver:
 // static overrides first, then the upstream servers, else NXDOMAIN.
 #pragma once
 
@@ -11,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "broker/audit/dns_outcomes.h"
 #include "broker/audit/log.h"
+#include "broker/session/answer_book.h"
 #include "broker/session/directory.h"
 #include "broker/session/upstream_cache.h"
 #include "userspace/dns/policy.h"
@@ -19,35 +22,47 @@
 
 namespace zn::broker {
 
-struct RecordedAnswer {
-  std::vector<net::IpAddress> addresses;
-  std::chrono::steady_clock::time_point expires;
+struct SessionDnsOptions {
+  // What kCapabilityHost resolves to for every session (zerod's config);
+  // empty: the name is decided like any other.
+  std::vector<net::IpAddress> capability_addresses;
+  // Names whose answers a session keeps (DnsAnswerBook).
+  size_t max_answers_per_session = DnsAnswerBook::kDefaultMaxNamesPerSession;
+  // dns:unanswered records with their own name, per session per second.
+  uint32_t unanswered_names_per_second = DnsOutcomeAggregator::kDefaultNamesPerSecond;
+  DnsAnswerBook::Clock clock;  // tests
 };
 
 class SessionDnsPolicy : public dns::DnsPolicy {
  public:
-  // `capability_addresses`: what kCapabilityHost resolves to for every
-  // session (zerod's config); empty: the name is decided like any other.
-  SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit,
-                   std::vector<net::IpAddress> capability_addresses = {})
-      : sessions_(sessions), audit_(audit), capability_addresses_(std::move(capability_addresses)) {}
+  SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit, SessionDnsOptions options = {});
 
   std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
   dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
   void on_answer(const std::string& session_id, const std::string& qname,
                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) override;
+  void on_unanswered(const std::string& session_id, const std::string& qname, dns::NoAnswer why,
+                     bool forwarded) override;
   void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
 
-  // Unexpired answers given to a session for a name.
+  // Unexpired answers given to a session for a name (the name becomes the
+  // session's most recently used).
   std::vector<net::IpAddress> answers(const std::string& session_id, const std::string& qname) const;
   void forget(const std::string& session_id);
+  // Posts the dns:unanswered records gathered since the last call: once a
+  // second, off the DNS loop (zerod's periodic thread), and at shutdown.
+  void flush_unanswered() { unanswered_.flush(); }
+
+  // Answers pushed out of a full session (metrics).
+  uint64_t answers_evicted() const { return answers_.evictions(); }
+  size_t answers_kept(const std::string& session_id) const { return answers_.size(session_id); }
 
  private:
   const SessionDirectory& sessions_;
   AuditLog& audit_;
   const std::vector<net::IpAddress> capability_addresses_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::map<std::string, RecordedAnswer>> answers_;
+  mutable DnsAnswerBook answers_;
+  DnsOutcomeAggregator unanswered_;
 };
 
 class ConfiguredResolver : public dns::Resolver {

@@ -325,7 +325,7 @@ void SessionRegistry::set_agent_over_tcp(const std::string& id, bool over_tcp) {
   publish_locked(next);
 }
 
-void SessionRegistry::remove(const std::string& id) {
+void SessionRegistry::remove(const std::string& id, bool detach) {
   std::lock_guard lock(control_mu_);
   const SessionPtr s = index_.by_id(id);
   if (!s) throw SessionError("no session '" + id + "'");
@@ -333,17 +333,24 @@ void SessionRegistry::remove(const std::string& id) {
   // TAP and drop everything it carries, so the device itself can go later.
   options_.maps->delete_session(s->ifindex);
   withdraw_locked(id, /*keep_slot=*/!s->record.adopted);
+  nlohmann::json detail = {{"device", s->record.device}};
   if (s->record.adopted) {
-    dp::TcAttachment::attach(s->ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();
+    // Parked: the programs stay, the device denies all until it is gone
+    // (its filters go with it) or adopted again (install_locked replaces
+    // them). Only the operator's explicit choice hands it back open.
+    if (detach)
+      dp::TcAttachment::attach(s->ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();
+    detail["device_state"] = detach ? "detached" : "parked";
   } else {
     // Unregistering a netdev waits for an rcu_barrier (~18 ms): the reaper
     // does it off this lock, batched; the slot (the TAP's name and
     // addresses) stays taken until the device is gone.
     reaping_[s->record.device] = s->record.slot;
     reaper_.reap(s->record.device);
+    detail["device_state"] = "deleted";
   }
   persist_erase_locked(id);
-  emit("session:delete", id, {{"device", s->record.device}});
+  emit("session:delete", id, detail);
 }
 
 std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed,

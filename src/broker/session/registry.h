@@ -102,7 +102,14 @@ class SessionRegistry : public SessionDirectory {
   SessionPtr create(const SessionSpec& spec);
   // New policy swapped in at once; the old one stays in force on any error.
   SessionPtr update(const std::string& id, const std::string& policy_json);
-  void remove(const std::string& id);
+  // The session's datapath entry goes first, so from that moment the
+  // attached programs find no session for the device and drop all it
+  // carries. A TAP zerod made is then reaped. An adopted device is not ours
+  // to delete: it stays "parked" (the programs attached, no entry: deny
+  // all) until it disappears or a new session adopts it, so deleting a
+  // session never leaves a device open. `detach` is the operator's explicit
+  // choice to hand an adopted device back ungoverned (programs removed).
+  void remove(const std::string& id, bool detach = false);
   // Declares a guest port (or changes how it is exposed), or with nullopt
   // withdraws it: the session's datapath entry lists exactly the declared
   // ports from then on. Throws SessionError (no session, port 0, more than

@@ -14,6 +14,13 @@
 
 namespace zn::dns {
 
+// Why an allowed query got no address.
+enum class NoAnswer {
+  NxDomain,  // the name does not exist (upstream's answer, or a name no resolver is asked)
+  NoData,    // it exists, without an address of that type (or a type zerod does not forward)
+  Error,     // the resolver failed (SERVFAIL, timeout, overload)
+};
+
 struct DnsDecision {
   bool allow = false;
   std::string reason;  // for the audit event, e.g. "default deny", "deny list"
@@ -44,6 +51,12 @@ class DnsPolicy {
   // capped TTL the guest saw. For the proxy's SNI pinning.
   virtual void on_answer(const std::string& session_id, const std::string& qname,
                          const std::vector<net::IpAddress>& addresses, uint32_t ttl) = 0;
+
+  // An allowed query answered without an address. `forwarded`: the name was
+  // asked upstream (its labels left the host). Called once per such query,
+  // before the reply is sent.
+  virtual void on_unanswered(const std::string& session_id, const std::string& qname, NoAnswer why,
+                             bool forwarded) = 0;
 
   // A denied name (becomes a dns:deny audit event). Never forwarded upstream.
   virtual void on_denied(const std::string& session_id, const std::string& qname,

@@ -57,10 +57,12 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
   }
   if (q.qname.find('\\') != std::string::npos) {
     ++counters_.allowed;  // no hostname needs escapes; do not hand it to a resolver
+    policy_.on_unanswered(*session, q.qname, NoAnswer::NxDomain, false);
     return reply_now(build_reply(q, Rcode::NxDomain, {}, 0, max_size));
   }
   if (q.qtype != LDNS_RR_TYPE_A && q.qtype != LDNS_RR_TYPE_AAAA) {
     ++counters_.allowed;  // NODATA: other types are not forwarded
+    policy_.on_unanswered(*session, q.qname, NoAnswer::NoData, false);
     return reply_now(build_reply(q, Rcode::NoError, {}, 0, max_size));
   }
   if (!decision.local_answers.empty()) {
@@ -70,7 +72,7 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     done = nullptr;
     Bytes servfail = build_reply(p.query, Rcode::ServFail, {}, 0, max_size);
     try {
-      finish(p, std::move(local));
+      finish(p, std::move(local), /*forwarded=*/false);
     } catch (const std::exception&) {
       ++counters_.internal_errors;
       if (p.done) p.done(std::move(servfail));
@@ -105,14 +107,14 @@ void QueryHandler::complete(uint64_t id, ResolveResult result) {
   pending_.erase(it);
   Bytes servfail = build_reply(p.query, Rcode::ServFail, {}, 0, p.max_size);
   try {
-    finish(p, std::move(result));
+    finish(p, std::move(result), /*forwarded=*/true);
   } catch (const std::exception&) {
     ++counters_.internal_errors;
     if (p.done) p.done(std::move(servfail));
   }
 }
 
-void QueryHandler::finish(Pending& p, ResolveResult result) {
+void QueryHandler::finish(Pending& p, ResolveResult result, bool forwarded) {
   Done done = std::move(p.done);
   p.done = nullptr;
   switch (result.rcode) {
@@ -122,21 +124,33 @@ void QueryHandler::finish(Pending& p, ResolveResult result) {
       std::erase_if(result.addresses, [family](const net::IpAddress& a) { return a.family != family; });
       const uint32_t ttl = std::min(result.ttl, config_.max_ttl);
       Bytes reply = build_reply(p.query, Rcode::NoError, result.addresses, ttl, p.max_size);
-      if (!result.addresses.empty()) {
-        p.done = std::move(done);  // on_answer may throw: keep done for the SERVFAIL
+      // Either hook may throw: done is kept for the SERVFAIL.
+      p.done = std::move(done);
+      if (!result.addresses.empty())
         policy_.on_answer(p.session, p.query.qname, result.addresses, ttl);
-        done = std::move(p.done);
-        p.done = nullptr;
-      }
+      else
+        policy_.on_unanswered(p.session, p.query.qname, NoAnswer::NoData, forwarded);
+      done = std::move(p.done);
+      p.done = nullptr;
       done(std::move(reply));
       return;
     }
     case Rcode::NxDomain:
       ++counters_.allowed;
+      p.done = std::move(done);  // the hook may throw: keep done for the SERVFAIL
+      policy_.on_unanswered(p.session, p.query.qname, NoAnswer::NxDomain, forwarded);
+      done = std::move(p.done);
+      p.done = nullptr;
       done(build_reply(p.query, Rcode::NxDomain, {}, 0, p.max_size));
       return;
     default:
       ++counters_.upstream_failures;
+      // Audited too, then SERVFAIL whatever the hook does.
+      try {
+        policy_.on_unanswered(p.session, p.query.qname, NoAnswer::Error, forwarded);
+      } catch (const std::exception&) {
+        ++counters_.internal_errors;
+      }
       done(build_reply(p.query, Rcode::ServFail, {}, 0, p.max_size));
       return;
   }

@@ -4,9 +4,10 @@
 //   unknown source session          REFUSED
 //   denied name (any qtype)         NXDOMAIN (or REFUSED), on_denied; never resolved
 //   allowed A / AAAA                resolved, TTL capped, on_answer
-//   allowed, any other qtype        NOERROR with no answers (NODATA), not forwarded
-//   allowed, name needs escapes     NXDOMAIN, not forwarded (no hostname has them)
-//   resolver failure                SERVFAIL
+//   ... resolved without an address NXDOMAIN or NODATA as resolved, on_unanswered
+//   allowed, any other qtype        NOERROR with no answers (NODATA), not forwarded, on_unanswered
+//   allowed, name needs escapes     NXDOMAIN, not forwarded (no hostname has them), on_unanswered
+//   resolver failure                SERVFAIL, on_unanswered
 //   malformed                       dropped or FORMERR (see dns_message.h)
 //   policy/resolver code throws     SERVFAIL, internal_errors counted
 #pragma once
@@ -65,7 +66,8 @@ class QueryHandler {
   };
   void decide(Query q, const sockaddr_storage& source, size_t max_size, Done& done);
   void complete(uint64_t id, ResolveResult result);
-  void finish(Pending& p, ResolveResult result);
+  // forwarded: the answer is the resolver's (the name went upstream).
+  void finish(Pending& p, ResolveResult result, bool forwarded);
 
   DnsPolicy& policy_;
   Resolver& resolver_;

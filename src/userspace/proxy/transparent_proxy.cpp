@@ -364,7 +364,8 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
       c.guard ? c.guard
               : std::make_shared<DestinationGuard>(GuardConfig{}, std::make_shared<net::LocalAddresses>());
   if (!c.ca_cert_path.empty()) {
-    impl_->leaves = std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
+    impl_->leaves = c.ca_key ? std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key.get())
+                             : std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
     impl_->guest_tls = make_guest_facing_ctx(c.http2);
     impl_->upstream_tls = make_upstream_ctx(c.upstream_ca_bundle);
     impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),

@@ -6,6 +6,8 @@
 // minted for the SNI, each HTTP request decided on its own (http_intercept.h).
 #pragma once
 
+#include <openssl/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -42,6 +44,8 @@ struct ProxyConfig {
   // interception: such connections are reset), and the extra trust bundle
   // for upstreams on top of the system store ("" = system store only).
   std::string ca_cert_path, ca_key_path;
+  // The CA key in memory instead of ca_key_path (zerod's is sealed at rest).
+  std::shared_ptr<EVP_PKEY> ca_key;
   std::string upstream_ca_bundle;
   // Leaves not in the cache are minted on the worker pool, at most this
   // many per session (a guest cycling SNIs slows only itself).

@@ -154,6 +154,23 @@ LeafName canonical_leaf_name(std::string_view name) {
 LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, const std::string& ca_key_path,
                                      std::size_t cache_capacity, Clock clock)
     : capacity_(cache_capacity), clock_(std::move(clock)) {
+  {
+    BioPtr bio = open_file("CA key", ca_key_path);
+    ca_key_.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
+    if (!ca_key_) fail(ca_key_path + " does not hold an unencrypted PEM private key");
+  }
+  init(ca_cert_path, ca_key_path);
+}
+
+LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, EVP_PKEY* ca_key,
+                                     std::size_t cache_capacity, Clock clock)
+    : capacity_(cache_capacity), clock_(std::move(clock)) {
+  if (!ca_key || EVP_PKEY_up_ref(ca_key) != 1) fail("no CA key");
+  ca_key_.reset(ca_key);
+  init(ca_cert_path, "in memory");
+}
+
+void LeafCertAuthority::init(const std::string& ca_cert_path, const std::string& ca_key_name) {
   if (capacity_ == 0) throw std::invalid_argument("leaf certificates: cache capacity must be at least 1");
   if (!clock_) clock_ = [] { return std::time(nullptr); };
 
@@ -162,13 +179,8 @@ LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, const std:
     ca_cert_.reset(PEM_read_bio_X509(bio.get(), nullptr, no_passphrase, nullptr));
     if (!ca_cert_) fail(ca_cert_path + " does not hold a PEM certificate");
   }
-  {
-    BioPtr bio = open_file("CA key", ca_key_path);
-    ca_key_.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
-    if (!ca_key_) fail(ca_key_path + " does not hold an unencrypted PEM private key");
-  }
   if (X509_check_private_key(ca_cert_.get(), ca_key_.get()) != 1)
-    fail("CA key " + ca_key_path + " does not match CA certificate " + ca_cert_path);
+    fail("CA key " + ca_key_name + " does not match CA certificate " + ca_cert_path);
   if (X509_check_ca(ca_cert_.get()) < 1) fail(ca_cert_path + " is not a CA certificate");
   ca_not_before_ = to_time_t(X509_get0_notBefore(ca_cert_.get()));
   ca_not_after_ = to_time_t(X509_get0_notAfter(ca_cert_.get()));

@@ -70,6 +70,10 @@ class LeafCertAuthority {
   // `clock` is for tests (default: time(nullptr)).
   LeafCertAuthority(const std::string& ca_cert_path, const std::string& ca_key_path,
                     std::size_t cache_capacity = 1024, Clock clock = {});
+  // The same with the CA key already in memory (zerod opens it sealed,
+  // never as a file); a reference is taken on `ca_key`.
+  LeafCertAuthority(const std::string& ca_cert_path, EVP_PKEY* ca_key, std::size_t cache_capacity = 1024,
+                    Clock clock = {});
   ~LeafCertAuthority();
   LeafCertAuthority(const LeafCertAuthority&) = delete;
   LeafCertAuthority& operator=(const LeafCertAuthority&) = delete;
@@ -106,6 +110,10 @@ class LeafCertAuthority {
   bool fresh(const LeafCert& leaf, std::time_t now) const;
 
   X509Ptr ca_cert_;
+  // Checks the CA (certificate and ca_key_ match, a CA, not expired) and
+  // prepares what every leaf shares. `key_name` names the key in errors.
+  void init(const std::string& ca_cert_path, const std::string& key_name);
+
   EvpPkeyPtr ca_key_;
   EvpPkeyPtr leaf_key_;
   EvpPkeyPtr cert_public_key_;  // leaf_key_'s public half, for X509_set_pubkey (see .cpp)

@@ -18,7 +18,7 @@ TEST(AuditEventNames, AcceptsExactlyTheDesignSet) {
                         "resource:read",       "resource:write", "resource:deny",      "command:run",
                         "command:reject",      "session:create", "session:update",     "session:delete",
                         "secret:reflected",    "egress:denied",  "egress:ask_timeout", "grant:created",
-                        "grant:expired",       "grant:revoked"};
+                        "grant:expired",       "grant:revoked",  "dns:unanswered"};
   for (const char* n : good) {
     EXPECT_TRUE(is_audit_event_name(n)) << n;
     EXPECT_NO_THROW(validate_audit_event(ev(n, "user-1"))) << n;

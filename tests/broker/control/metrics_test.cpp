@@ -20,6 +20,7 @@ MetricsSnapshot snapshot() {
   m.sessions.push_back(a);
   m.sessions.push_back({"idle", {}});
   m.dns = dns_values();
+  m.dns_answers_evicted = 109;
   m.connections = connection_values();
   m.requests = request_values();
   m.audit.queued = 401;
@@ -57,6 +58,11 @@ TEST(Metrics, TextIsUnchanged) {
       "zn_dns_queries_total{result=\"refused\"} 104\n"
       "zn_dns_queries_total{result=\"malformed\"} 105\n"
       "zn_dns_queries_total{result=\"upstream_failure\"} 107\n"
+      "# HELP zn_dns_answers_evicted_total Live DNS answers a session's guest was told, forgotten to make "
+      "room for newer ones (dns_answers_per_session): a connection to such a name is refused until it is "
+      "resolved again.\n"
+      "# TYPE zn_dns_answers_evicted_total counter\n"
+      "zn_dns_answers_evicted_total 109\n"
       "# HELP zn_proxy_connections_total Steered guest connections by outcome.\n"
       "# TYPE zn_proxy_connections_total counter\n"
       "zn_proxy_connections_total{result=\"accepted\"} 201\n"

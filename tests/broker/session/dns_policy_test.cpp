@@ -302,5 +302,138 @@ TEST(SessionDnsPolicy, AnswersArePinnedPerSessionUntilForgotten) {
   EXPECT_TRUE(b.dns.answers("s1", "registry.npmjs.org").empty());
 }
 
+// The dns:unanswered records posted since `from`.
+std::vector<AuditRecord> unanswered_since(Broker& b, size_t from) {
+  std::vector<AuditRecord> out;
+  const auto all = b.records();
+  for (size_t i = from; i < all.size(); ++i)
+    if (all[i].event == "dns:unanswered") out.push_back(all[i]);
+  return out;
+}
+
+// An allowed name that gets no address leaves a trace: which name, how it
+// ended, whether it went upstream. An answered one is a dns:allow only.
+TEST(SessionDnsPolicy, AllowedNamesWithoutAnAddressAreAudited) {
+  Broker b;
+  b.sessions.put("s1", kPolicy, 0);
+  dns::QueryHandler h(b.dns, b.resolver, dns::HandlerConfig{}, [](std::function<void()> f) { f(); });
+  const size_t from = b.records().size();
+  // Positive control: answered, no dns:unanswered.
+  ASSERT_EQ(ask(h, "198.19.0.2", "good.example.com", LDNS_RR_TYPE_A).addresses.size(), 1u);
+  b.dns.flush_unanswered();
+  EXPECT_TRUE(unanswered_since(b, from).empty());
+  EXPECT_EQ(b.events_since(from), std::vector<std::string>{"dns:allow"});
+
+  // Labels carrying data under the allowed wildcard: the resolver's NXDOMAIN.
+  ASSERT_EQ(ask(h, "198.19.0.2", "c2VjcmV0.example.com", LDNS_RR_TYPE_A).rcode, LDNS_RCODE_NXDOMAIN);
+  ASSERT_EQ(ask(h, "198.19.0.2", "c2VjcmV0.example.com", LDNS_RR_TYPE_AAAA).rcode, LDNS_RCODE_NXDOMAIN);
+  // No AAAA for a name that has an A: no data from the resolver.
+  ASSERT_EQ(ask(h, "198.19.0.2", "good.example.com", LDNS_RR_TYPE_AAAA).rcode, LDNS_RCODE_NOERROR);
+  // A type zerod never forwards.
+  ASSERT_EQ(ask(h, "198.19.0.2", "bWFpbA.example.com", LDNS_RR_TYPE_TXT).rcode, LDNS_RCODE_NOERROR);
+  b.dns.flush_unanswered();
+  std::map<std::string, nlohmann::json> by_name;
+  for (const AuditRecord& r : unanswered_since(b, from)) {
+    EXPECT_EQ(r.sid, "s1");
+    by_name[r.detail.at("name").get<std::string>() + " " + r.detail.at("outcome").get<std::string>()] =
+        r.detail;
+  }
+  // Names are case-folded, as the policy sees them.
+  ASSERT_EQ(by_name.size(), 3u);
+  const auto& nx = by_name.at("c2vjcmv0.example.com nxdomain");
+  EXPECT_EQ(nx.at("count"), 2);  // A and AAAA, one record
+  EXPECT_EQ(nx.at("forwarded"), true);
+  EXPECT_EQ(by_name.at("good.example.com nodata").at("forwarded"), true);
+  EXPECT_EQ(by_name.at("bwfpba.example.com nodata").at("forwarded"), false);
+  // Denied names stay dns:deny, never dns:unanswered.
+  const size_t before_deny = b.records().size();
+  ask(h, "198.19.0.2", "c2VjcmV0.evil.example", LDNS_RR_TYPE_A);
+  b.dns.flush_unanswered();
+  EXPECT_EQ(b.events_since(before_deny), std::vector<std::string>{"dns:deny"});
+}
+
+// A flood of random names under an allowed wildcard is summarised: the
+// records stay bounded per second whatever the flood's size, and together
+// they still count every query.
+TEST(SessionDnsPolicy, AFloodOfUnansweredNamesStaysRateBounded) {
+  Broker b;
+  b.sessions.put("s1", kPolicy, 0);
+  b.sessions.put("s2", kPolicy, 1);
+  dns::QueryHandler h(b.dns, b.resolver, dns::HandlerConfig{}, [](std::function<void()> f) { f(); });
+  const size_t from = b.records().size();
+  constexpr int kFlood = 3000;
+  for (int i = 0; i < kFlood; ++i) {
+    // Two parent domains, and in the second half as many as there are names.
+    const std::string parent = i < kFlood / 2 ? (i % 2 ? "a.example.com" : "b.example.com")
+                                              : "p" + std::to_string(i) + ".example.com";
+    ASSERT_EQ(ask(h, "198.19.0.2", "x" + std::to_string(i) + "." + parent, LDNS_RR_TYPE_A).rcode,
+              LDNS_RCODE_NXDOMAIN);
+  }
+  // Positive control: the quiet session's one name is recorded by name.
+  ASSERT_EQ(ask(h, "198.19.1.2", "lone.example.com", LDNS_RR_TYPE_A).rcode, LDNS_RCODE_NXDOMAIN);
+  b.dns.flush_unanswered();
+  const auto records = unanswered_since(b, from);
+  const size_t rate = DnsOutcomeAggregator::kDefaultNamesPerSecond;
+  uint64_t counted = 0;
+  size_t named = 0, suffixes = 0, overflow = 0;
+  bool lone = false;
+  for (const AuditRecord& r : records) {
+    if (r.sid == "s2") {
+      lone = r.detail.value("name", "") == "lone.example.com" && r.detail.at("count") == 1;
+      continue;
+    }
+    counted += r.detail.at("count").get<uint64_t>();
+    if (r.detail.contains("name"))
+      ++named;
+    else if (r.detail.contains("suffix"))
+      ++suffixes;
+    else
+      ++overflow;
+  }
+  EXPECT_TRUE(lone);
+  EXPECT_EQ(counted, static_cast<uint64_t>(kFlood));
+  EXPECT_EQ(named, rate);
+  EXPECT_EQ(suffixes, rate);
+  EXPECT_EQ(overflow, 1u);
+  EXPECT_LE(records.size(), 2 * rate + 2);
+  // The next second starts afresh: a new name is recorded by name again.
+  ASSERT_EQ(ask(h, "198.19.0.2", "again.example.com", LDNS_RR_TYPE_A).rcode, LDNS_RCODE_NXDOMAIN);
+  const size_t second = b.records().size();
+  b.dns.flush_unanswered();
+  const auto next = unanswered_since(b, second);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].detail.at("name"), "again.example.com");
+}
+
+// The proxy connects only to names the session was told; a told name pushed
+// out by a flood is refused like one never asked for, and resolving it
+// again makes it reachable again.
+TEST(SessionDnsPolicy, AnEvictedAnswerFailsClosedUntilResolvedAgain) {
+  Broker b;
+  b.sessions.put("s1", kPolicy, 0);
+  SessionDnsOptions options;
+  options.max_answers_per_session = 16;
+  SessionDnsPolicy dns(b.sessions, b.audit, options);
+  SessionProxyPolicy proxy(b.sessions, dns, b.resolver, b.audit, b.approvals, lab_guard(),
+                           [&b] { return b.now; });
+  dns::QueryHandler h(dns, b.resolver, dns::HandlerConfig{}, [](std::function<void()> f) { f(); });
+  ASSERT_EQ(ask(h, "198.19.0.2", "good.example.com", LDNS_RR_TYPE_A).addresses.size(), 1u);
+  // Positive control: told, so connectable.
+  EXPECT_EQ(proxy.resolve_upstream("s1", "good.example.com").addresses.size(), 1u);
+  // A flood of answered names (as a wildcard under the guest's control
+  // resolves them), without the good name being used meanwhile.
+  for (int i = 0; i < 100; ++i)
+    dns.on_answer("s1", "n" + std::to_string(i) + ".example.com", {*net::IpAddress::parse("198.18.0.20")},
+                  60);
+  EXPECT_EQ(dns.answers_kept("s1"), 16u);
+  EXPECT_EQ(dns.answers_evicted(), 101u - 16u);
+  const auto refused = proxy.resolve_upstream("s1", "good.example.com");
+  EXPECT_TRUE(refused.addresses.empty());
+  EXPECT_EQ(refused.reason, "name was not resolved through governed DNS");
+  // Resolved again through governed DNS: reachable again.
+  ASSERT_EQ(ask(h, "198.19.0.2", "good.example.com", LDNS_RR_TYPE_A).addresses.size(), 1u);
+  EXPECT_EQ(proxy.resolve_upstream("s1", "good.example.com").addresses.size(), 1u);
+}
+
 }  // namespace
 }  // namespace zn::broker::test

@@ -172,7 +172,10 @@ TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
   EXPECT_TRUE(dp::TcAttachment::is_attached(ifindex));
   registry_->remove("user-1");
   EXPECT_EQ(if_nametoindex("vm-nic0"), static_cast<unsigned>(ifindex));
-  EXPECT_FALSE(dp::TcAttachment::is_attached(ifindex));
+  // Parked, never open: the programs stay, the entry is gone.
+  EXPECT_TRUE(dp::TcAttachment::is_attached(ifindex));
+  EXPECT_FALSE(maps_->get_session(ifindex));
+  EXPECT_TRUE(load_session_records(state_path()).empty());
 }
 
 TEST_F(SessionRegistryTest, RestoreReadoptsTapsAndRecreatesLostOnes) {
@@ -306,6 +309,109 @@ TEST_F(SessionRegistryTest, RemoveDropsTheGuestsTrafficBeforeTheTapGoes) {
   hold_reaper(false);
   registry_->wait_devices_reaped();
   EXPECT_EQ(if_nametoindex(s.record.device.c_str()), 0u);
+}
+
+// Frames the guest writes into its TAP, and the datapath counter that
+// should count each: real programs on a real device.
+class GuestFrames {
+ public:
+  GuestFrames(dp::DatapathMaps& maps, const std::string& device, const vmm::GuestNetwork& net)
+      : maps_(maps),
+        fd_(vmm::open_tap(device)),
+        // An ARP reply to the gateway: passed while a session holds the
+        // device, and the host sends nothing back (a request would be
+        // answered, counted again).
+        frame_(test::eth(net.guest_mac, net.host_mac, 0x0806,
+                         test::arp(2, net.guest_mac, net.guest_ip4, net.host_mac, net.gateway_ip4))) {}
+  uint64_t passed(uint32_t session_idx) const { return maps_.counters(session_idx)[ZN_PASS_ARP]; }
+  uint64_t unowned() const { return maps_.counters(0)[ZN_DROP_NO_SESSION]; }
+  // Writes one frame; how much `counted` grew once it moved (or after 1 s).
+  template <typename Counted>
+  uint64_t send_and_count(Counted&& counted) {
+    const uint64_t before = counted();
+    EXPECT_EQ(::write(fd_.get(), frame_.data(), frame_.size()), static_cast<ssize_t>(frame_.size()));
+    for (int i = 0; i < 500 && counted() == before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return counted() - before;
+  }
+
+ private:
+  dp::DatapathMaps& maps_;
+  net::UniqueFd fd_;
+  test::Bytes frame_;
+};
+
+// Deleting a session on an adopted device never opens the device: it is
+// parked (programs on, no entry), so the guest's frames are dropped as "no
+// session" after the delete as they were passed before it.
+TEST_F(SessionRegistryTest, AnAdoptedDeviceStaysDenyingAfterItsSessionIsDeleted) {
+  const std::string dev = unique("vp");
+  const int ifindex = vmm::create_tap(dev);
+  Session s = *registry_->create({"user-1", kPolicy, dev, 2u});
+  GuestFrames guest(*maps_, dev, s.net);
+  // Positive control: the session's frame passes.
+  EXPECT_EQ(guest.send_and_count([&] { return guest.passed(s.record.session_idx); }), 1u);
+
+  registry_->remove("user-1");
+  EXPECT_EQ(guest.send_and_count([&] { return guest.unowned(); }), 1u);
+  EXPECT_TRUE(dp::TcAttachment::is_attached(ifindex));
+  EXPECT_EQ(audit_.back(), "session:delete user-1");
+
+  // Across a restart of zerod (a new registry over the same pinned maps),
+  // the parked device still denies: nothing in the state file needed.
+  registry_.reset();
+  registry_ = make_registry();
+  registry_->restore();
+  EXPECT_EQ(guest.send_and_count([&] { return guest.unowned(); }), 1u);
+  EXPECT_TRUE(dp::TcAttachment::is_attached(ifindex));
+
+  // Adopted again: the new session's entry and programs take over, and its
+  // frames pass (the same device, another slot and index).
+  Session again = *registry_->create({"user-2", kPolicy, dev, 2u});
+  EXPECT_EQ(again.ifindex, ifindex);
+  EXPECT_EQ(guest.send_and_count([&] { return guest.passed(again.record.session_idx); }), 1u);
+  registry_->remove("user-2");
+  EXPECT_EQ(guest.send_and_count([&] { return guest.unowned(); }), 1u);
+  vmm::delete_tap(dev);
+}
+
+// Detaching is the operator's explicit choice: only then do the programs
+// go, and the device is no longer ours (nothing counts its frames).
+TEST_F(SessionRegistryTest, DetachIsAnExplicitChoiceOnDelete) {
+  const std::string dev = unique("vd");
+  const int ifindex = vmm::create_tap(dev);
+  Session s = *registry_->create({"user-1", kPolicy, dev, 4u});
+  GuestFrames guest(*maps_, dev, s.net);
+  EXPECT_EQ(guest.send_and_count([&] { return guest.passed(s.record.session_idx); }), 1u);
+  registry_->remove("user-1", /*detach=*/true);
+  EXPECT_FALSE(dp::TcAttachment::is_attached(ifindex));
+  EXPECT_FALSE(maps_->get_session(ifindex));
+  EXPECT_EQ(if_nametoindex(dev.c_str()), static_cast<unsigned>(ifindex));
+  // `detach` means nothing for a TAP zerod made: it is deleted either way.
+  Session own = *registry_->create({"user-2", kPolicy, {}, {}});
+  registry_->remove("user-2", /*detach=*/true);
+  registry_->wait_devices_reaped();
+  EXPECT_EQ(if_nametoindex(own.record.device.c_str()), 0u);
+  vmm::delete_tap(dev);
+}
+
+// A parked device that disappears takes its filters with it; a new device
+// of the same name is a stranger, not governed until adopted.
+TEST_F(SessionRegistryTest, AParkedDeviceThatDisappearsLeavesNothingBehind) {
+  const std::string dev = unique("vg");
+  vmm::create_tap(dev);
+  Session s = *registry_->create({"user-1", kPolicy, dev, 5u});
+  registry_->remove("user-1");
+  EXPECT_TRUE(dp::TcAttachment::is_attached(s.ifindex));
+  ASSERT_TRUE(vmm::delete_tap(dev));
+  const int reborn = vmm::create_tap(dev);
+  EXPECT_NE(reborn, s.ifindex);
+  EXPECT_FALSE(dp::TcAttachment::is_attached(reborn));
+  // And it can be adopted like any device.
+  Session again = *registry_->create({"user-2", kPolicy, dev, 5u});
+  EXPECT_TRUE(dp::TcAttachment::is_attached(reborn));
+  registry_->remove("user-2");
+  vmm::delete_tap(dev);
 }
 
 // The slot of a TAP being reaped is taken until it is gone (its name and

@@ -192,6 +192,54 @@ TEST_F(HandlerTest, ResolverFailureIsServfailAndCounted) {
   EXPECT_EQ(h->pending(), 0u);
 }
 
+// Every allowed query that gets no address is reported (for the audit),
+// with whether its name went upstream; an answered one is not.
+TEST_F(HandlerTest, EveryAllowedQueryWithoutAnAddressIsReported) {
+  auto h = make();
+  // Positive control: answered, reported as an answer only.
+  EXPECT_EQ(ask_reply(*h, make_query("api.allowed.test")).addresses.size(), 1u);
+  EXPECT_TRUE(policy_.unanswered().empty());
+  struct Case {
+    std::string qname;
+    ldns_rr_type type;
+    int rcode;
+    NoAnswer why;
+    bool forwarded;
+  };
+  const std::vector<Case> cases = {
+      {"x9f2.nothing.allowed.test", LDNS_RR_TYPE_A, LDNS_RCODE_NXDOMAIN, NoAnswer::NxDomain, true},
+      {"y7c1.nothing.allowed.test", LDNS_RR_TYPE_AAAA, LDNS_RCODE_NXDOMAIN, NoAnswer::NxDomain, true},
+      {"v4only.allowed.test", LDNS_RR_TYPE_AAAA, LDNS_RCODE_NOERROR, NoAnswer::NoData, true},
+      {"data-in-txt.allowed.test", LDNS_RR_TYPE_TXT, LDNS_RCODE_NOERROR, NoAnswer::NoData, false},
+      {"a\\.b.allowed.test", LDNS_RR_TYPE_A, LDNS_RCODE_NXDOMAIN, NoAnswer::NxDomain, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE(c.qname);
+    EXPECT_EQ(ask_reply(*h, make_query(c.qname, {.type = c.type})).rcode, c.rcode);
+    ASSERT_EQ(policy_.unanswered().size(), i + 1);
+    const auto u = policy_.unanswered().back();
+    EXPECT_EQ(u.session, "s1");
+    EXPECT_EQ(u.why, c.why);
+    EXPECT_EQ(u.forwarded, c.forwarded);
+  }
+  // An upstream failure: SERVFAIL, reported as an error.
+  DeferredResolver deferred;
+  auto failing = make({}, &deferred);
+  bool called = false;
+  failing->handle(make_query("z0.allowed.test"), source_, Transport::Udp,
+                  [&](std::optional<Bytes>) { called = true; });
+  deferred.callbacks.at(0)(ResolveResult{Rcode::ServFail, {}, 0});
+  ASSERT_TRUE(called);
+  ASSERT_EQ(policy_.unanswered().size(), cases.size() + 1);
+  EXPECT_EQ(policy_.unanswered().back().qname, "z0.allowed.test");
+  EXPECT_EQ(policy_.unanswered().back().why, NoAnswer::Error);
+  EXPECT_TRUE(policy_.unanswered().back().forwarded);
+  // A denied name is a denial, not an unanswered query.
+  ask_reply(*h, make_query("secret.evil.test"));
+  EXPECT_EQ(policy_.unanswered().size(), cases.size() + 1);
+}
+
 TEST_F(HandlerTest, LateResolverCallbackAfterHandlerIsGoneIsHarmless) {
   DeferredResolver deferred;
   auto alive = std::make_shared<bool>(true);
