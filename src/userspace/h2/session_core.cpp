@@ -15,7 +15,9 @@ namespace {
 
 constexpr size_t kClientPrefaceBytes = 24;  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 constexpr uint8_t kDataFrame = 0x0, kHeadersFrame = 0x1, kRstStreamFrame = 0x3, kSettingsFrame = 0x4;
-constexpr uint8_t kEndStreamFlag = 0x1;
+constexpr uint8_t kContinuationFrame = 0x9;
+constexpr uint8_t kEndStreamFlag = 0x1, kEndHeadersFlag = 0x4;
+constexpr uint64_t kHpackFieldOverhead = 32;  // RFC 9113 6.5.2
 constexpr size_t kSettingsEntryBytes = 6;
 constexpr size_t kFrameHeadBytes = 9;
 
@@ -197,7 +199,7 @@ bool SessionCore::check_frame(const FrameHead& head) {
     return false;
   }
   if (head.type == kRstStreamFrame) peer_streams_.peer_reset(head.stream_id);
-  return check_priority_frame(head) && check_stream_state(head);
+  return check_priority_frame(head) && check_stream_state(head) && charge_ignored_block(head);
 }
 
 void SessionCore::recv_error(ssize_t rv) {
@@ -262,7 +264,9 @@ bool SessionCore::check_stream_state(const FrameHead& head) {
     const char* what = head.type == kHeadersFrame ? "HEADERS" : "DATA";
     switch (peer_streams_.closed(id)) {
       case PeerStreams::Answer::ignore:
-        break;  // nghttp2 ignores it (still decoding a header block)
+        // nghttp2 ignores it, but still decodes a header block.
+        if (head.type == kHeadersFrame) ignored_block_ = true;
+        break;
       case PeerStreams::Answer::stream_closed:
         protocol_error(NGHTTP2_STREAM_CLOSED, std::string(what) + " on closed stream " + std::to_string(id));
         return false;
@@ -275,6 +279,19 @@ bool SessionCore::check_stream_state(const FrameHead& head) {
   }
   if (end_stream) peer_streams_.peer_ended(id);
   return true;
+}
+
+// A header block nghttp2 decodes without a callback (on a stream we reset)
+// is work on_header never sees: each of its bytes can emit one field, of
+// at least 32 bytes in RFC 9113 6.5.2's count, so each is charged as one.
+bool SessionCore::charge_ignored_block(const FrameHead& head) {
+  if (head.type != kHeadersFrame && head.type != kContinuationFrame) return true;
+  if (!ignored_block_) return true;
+  if (head.flags & kEndHeadersFlag) ignored_block_ = false;
+  if (guard_.note(Limit::decoded_header_bytes, uint64_t{head.length} * kHpackFieldOverhead)) return true;
+  trip_connection(Limit::decoded_header_bytes,
+                  over_rate(options_.limits.decoded_header_bytes, "header bytes decoded"));
+  return false;
 }
 
 void SessionCore::trip_stream(Limit limit, int32_t stream_id, std::string detail) {

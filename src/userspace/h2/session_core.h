@@ -147,6 +147,9 @@ class SessionCore {
   // (and the connection failed) for a HEADERS or DATA on a stream the
   // client closed, or on a lower id than the last it opened.
   bool check_stream_state(const FrameHead& head);
+  // Counts a header block nghttp2 decodes for nothing against
+  // decoded_header_bytes: false (and tripped) when over.
+  bool charge_ignored_block(const FrameHead& head);
 
   SessionOptions options_;
   bool server_;
@@ -154,6 +157,7 @@ class SessionCore {
   FloodGuard guard_;
   FrameScanner scanner_;
   PeerStreams peer_streams_;
+  bool ignored_block_ = false;  // the header block coming is on a stream nghttp2 ignores
   H2Counters counters_;
   std::unordered_map<int32_t, Stream> streams_;
   size_t open_peer_streams_ = 0;
