@@ -28,7 +28,7 @@
   X(small_window_updates, "small_window_updates", "WINDOW_UPDATEs granting almost nothing, over the rate") \
   X(invalid_window_updates, "invalid_window_updates", "WINDOW_UPDATEs of zero or overflowing 2^31-1")      \
   X(empty_data_frames, "empty_data_frames", "DATA frames without payload or END_STREAM, over the rate")    \
-  X(decoded_header_bytes, "decoded_header_bytes", "header bytes decoded from HPACK, over the rate")          \
+  X(decoded_header_bytes, "decoded_header_bytes", "header bytes decoded from HPACK, over the rate")        \
   X(header_list_refusals, "header_list_refusals", "header lists refused for their size, over the rate")
 
 namespace zn::h2 {

@@ -202,7 +202,8 @@ int SessionCore::Callbacks::on_frame_send(nghttp2_session*, const nghttp2_frame*
     if (Stream* st = s.find(frame->hd.stream_id)) st->local_ended = true;
   }
   if (frame->hd.type == NGHTTP2_GOAWAY) s.goaway_sent_code_ = frame->goaway.error_code;
-  if (frame->hd.type == NGHTTP2_RST_STREAM) s.peer_streams_.local_reset(static_cast<uint32_t>(frame->hd.stream_id));
+  if (frame->hd.type == NGHTTP2_RST_STREAM)
+    s.peer_streams_.local_reset(static_cast<uint32_t>(frame->hd.stream_id));
   return 0;
 }
 

@@ -206,8 +206,8 @@ void SessionCore::recv_error(ssize_t rv) {
   const H2Limits& l = options_.limits;
   switch (rv) {
     case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
-      trip_connection(Limit::continuation_frames,
-                      "more than " + std::to_string(l.max_continuations) + " CONTINUATIONs in a header block");
+      trip_connection(Limit::continuation_frames, "more than " + std::to_string(l.max_continuations) +
+                                                      " CONTINUATIONs in a header block");
       break;
     case NGHTTP2_ERR_FLOODED:
       trip_connection(Limit::queued_acks, "more than " + std::to_string(l.max_queued_acks) + " ACKs unsent");
@@ -237,9 +237,8 @@ bool SessionCore::check_priority_frame(const FrameHead& head) {
     return false;
   }
   if (head.length != kPriorityPayloadBytes) {
-    protocol_error(NGHTTP2_FRAME_SIZE_ERROR,
-                   "PRIORITY of " + std::to_string(head.length) + " bytes on stream " +
-                       std::to_string(head.stream_id));
+    protocol_error(NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY of " + std::to_string(head.length) +
+                                                 " bytes on stream " + std::to_string(head.stream_id));
     return false;
   }
   return true;

@@ -76,7 +76,8 @@ TEST_F(ConformanceTest, PriorityOnItselfIsProtocolError) {
       {"idle, exclusive", "", 3, true},
       {"open", headers(1, get_block(), kEndHeaders), 1, false},
       {"half-closed (remote)", headers(1, get_block(), kEndHeaders | kEndStream), 1, true},
-      {"closed by the client's reset", headers(1, get_block(), kEndHeaders) + rst_stream(1, kCancel), 1, false},
+      {"closed by the client's reset", headers(1, get_block(), kEndHeaders) + rst_stream(1, kCancel), 1,
+       false},
   };
   for (const Case& c : cases) {
     for (bool bytewise : {false, true}) {
@@ -86,7 +87,8 @@ TEST_F(ConformanceTest, PriorityOnItselfIsProtocolError) {
       start();
       open();
       ASSERT_TRUE(send(c.before).ok);
-      expect_connection_error(send_split(priority(c.stream, c.stream, c.exclusive), bytewise), kProtocolError);
+      expect_connection_error(send_split(priority(c.stream, c.stream, c.exclusive), bytewise),
+                              kProtocolError);
     }
   }
 }
@@ -95,8 +97,8 @@ TEST_F(ConformanceTest, PriorityOnItselfIsProtocolError) {
 TEST_F(ConformanceTest, HeadersWithPriorityOnItselfIsProtocolError) {
   open();
   const std::string dependency("\x00\x00\x00\x01\x0f", 5);
-  expect_connection_error(send(headers(1, dependency + get_block(), kEndHeaders | kEndStream | kPriorityFlag)),
-                          kProtocolError);
+  expect_connection_error(
+      send(headers(1, dependency + get_block(), kEndHeaders | kEndStream | kPriorityFlag)), kProtocolError);
 }
 
 // The positive control: PRIORITY frames as clients did send them (on idle
@@ -109,8 +111,8 @@ TEST_F(ConformanceTest, WellFormedPriorityFramesPass) {
     out_.clear();
     start();
     open();
-    std::string bytes = priority(3, 0) + priority(5, 3, true, 200) + priority(7, 0, false, 0) +
-                        get(9) + priority(9, 3) + priority(9, 0, true);
+    std::string bytes = priority(3, 0) + priority(5, 3, true, 200) + priority(7, 0, false, 0) + get(9) +
+                        priority(9, 3) + priority(9, 0, true);
     EXPECT_TRUE(send_split(bytes, bytewise).ok);
     answer(9);
     // On the closed stream 9, and a new stream below an idle PRIORITY's id
@@ -185,8 +187,11 @@ TEST_F(ConformanceTest, FramesAfterTheClientsResetAreStreamClosed) {
 // on a closed stream; the connection serves the next request.
 TEST_F(ConformanceTest, FramesAfterOurResetAndLateControlFramesAreIgnored) {
   open();
-  const std::string upper = hpack_literals(
-      {{":method", "POST"}, {":scheme", "https"}, {":authority", "example.com"}, {":path", "/"}, {"X-Up", "1"}});
+  const std::string upper = hpack_literals({{":method", "POST"},
+                                            {":scheme", "https"},
+                                            {":authority", "example.com"},
+                                            {":path", "/"},
+                                            {"X-Up", "1"}});
   ASSERT_TRUE(send(headers(1, upper, kEndHeaders)).ok);  // malformed: we reset it
   ASSERT_EQ(rst_code(frames(), 1), int64_t{kProtocolError});
   ASSERT_TRUE(send(get(3)).ok);

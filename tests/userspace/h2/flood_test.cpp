@@ -271,8 +271,9 @@ TEST_F(FloodTest, HpackBombOnAResetStreamIsTripped) {
   open();
   const std::string upper = hpack_literals(
       {{":method", "POST"}, {":scheme", "https"}, {":authority", "example.com"}, {":path", "/"}});
-  ASSERT_TRUE(send(headers(1, upper + hpack_indexed_literal("x-bomb", std::string(4000, 'a')) +
-                                  hpack_literals({{"X-Up", "1"}}),
+  ASSERT_TRUE(send(headers(1,
+                           upper + hpack_indexed_literal("x-bomb", std::string(4000, 'a')) +
+                               hpack_literals({{"X-Up", "1"}}),
                            kEndHeaders))
                   .ok);
   ASSERT_EQ(rst_code(frames(), 1), int64_t{kProtocolError});
@@ -290,7 +291,7 @@ TEST_F(FloodTest, HpackBombSpreadOverRequestsIsTripped) {
   Result r;
   uint32_t id = 3;
   for (; id < 2000 && r.ok; id += 2) {
-    r = send(headers(id, bomb_block(14, false), kEndHeaders | kEndStream)); // ~60 KiB each
+    r = send(headers(id, bomb_block(14, false), kEndHeaders | kEndStream));  // ~60 KiB each
     if (r.ok) answer(id);
   }
   expect_connection_tripped(r, Limit::decoded_header_bytes, kEnhanceYourCalm);
@@ -304,8 +305,8 @@ TEST_F(FloodTest, HpackBombSpreadOverRequestsIsTripped) {
 TEST_F(FloodTest, LargeHonestHeaderBlocksPass) {
   open();
   for (uint32_t id = 1; id < 200; id += 2) {
-    const std::string block =
-        get_block() + hpack_literals({{"cookie", std::string(30000, 'c')}, {"x-big", std::string(30000, 'b')}});
+    const std::string block = get_block() + hpack_literals({{"cookie", std::string(30000, 'c')},
+                                                            {"x-big", std::string(30000, 'b')}});
     ASSERT_TRUE(send(header_block(id, block, kEndStream)).ok) << id;
     answer(id);
   }
@@ -324,7 +325,10 @@ TEST_F(FloodTest, LargeHonestHeaderBlocksPass) {
 // Header lists over the size are answered 431; a client that keeps
 // sending them is cut off.
 std::string oversized_get(uint32_t id) {
-  return header_block(id, get_block() + hpack_literals({{"x-big", std::string(35000, 'b')}, {"x-big2", std::string(35000, 'b')}}), kEndStream);
+  return header_block(
+      id,
+      get_block() + hpack_literals({{"x-big", std::string(35000, 'b')}, {"x-big2", std::string(35000, 'b')}}),
+      kEndStream);
 }
 
 TEST_F(FloodTest, RefusedHeaderListsOverTheRateAreTripped) {

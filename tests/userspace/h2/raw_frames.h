@@ -10,8 +10,8 @@
 
 namespace zn::h2::test {
 
-inline constexpr uint8_t kData = 0x0, kHeaders = 0x1, kPriority = 0x2, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
-                         kGoaway = 0x7, kWindowUpdate = 0x8, kContinuation = 0x9;
+inline constexpr uint8_t kData = 0x0, kHeaders = 0x1, kPriority = 0x2, kRstStream = 0x3, kSettings = 0x4,
+                         kPing = 0x6, kGoaway = 0x7, kWindowUpdate = 0x8, kContinuation = 0x9;
 inline constexpr uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
 
 std::string client_preface();  // the magic only; follow with settings()

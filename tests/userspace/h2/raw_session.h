@@ -15,7 +15,7 @@
 namespace zn::h2::test {
 
 inline constexpr uint32_t kEnhanceYourCalm = 0xb, kFlowControlError = 0x3, kProtocolError = 0x1,
-                   kFrameSizeError = 0x6, kRefusedStream = 0x7, kCancel = 0x8;
+                          kFrameSizeError = 0x6, kRefusedStream = 0x7, kCancel = 0x8;
 
 class RawSessionTest : public ::testing::Test {
  protected:
