@@ -261,9 +261,9 @@ double cpu_seconds(pid_t pid) {
 // 5000 references (4 KB of block, 20 MB decoded) end with GOAWAY
 // ENHANCE_YOUR_CALM, audited. A block of 240 KB (~1 GB decoded, ~0.44
 // CPU-s before the budget) costs zerod little: its CPU is printed and
-// bounded (the guest may see a reset instead of the GOAWAY: zerod closes
-// while the block is still arriving). The positive control: large honest
-// header blocks on one connection, and the final request answered.
+// bounded, and the guest still reads the GOAWAY (zerod drops what arrives
+// after it for a moment rather than resetting). The positive control:
+// large honest header blocks on one connection, the final request answered.
 TEST_F(Http2Test, HpackBombEndsTheConnection) {
   std::string out = raw_h2("big", 20);
   EXPECT_NE(out.find("status 200"), std::string::npos) << out;
@@ -274,7 +274,7 @@ TEST_F(Http2Test, HpackBombEndsTheConnection) {
   out = raw_h2("bomb", 240 * 1024);
   const double spent = cpu_seconds(pid_) - before;
   std::cout << "zerod CPU for a connection with a 240 KB HPACK bomb block: " << spent << " s" << std::endl;
-  EXPECT_EQ(out.find("status"), std::string::npos) << out;
+  EXPECT_NE(out.find("goaway 11"), std::string::npos) << out;
   EXPECT_LT(spent, 0.2) << "before the budget, the block cost ~0.44 CPU-s";
   const std::string limit = "http2 limit: decoded_header_bytes";
   std::string events;
