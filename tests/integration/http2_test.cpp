@@ -5,6 +5,9 @@
 // The session's policy (zerod_fixture.h): api.github.com GET /repos/**;
 // api.stripe.com identity cap:stripe; deny evil.example.
 
+#include <iterator>
+#include <sstream>
+
 #include "integration/proxy_fixture.h"
 
 namespace zn::test {
@@ -15,6 +18,9 @@ namespace {
 //   reset N      N streams each opened (HEADERS) and reset (RST_STREAM)
 //   ping N       N PINGs
 //   cont N       one HEADERS without END_HEADERS, then N CONTINUATIONs
+//   bomb N       an HPACK bomb: a 4000-byte field entered in the dynamic
+//                table, then N 1-byte references to it in the same block
+//   big N        N honest large requests (a 30 KB literal field each)
 // and at the end one GET /repos/raw-final on a fresh stream. Prints
 // "goaway <code>" if the proxy sent GOAWAY, and "status <code>" for the
 // final request's answer.
@@ -26,6 +32,19 @@ s = ctx.wrap_socket(socket.create_connection(('198.18.0.10', 443), timeout=10), 
 assert s.selected_alpn_protocol() == 'h2', s.selected_alpn_protocol()
 def frame(t, flags, sid, payload=b''):
     return struct.pack('>I', len(payload))[1:] + bytes([t, flags]) + struct.pack('>I', sid) + payload
+def hstr(b):
+    n = len(b)
+    if n < 127:
+        return bytes([n]) + b
+    out, n = [127], n - 127
+    while n >= 128:
+        out.append(n % 128 + 128)
+        n //= 128
+    return bytes(out + [n]) + b
+def block(sid, b, flags):
+    pieces = [b[i:i + 16384] for i in range(0, len(b), 16384)]
+    return b''.join(frame(1 if i == 0 else 9, (flags if i == 0 else 0) | (0x4 if i == len(pieces) - 1 else 0), sid, p)
+                    for i, p in enumerate(pieces))
 def hdrs(path):
     a = b'api.github.com'
     return b'\x82\x87' + b'\x44' + bytes([len(path)]) + path + b'\x41' + bytes([len(a)]) + a
@@ -44,6 +63,16 @@ elif mode == 'cont':
         out += frame(9, 0, sid, b'')
     out += frame(9, 0x4, sid, b'\x44\x08/repos/c\x41\x0eapi.github.com')
     sid += 2
+elif mode == 'bomb':
+    # :path and :authority not indexed: the bomb stays the newest entry (index 62)
+    b = b'\x82\x87\x04' + hstr(b'/repos/bomb') + b'\x01' + hstr(b'api.github.com')
+    b += b'\x40' + hstr(b'x-bomb') + hstr(b'a' * 4000)
+    out += block(sid, b + b'\xbe' * n, 0x1)
+    sid += 2
+elif mode == 'big':
+    for i in range(n):
+        out += block(sid, hdrs(b'/repos/big') + b'\x10' + hstr(b'x-big') + hstr(b'b' * 30000), 0x1)
+        sid += 2
 out += frame(1, 0x5, sid, hdrs(b'/repos/raw-final'))
 try:
     s.sendall(out)
@@ -81,6 +110,8 @@ if goaway is not None:
     print('goaway', goaway)
 if status is not None:
     print('status', status)
+if goaway is None and status is None:
+    print('no answer')
 )py";
 
 class Http2Test : public ProxyTest {
@@ -209,6 +240,49 @@ TEST_F(Http2Test, PingAndContinuationFloodsEndTheConnection) {
   const std::string events = egress_events({"http2 limit: ping_frames", "http2 limit: continuation_frames"});
   EXPECT_NE(events.find("http2 limit: ping_frames"), std::string::npos) << events;
   EXPECT_NE(events.find("http2 limit: continuation_frames"), std::string::npos) << events;
+}
+
+// Zerod's CPU time so far (user + system), in seconds.
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(stat)), {});
+  std::istringstream fields(all.substr(all.rfind(')') + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// HPACK bomb: one large field in the dynamic table referenced over and
+// over. The connection's decoding budget (16 MiB) trips within the block:
+// 5000 references (4 KB of block, 20 MB decoded) end with GOAWAY
+// ENHANCE_YOUR_CALM, audited. A block of 240 KB (~1 GB decoded, ~0.44
+// CPU-s before the budget) costs zerod little: its CPU is printed and
+// bounded, and the guest still reads the GOAWAY (zerod drops what arrives
+// after it for a moment rather than resetting). The positive control:
+// large honest header blocks on one connection, the final request answered.
+TEST_F(Http2Test, HpackBombEndsTheConnection) {
+  std::string out = raw_h2("big", 20);
+  EXPECT_NE(out.find("status 200"), std::string::npos) << out;
+  EXPECT_EQ(out.find("goaway"), std::string::npos) << out;
+  out = raw_h2("bomb", 5000);
+  EXPECT_NE(out.find("goaway 11"), std::string::npos) << out;
+  const double before = cpu_seconds(pid_);
+  out = raw_h2("bomb", 240 * 1024);
+  const double spent = cpu_seconds(pid_) - before;
+  std::cout << "zerod CPU for a connection with a 240 KB HPACK bomb block: " << spent << " s" << std::endl;
+  EXPECT_NE(out.find("goaway 11"), std::string::npos) << out;
+  EXPECT_LT(spent, 0.2) << "before the budget, the block cost ~0.44 CPU-s";
+  const std::string limit = "http2 limit: decoded_header_bytes";
+  std::string events;
+  for (int i = 0; i < 100 && count(events, limit) < 2; ++i) {
+    if (i > 0) std::this_thread::sleep_for(50ms);  // the second connection's record is written as it closes
+    events = egress_events({limit});
+  }
+  EXPECT_EQ(count(events, limit), 2u) << events;
 }
 
 // Cleartext HTTP/2 stays refused: prior knowledge on port 80 is not

@@ -27,7 +27,9 @@
   X(ping_frames, "ping_frames", "PING frames over the rate")                                               \
   X(small_window_updates, "small_window_updates", "WINDOW_UPDATEs granting almost nothing, over the rate") \
   X(invalid_window_updates, "invalid_window_updates", "WINDOW_UPDATEs of zero or overflowing 2^31-1")      \
-  X(empty_data_frames, "empty_data_frames", "DATA frames without payload or END_STREAM, over the rate")
+  X(empty_data_frames, "empty_data_frames", "DATA frames without payload or END_STREAM, over the rate")    \
+  X(decoded_header_bytes, "decoded_header_bytes", "header bytes decoded from HPACK, over the rate")        \
+  X(header_list_refusals, "header_list_refusals", "header lists refused for their size, over the rate")
 
 namespace zn::h2 {
 
@@ -73,6 +75,17 @@ struct H2Limits {
   RateBound small_window_updates{100, std::chrono::seconds(10)};
   // DATA frames carrying nothing and not ending the stream (CVE-2019-9518).
   RateBound empty_data_frames{100, std::chrono::seconds(10)};
+  // HPACK lets one byte stand for a whole table entry: a 4 KiB field
+  // referenced by 1-byte indices decodes to 4 KiB per byte of block (an
+  // HPACK bomb), and each decoded field is validated before the header
+  // list bound can stop keeping it, so a block is work however little of
+  // it is kept. Counted as RFC 9113 6.5.2 sizes (name + value + 32) per
+  // connection: 16 MiB in 10 s is 256 header lists at the 64 KiB bound,
+  // where a browser sends a few KiB per request.
+  RateBound decoded_header_bytes{16u << 20, std::chrono::seconds(10)};
+  // Header lists over max_header_list_bytes (answered 431 or reset): a
+  // client told once does not keep sending them.
+  RateBound header_list_refusals{20, std::chrono::seconds(10)};
 };
 
 enum class Limit {

@@ -69,6 +69,13 @@ int SessionCore::Callbacks::on_frame_recv(nghttp2_session*, const nghttp2_frame*
     case NGHTTP2_HEADERS: {
       Stream* st = s.find(id);
       if (st == nullptr) break;
+      if (st->block_too_large && !s.guard_.note(Limit::header_list_refusals)) {
+        // Each refusal cost a whole block's decoding: a peer that keeps
+        // sending them is not a client that was told once.
+        s.trip_connection(Limit::header_list_refusals,
+                          over_rate(s.options_.limits.header_list_refusals, "header lists over the size"));
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+      }
       s.on_header_block(id, *st, frame->headers.cat, end_stream);
       if ((st = s.find(id)) != nullptr) {
         st->block.clear();
@@ -139,12 +146,21 @@ int SessionCore::Callbacks::on_header(nghttp2_session*, const nghttp2_frame* fra
                                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
                                       void* user_data) {
   SessionCore& s = self(user_data);
+  // RFC 9113 6.5.2's size of the field, counted against the connection's
+  // decoding budget whatever becomes of it: past the budget nothing more
+  // of this input is decoded.
+  const size_t field_bytes = namelen + valuelen + 32;
+  if (!s.guard_.note(Limit::decoded_header_bytes, field_bytes)) {
+    s.trip_connection(Limit::decoded_header_bytes,
+                      over_rate(s.options_.limits.decoded_header_bytes, "header bytes decoded"));
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Stream* st = s.find(frame->hd.stream_id);
   if (st == nullptr) return 0;
-  // RFC 9113 6.5.2. The block is still decoded to its end (HPACK state
-  // is connection-wide) but no longer kept.
-  st->block_bytes += namelen + valuelen + 32;
+  // Over the header list size, the rest of the block is still decoded
+  // (HPACK state is connection-wide) but no longer kept.
+  st->block_bytes += field_bytes;
   if (st->block_bytes > s.options_.limits.max_header_list_bytes) {
     st->block_too_large = true;
     std::vector<Field>().swap(st->block);
@@ -186,6 +202,8 @@ int SessionCore::Callbacks::on_frame_send(nghttp2_session*, const nghttp2_frame*
     if (Stream* st = s.find(frame->hd.stream_id)) st->local_ended = true;
   }
   if (frame->hd.type == NGHTTP2_GOAWAY) s.goaway_sent_code_ = frame->goaway.error_code;
+  if (frame->hd.type == NGHTTP2_RST_STREAM)
+    s.peer_streams_.local_reset(static_cast<uint32_t>(frame->hd.stream_id));
   return 0;
 }
 

@@ -14,8 +14,12 @@ namespace zn::h2 {
 namespace {
 
 constexpr size_t kClientPrefaceBytes = 24;  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-constexpr uint8_t kSettingsFrame = 0x4;
+constexpr uint8_t kDataFrame = 0x0, kHeadersFrame = 0x1, kRstStreamFrame = 0x3, kSettingsFrame = 0x4;
+constexpr uint8_t kContinuationFrame = 0x9;
+constexpr uint8_t kEndStreamFlag = 0x1, kEndHeadersFlag = 0x4;
+constexpr uint64_t kHpackFieldOverhead = 32;  // RFC 9113 6.5.2
 constexpr size_t kSettingsEntryBytes = 6;
+constexpr size_t kFrameHeadBytes = 9;
 
 }  // namespace
 
@@ -66,41 +70,30 @@ SessionCore::~SessionCore() { nghttp2_session_del(session_); }
 
 Result SessionCore::feed(std::span<const uint8_t> bytes) {
   if (failed_) return Result{false, error_};
-  // Bounds nghttp2 enforces silently, checked on the frame headers first.
-  const H2Limits& l = options_.limits;
-  scanner_.scan(bytes, [&](const FrameHead& head) {
-    if (head.length > l.max_frame_bytes) {
-      trip_connection(Limit::frame_size, "a frame of " + std::to_string(head.length) + " bytes, over " +
-                                             std::to_string(l.max_frame_bytes));
-      return false;
+  // nghttp2 is given the bytes one frame at a time, each frame header
+  // checked first: for the bounds nghttp2 enforces silently, and for the
+  // rules it leaves out, which need its state as of the frame before.
+  size_t fed = 0;
+  bool recv_failed = false;
+  const auto recv_to = [&](size_t end) {
+    if (end <= fed || recv_failed) return;
+    const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.data() + fed, end - fed);
+    fed = end;
+    if (rv < 0) {
+      recv_failed = true;
+      if (!failed_) recv_error(rv);
     }
-    if (head.type == kSettingsFrame && head.length / kSettingsEntryBytes > l.max_settings_entries) {
-      trip_connection(Limit::settings_entries,
-                      "a SETTINGS frame of " + std::to_string(head.length / kSettingsEntryBytes) +
-                          " entries, over " + std::to_string(l.max_settings_entries));
-      return false;
-    }
-    return true;
-  });
-  if (failed_) return Result{false, error_};
-
-  const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.data(), bytes.size());
-  if (rv < 0 && !failed_) {
-    switch (rv) {
-      case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
-        trip_connection(Limit::continuation_frames, "more than " + std::to_string(l.max_continuations) +
-                                                        " CONTINUATIONs in a header block");
-        break;
-      case NGHTTP2_ERR_FLOODED:
-        trip_connection(Limit::queued_acks,
-                        "more than " + std::to_string(l.max_queued_acks) + " ACKs unsent");
-        break;
-      default:
-        fail(std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(rv)));
-        nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
-        break;
-    }
-  }
+  };
+  scanner_.scan(
+      bytes,
+      [&](const FrameHead& head, size_t head_end) {
+        recv_to(head_end >= kFrameHeadBytes ? head_end - kFrameHeadBytes : 0);
+        // Once nghttp2 has failed the connection, what follows is not read.
+        if (recv_failed || failed_ || !nghttp2_session_want_read(session_)) return false;
+        return check_frame(head);
+      },
+      [&](const PriorityFields& fields) { return check_priority_fields(fields); });
+  if (!failed_) recv_to(bytes.size());
   // What nghttp2 queued is serialised now: a GOAWAY it decided on (a
   // protocol error) only shows, as want_read turning false, once written.
   drain();
@@ -190,6 +183,114 @@ void SessionCore::trip_connection(Limit limit, std::string detail) {
   push(LimitTripped{limit, std::move(detail), 0});
   nghttp2_session_terminate_session(
       session_, limit == Limit::frame_size ? NGHTTP2_FRAME_SIZE_ERROR : NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+bool SessionCore::check_frame(const FrameHead& head) {
+  const H2Limits& l = options_.limits;
+  if (head.length > l.max_frame_bytes) {
+    trip_connection(Limit::frame_size, "a frame of " + std::to_string(head.length) + " bytes, over " +
+                                           std::to_string(l.max_frame_bytes));
+    return false;
+  }
+  if (head.type == kSettingsFrame && head.length / kSettingsEntryBytes > l.max_settings_entries) {
+    trip_connection(Limit::settings_entries, "a SETTINGS frame of " +
+                                                 std::to_string(head.length / kSettingsEntryBytes) +
+                                                 " entries, over " + std::to_string(l.max_settings_entries));
+    return false;
+  }
+  if (head.type == kRstStreamFrame) peer_streams_.peer_reset(head.stream_id);
+  return check_priority_frame(head) && check_stream_state(head) && charge_ignored_block(head);
+}
+
+void SessionCore::recv_error(ssize_t rv) {
+  const H2Limits& l = options_.limits;
+  switch (rv) {
+    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+      trip_connection(Limit::continuation_frames, "more than " + std::to_string(l.max_continuations) +
+                                                      " CONTINUATIONs in a header block");
+      break;
+    case NGHTTP2_ERR_FLOODED:
+      trip_connection(Limit::queued_acks, "more than " + std::to_string(l.max_queued_acks) + " ACKs unsent");
+      break;
+    default:
+      fail(std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(rv)));
+      nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+      break;
+  }
+}
+
+void SessionCore::protocol_error(uint32_t error_code, std::string detail) {
+  fail("HTTP/2 protocol error (GOAWAY " + std::string(nghttp2_http2_strerror(error_code)) + "): " + detail);
+  last_invalid_ = std::move(detail);
+  nghttp2_session_terminate_session(session_, error_code);
+}
+
+// With SETTINGS_NO_RFC7540_PRIORITIES nghttp2 passes over PRIORITY frames
+// unread; the priority tree stays gone, but the frame's own rules are the
+// RFC's. A stream error they call for is a connection error here (5.4.1
+// allows it): no client sends these, and a reply per frame would be one
+// more thing a peer could make us send in bulk.
+bool SessionCore::check_priority_frame(const FrameHead& head) {
+  if (head.type != kPriorityFrame) return true;
+  if (head.stream_id == 0) {
+    protocol_error(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0");
+    return false;
+  }
+  if (head.length != kPriorityPayloadBytes) {
+    protocol_error(NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY of " + std::to_string(head.length) +
+                                                 " bytes on stream " + std::to_string(head.stream_id));
+    return false;
+  }
+  return true;
+}
+
+bool SessionCore::check_priority_fields(const PriorityFields& fields) {
+  if (fields.depends_on != fields.stream_id) return true;
+  protocol_error(NGHTTP2_PROTOCOL_ERROR,
+                 "PRIORITY: stream " + std::to_string(fields.stream_id) + " depends on itself");
+  return false;
+}
+
+bool SessionCore::check_stream_state(const FrameHead& head) {
+  if (!server_ || (head.type != kHeadersFrame && head.type != kDataFrame) || head.stream_id % 2 == 0)
+    return true;  // even ids and id 0 are nghttp2's to refuse
+  const uint32_t id = head.stream_id;
+  const bool end_stream = head.flags & kEndStreamFlag;
+  if (id > peer_streams_.last()) {
+    // A new stream (a DATA on one is nghttp2's PROTOCOL_ERROR).
+    if (head.type == kHeadersFrame) peer_streams_.opened(id);
+  } else if (nghttp2_session_find_stream(session_, static_cast<int32_t>(id)) == nullptr) {
+    const char* what = head.type == kHeadersFrame ? "HEADERS" : "DATA";
+    switch (peer_streams_.closed(id)) {
+      case PeerStreams::Answer::ignore:
+        // nghttp2 ignores it, but still decodes a header block.
+        if (head.type == kHeadersFrame) ignored_block_ = true;
+        break;
+      case PeerStreams::Answer::stream_closed:
+        protocol_error(NGHTTP2_STREAM_CLOSED, std::string(what) + " on closed stream " + std::to_string(id));
+        return false;
+      case PeerStreams::Answer::never_opened:
+        protocol_error(head.type == kHeadersFrame ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_STREAM_CLOSED,
+                       std::string(what) + " on stream " + std::to_string(id) + ", below the last opened (" +
+                           std::to_string(peer_streams_.last()) + ")");
+        return false;
+    }
+  }
+  if (end_stream) peer_streams_.peer_ended(id);
+  return true;
+}
+
+// A header block nghttp2 decodes without a callback (on a stream we reset)
+// is work on_header never sees: each of its bytes can emit one field, of
+// at least 32 bytes in RFC 9113 6.5.2's count, so each is charged as one.
+bool SessionCore::charge_ignored_block(const FrameHead& head) {
+  if (head.type != kHeadersFrame && head.type != kContinuationFrame) return true;
+  if (!ignored_block_) return true;
+  if (head.flags & kEndHeadersFlag) ignored_block_ = false;
+  if (guard_.note(Limit::decoded_header_bytes, uint64_t{head.length} * kHpackFieldOverhead)) return true;
+  trip_connection(Limit::decoded_header_bytes,
+                  over_rate(options_.limits.decoded_header_bytes, "header bytes decoded"));
+  return false;
 }
 
 void SessionCore::trip_stream(Limit limit, int32_t stream_id, std::string detail) {

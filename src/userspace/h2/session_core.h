@@ -22,6 +22,7 @@
 #include "userspace/h2/h2_events.h"
 #include "userspace/h2/fields.h"
 #include "userspace/h2/h2_limits.h"
+#include "userspace/h2/peer_streams.h"
 
 struct nghttp2_session;
 struct nghttp2_session_callbacks;
@@ -112,6 +113,9 @@ class SessionCore {
   // A one-stream bound: counted and reported; the caller of this answers or
   // resets the stream.
   void trip_stream(Limit limit, int32_t stream_id, std::string detail);
+  // A connection error nghttp2 does not detect itself (RFC 9113 5.4.1):
+  // GOAWAY with `error_code` queued and feed() fails from now on.
+  void protocol_error(uint32_t error_code, std::string detail);
 
   // nghttp2_submit_* with `fields` as the header block, and a data source
   // reading `stream`'s buffered body when has_body. Returns nghttp2's value.
@@ -130,12 +134,30 @@ class SessionCore {
   void drain();
   // Counts an empty DATA frame; false (and tripped) when over the rate.
   bool note_empty_data();
+  // Every check of a frame header from the peer, before nghttp2 reads the
+  // frame: false (and the connection failed) to stop.
+  bool check_frame(const FrameHead& head);
+  // nghttp2_session_mem_recv failed with `rv`: counted when it is a bound.
+  void recv_error(ssize_t rv);
+  // RFC 9113 6.3 and 5.3.1 on a PRIORITY frame, which nghttp2 skips: false
+  // (and the connection failed) when it breaks them.
+  bool check_priority_frame(const FrameHead& head);
+  bool check_priority_fields(const PriorityFields& fields);
+  // RFC 9113 5.1 and 5.1.1 on a frame from the client (server side): false
+  // (and the connection failed) for a HEADERS or DATA on a stream the
+  // client closed, or on a lower id than the last it opened.
+  bool check_stream_state(const FrameHead& head);
+  // Counts a header block nghttp2 decodes for nothing against
+  // decoded_header_bytes: false (and tripped) when over.
+  bool charge_ignored_block(const FrameHead& head);
 
   SessionOptions options_;
   bool server_;
   nghttp2_session* session_ = nullptr;
   FloodGuard guard_;
   FrameScanner scanner_;
+  PeerStreams peer_streams_;
+  bool ignored_block_ = false;  // the header block coming is on a stream nghttp2 ignores
   H2Counters counters_;
   std::unordered_map<int32_t, Stream> streams_;
   size_t open_peer_streams_ = 0;

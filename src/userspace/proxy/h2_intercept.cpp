@@ -26,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
 constexpr size_t kReadChunk = 16384;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr size_t kLingerBytes = size_t{1} << 20;
 // Each stream is an exchange with an upstream connection of its own: fewer
 // than the codec's default, so one guest connection cannot open more
 // upstream connections than a few HTTP/1.1 guests would.
@@ -68,6 +70,7 @@ class H2Connection {
     try {
       co_await write_pending();
       co_await guest_.close_write();
+      if (failed_) co_await linger();
     } catch (const std::exception&) {
     }
   }
@@ -110,6 +113,23 @@ class H2Connection {
       const h2::Result fed = session.feed(std::span(reinterpret_cast<const uint8_t*>(buf_), n));
       handle_events();
       if (!fed) failed_ = true;  // its GOAWAY is written next, then the connection goes
+    }
+  }
+
+  // After a GOAWAY for an error (a flood, a protocol error) the guest may
+  // still be sending: closing with its bytes unread would reset the
+  // connection, and a reset makes the guest's kernel drop the GOAWAY
+  // before the guest reads it. What still comes is read and dropped for a
+  // moment (nginx's lingering close), bounded in time and bytes.
+  awaitable<void> linger() {
+    const auto until = Clock::now() + kLingerTime;
+    size_t dropped = 0;
+    while (dropped < kLingerBytes && Clock::now() < until) {
+      const size_t n = co_await with_deadline(
+          guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable),
+          until - Clock::now());
+      if (n == 0) break;
+      dropped += n;
     }
   }
 

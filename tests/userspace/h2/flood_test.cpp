@@ -5,75 +5,12 @@
 
 #include <chrono>
 
-#include "raw_frames.h"
-#include "session_fixture.h"
+#include "raw_session.h"
 
 namespace zn::h2::test {
 namespace {
 
-constexpr uint32_t kEnhanceYourCalm = 0xb, kFlowControlError = 0x3, kProtocolError = 0x1,
-                   kFrameSizeError = 0x6, kRefusedStream = 0x7, kCancel = 0x8;
-
-class FloodTest : public ::testing::Test {
- protected:
-  void start(H2Limits limits = {}) {
-    ServerOptions options;
-    options.limits = limits;
-    options.clock = [this] { return now_; };
-    server_ = std::make_unique<H2ServerSession>(options);
-    server_->take_output();  // our SETTINGS
-  }
-  // The client's preface and SETTINGS, and (ack) the ACK of ours.
-  Result open(bool ack = true) {
-    if (!server_) start();
-    return send(client_preface() + settings() + (ack ? settings_ack() : ""));
-  }
-  Result send(const std::string& bytes) {
-    Result r = server_->feed(bytes_of(bytes));
-    for (auto& e : server_->take_events()) events_.push_back(std::move(e));
-    out_ += server_->take_output();
-    for (auto& e : server_->take_events()) events_.push_back(std::move(e));
-    return r;
-  }
-  std::vector<Frame> frames() { return parse_frames(out_); }
-  std::vector<LimitTripped> trips() { return of<LimitTripped>(events_); }
-  // Tripped on the connection: GOAWAY with `code`, one event, the counter.
-  void expect_connection_tripped(const Result& r, Limit limit, uint32_t code) {
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(std::string(limit_name(limit))), std::string::npos) << r.error;
-    EXPECT_EQ(goaway_code(frames()), int64_t{code});
-    ASSERT_EQ(trips().size(), 1u);
-    EXPECT_EQ(trips()[0].limit, limit);
-    EXPECT_EQ(trips()[0].stream_id, 0);
-    EXPECT_EQ(server_->counters().at(limit), 1u);
-    EXPECT_FALSE(server_->feed(bytes_of(ping())).ok) << "a tripped session stays failed";
-  }
-  void expect_untouched(const Result& r) {
-    EXPECT_TRUE(r.ok) << r.error;
-    EXPECT_EQ(goaway_code(frames()), -1);
-    EXPECT_TRUE(trips().empty());
-  }
-  std::string open_streams(uint32_t first, int count, bool reset) {
-    std::string bytes;
-    for (int i = 0; i < count; ++i) {
-      const uint32_t id = first + 2 * i;
-      bytes += headers(id, get_block(), kEndHeaders);
-      if (reset) bytes += rst_stream(id, kCancel);
-    }
-    return bytes;
-  }
-
-  std::chrono::steady_clock::time_point now_{std::chrono::seconds(1000)};
-  std::unique_ptr<H2ServerSession> server_;
-  std::vector<ServerEvent> events_;
-  std::string out_;
-};
-
-std::string repeat(const std::string& s, int n) {
-  std::string out;
-  for (int i = 0; i < n; ++i) out += s;
-  return out;
-}
+class FloodTest : public RawSessionTest {};
 
 // --- CONTINUATION ---
 
@@ -307,6 +244,116 @@ TEST_F(FloodTest, StreamsUpToTheLimitPass) {
   open(/*ack=*/true);
   expect_untouched(send(open_streams(1, 5, false)));
   EXPECT_EQ(of<RequestHeaders>(events_).size(), 5u);
+}
+
+// --- HPACK decoding (bombs) ---
+
+// One 4000-byte field entered in the dynamic table, then referenced by
+// 1-byte indices, `references` of them: a ~240 KB block decodes to ~1 GB.
+std::string bomb_block(size_t references, bool with_entry) {
+  std::string block = hpack_literals(
+      {{":method", "GET"}, {":scheme", "https"}, {":authority", "example.com"}, {":path", "/"}});
+  if (with_entry) block += hpack_indexed_literal("x-bomb", std::string(4000, 'a'));
+  block.append(references, '\xbe');  // index 62: the newest entry
+  return block;
+}
+
+TEST_F(FloodTest, HpackBombIsTrippedInItsFirstBlock) {
+  open();
+  const Result r = send(header_block(1, bomb_block(240 * 1024, true), kEndStream));
+  expect_connection_tripped(r, Limit::decoded_header_bytes, kEnhanceYourCalm);
+  EXPECT_TRUE(of<RequestHeaders>(events_).empty());
+}
+
+// The same bomb on a stream the session reset: nghttp2 decodes it without
+// a callback (to keep HPACK state), still counted.
+TEST_F(FloodTest, HpackBombOnAResetStreamIsTripped) {
+  open();
+  const std::string upper = hpack_literals(
+      {{":method", "POST"}, {":scheme", "https"}, {":authority", "example.com"}, {":path", "/"}});
+  ASSERT_TRUE(send(headers(1,
+                           upper + hpack_indexed_literal("x-bomb", std::string(4000, 'a')) +
+                               hpack_literals({{"X-Up", "1"}}),
+                           kEndHeaders))
+                  .ok);
+  ASSERT_EQ(rst_code(frames(), 1), int64_t{kProtocolError});
+  Result r;
+  for (int i = 0; i < 10 && r.ok; ++i) r = send(header_block(1, bomb_block(240 * 1024, false), 0));
+  expect_connection_tripped(r, Limit::decoded_header_bytes, kEnhanceYourCalm);
+}
+
+// Spread over many requests, each under the header list size (no 431):
+// the budget is the connection's, not the block's.
+TEST_F(FloodTest, HpackBombSpreadOverRequestsIsTripped) {
+  open();
+  ASSERT_TRUE(send(headers(1, bomb_block(0, true), kEndHeaders | kEndStream)).ok);
+  answer(1);
+  Result r;
+  uint32_t id = 3;
+  for (; id < 2000 && r.ok; id += 2) {
+    r = send(headers(id, bomb_block(14, false), kEndHeaders | kEndStream));  // ~60 KiB each
+    if (r.ok) answer(id);
+  }
+  expect_connection_tripped(r, Limit::decoded_header_bytes, kEnhanceYourCalm);
+  EXPECT_LT(id, 700u) << "16 MiB is ~300 such lists";
+  EXPECT_TRUE(of<StreamRejected>(events_).empty());
+}
+
+// The positive control: large but honest header blocks (60 KB of literal
+// fields each, 100 requests = 6 MB decoded in one window, and the same
+// indexed-field requests spread over windows) pass.
+TEST_F(FloodTest, LargeHonestHeaderBlocksPass) {
+  open();
+  for (uint32_t id = 1; id < 200; id += 2) {
+    const std::string block = get_block() + hpack_literals({{"cookie", std::string(30000, 'c')},
+                                                            {"x-big", std::string(30000, 'b')}});
+    ASSERT_TRUE(send(header_block(id, block, kEndStream)).ok) << id;
+    answer(id);
+  }
+  EXPECT_EQ(of<RequestHeaders>(events_).size(), 100u);
+  ASSERT_TRUE(send(headers(201, bomb_block(0, true), kEndHeaders | kEndStream)).ok);
+  answer(201);
+  for (uint32_t id = 203; id < 1400; id += 2) {
+    if (id % 200 == 3) now_ += std::chrono::seconds(10);  // 100 requests a window
+    ASSERT_TRUE(send(headers(id, bomb_block(14, false), kEndHeaders | kEndStream)).ok) << id;
+    answer(id);
+  }
+  expect_untouched(send(ping()));
+  EXPECT_EQ(of<RequestHeaders>(events_).size(), 700u);
+}
+
+// Header lists over the size are answered 431; a client that keeps
+// sending them is cut off.
+std::string oversized_get(uint32_t id) {
+  return header_block(
+      id,
+      get_block() + hpack_literals({{"x-big", std::string(35000, 'b')}, {"x-big2", std::string(35000, 'b')}}),
+      kEndStream);
+}
+
+TEST_F(FloodTest, RefusedHeaderListsOverTheRateAreTripped) {
+  open();
+  Result r;
+  for (uint32_t id = 1; id < 100 && r.ok; id += 2) r = send(oversized_get(id));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("header_list_refusals"), std::string::npos) << r.error;
+  EXPECT_EQ(goaway_code(frames()), int64_t{kEnhanceYourCalm});
+  // Twenty answered 431 (each a stream's trip), the 21st ends the connection.
+  ASSERT_EQ(trips().size(), 21u);
+  EXPECT_EQ(trips().back().limit, Limit::header_list_refusals);
+  EXPECT_EQ(trips().back().stream_id, 0);
+  EXPECT_EQ(server_->counters().header_list_size, 20u);
+  EXPECT_EQ(server_->counters().header_list_refusals, 1u);
+}
+
+TEST_F(FloodTest, RefusedHeaderListsUnderTheRatePass) {
+  open();
+  for (uint32_t id = 1; id < 40; id += 2) ASSERT_TRUE(send(oversized_get(id)).ok) << id;
+  now_ += std::chrono::seconds(10);
+  for (uint32_t id = 41; id < 80; id += 2) ASSERT_TRUE(send(oversized_get(id)).ok) << id;
+  EXPECT_EQ(server_->counters().header_list_size, 40u);
+  EXPECT_EQ(server_->counters().header_list_refusals, 0u);
+  EXPECT_EQ(goaway_code(frames()), -1);
 }
 
 // --- malformed by hand ---

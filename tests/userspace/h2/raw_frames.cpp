@@ -82,6 +82,13 @@ std::string data(uint32_t stream_id, std::string_view bytes, uint8_t flags) {
   return frame(kData, flags, stream_id, bytes);
 }
 
+std::string priority(uint32_t stream_id, uint32_t depends_on, bool exclusive, uint8_t weight) {
+  std::string p;
+  put32(p, depends_on | (exclusive ? 0x80000000u : 0));
+  p.push_back(static_cast<char>(weight));
+  return frame(kPriority, 0, stream_id, p);
+}
+
 std::string hpack_literals(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string block;
   for (const auto& [name, value] : fields) {
@@ -90,6 +97,26 @@ std::string hpack_literals(const std::vector<std::pair<std::string, std::string>
     put_string(block, value);
   }
   return block;
+}
+
+std::string hpack_indexed_literal(const std::string& name, const std::string& value) {
+  std::string block(1, '\x40');
+  put_string(block, name);
+  put_string(block, value);
+  return block;
+}
+
+std::string header_block(uint32_t stream_id, std::string_view block, uint8_t flags, size_t piece) {
+  std::string out;
+  size_t at = 0;
+  do {
+    const std::string_view part = block.substr(at, piece);
+    const bool first = at == 0, last = at + part.size() >= block.size();
+    out += frame(first ? kHeaders : kContinuation,
+                 static_cast<uint8_t>((first ? flags : 0) | (last ? kEndHeaders : 0)), stream_id, part);
+    at += part.size();
+  } while (at < block.size());
+  return out;
 }
 
 std::string headers(uint32_t stream_id, std::string_view block, uint8_t flags) {
