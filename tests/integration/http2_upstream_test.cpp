@@ -22,36 +22,16 @@ class Http2UpstreamTest : public ProxyTest {
     if (HasFatalFailure()) return;
     const std::string inet = lab_->inet_netns();
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.15/32 dev lo").exit_code, 0);
-    const fs::path n = pki_ / "nginx";
-    fs::create_directories(n / "tmp");
-    std::ofstream(n / "nginx.conf") << "user root;\nworker_processes 1;\ndaemon off;\npid "
-                                    << (n / "nginx.pid").string() << ";\nerror_log "
-                                    << (n / "error.log").string()
-                                    << " warn;\nevents { worker_connections 256; }\nhttp {\n"
-                                       "  access_log off;\n  client_body_temp_path "
-                                    << (n / "tmp").string() << ";\n  proxy_temp_path " << (n / "tmp").string()
-                                    << ";\n  fastcgi_temp_path " << (n / "tmp").string()
-                                    << ";\n  uwsgi_temp_path " << (n / "tmp").string()
-                                    << ";\n  scgi_temp_path " << (n / "tmp").string()
-                                    << ";\n  server {\n    listen 198.18.0.15:443 ssl http2;\n"
-                                       "    ssl_certificate "
-                                    << p("h2.example.pem") << ";\n    ssl_certificate_key "
-                                    << p("h2.example.key")
-                                    << ";\n    client_max_body_size 16m;\n    location / {\n"
-                                       "      proxy_pass http://198.18.0.10:80;\n"
-                                       "      proxy_http_version 1.1;\n"
-                                       "      proxy_request_buffering off;\n      proxy_buffering off;\n"
-                                       "      add_header X-Upstream-Proto $server_protocol always;\n"
-                                       "      add_header X-Upstream-Conn $connection always;\n"
-                                       "    }\n  }\n}\n";
-    ASSERT_EQ(run_in_netns(inet, "nginx -t -q -e " + (n / "error.log").string() + " -c " +
-                                     (n / "nginx.conf").string() + " -p " + n.string())
-                  .exit_code,
-              0)
-        << slurp(n / "error.log");
-    servers_.push_back(spawn_in_inet(
-        {"nginx", "-e", (n / "error.log").string(), "-c", (n / "nginx.conf").string(), "-p", n.string()}));
-    ASSERT_TRUE(inet_accepts("198.18.0.15 443")) << "nginx never accepted: " << slurp(n / "error.log");
+    start_nginx("nginx",
+                "  server {\n    listen 198.18.0.15:443 ssl http2;\n    ssl_certificate " +
+                    p("h2.example.pem") + ";\n    ssl_certificate_key " + p("h2.example.key") +
+                    ";\n    client_max_body_size 16m;\n    location / {\n"
+                    "      proxy_pass http://198.18.0.10:80;\n      proxy_http_version 1.1;\n"
+                    "      proxy_request_buffering off;\n      proxy_buffering off;\n"
+                    "      add_header X-Upstream-Proto $server_protocol always;\n"
+                    "      add_header X-Upstream-Conn $connection always;\n    }\n  }\n",
+                "198.18.0.15 443");
+    if (HasFatalFailure()) return;
     json r = call("session.update", {{"id", "user-1"}, {"policy", h2_policy()}});
     ASSERT_TRUE(r["ok"]) << r.dump();
     ASSERT_EQ(dig("h2.example"), "198.18.0.15\n");

@@ -94,6 +94,28 @@ class ProxyTest : public ZerodTest {
     }
     return false;
   }
+  // nginx in the stand-in internet with `http_blocks` (server blocks and
+  // anything else of the http context), its files under pki_/NAME; stopped
+  // at TearDown. Up when `accepts` ("ADDRESS PORT") accepts.
+  void start_nginx(const std::string& name, const std::string& http_blocks, const std::string& accepts) {
+    const fs::path n = pki_ / name;
+    fs::create_directories(n / "tmp");
+    const std::string tmp = (n / "tmp").string();
+    std::ofstream(n / "nginx.conf")
+        << "user root;\nworker_processes 1;\ndaemon off;\npid " << (n / "nginx.pid").string()
+        << ";\nerror_log " << (n / "error.log").string()
+        << " warn;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n"
+        << "  client_body_temp_path " << tmp << ";\n  proxy_temp_path " << tmp << ";\n  fastcgi_temp_path "
+        << tmp << ";\n  uwsgi_temp_path " << tmp << ";\n  scgi_temp_path " << tmp << ";\n"
+        << http_blocks << "}\n";
+    const std::vector<std::string> argv = {
+        "nginx", "-e", (n / "error.log").string(), "-c", (n / "nginx.conf").string(), "-p", n.string()};
+    std::string check = "nginx -t -q";
+    for (size_t i = 1; i < argv.size(); ++i) check += " " + argv[i];
+    ASSERT_EQ(run_in_netns(lab_->inet_netns(), check).exit_code, 0) << slurp(n / "error.log");
+    servers_.push_back(spawn_in_inet(argv));
+    ASSERT_TRUE(inet_accepts(accepts)) << "nginx never accepted: " << slurp(n / "error.log");
+  }
   void TearDown() override {
     for (pid_t pid : servers_) {
       ::kill(pid, SIGTERM);

@@ -28,6 +28,11 @@ that zerod scrubs an injected secret from what the guest receives:
   replay    the Authorization of the previous request this server saw (a
             response to a request that carried no secret itself)
 HEAD on any of them sends the head alone.
+
+.../partial/VARIANT answers a part of a representation whatever was asked
+(an upstream that chooses the cut itself): 206 (a 206 with Content-Range),
+multi (206 multipart/byteranges), range200 (200 with a Content-Range); the
+parts are of the request's headers as the raw reflection shows them.
 """
 import base64
 import gzip
@@ -70,6 +75,10 @@ class Echo(BaseHTTPRequestHandler):
             self._log(body)
             self._reflect(path.split("/reflect/", 1)[1])
             return
+        if "/partial/" in path:
+            self._log(body)
+            self._partial(path.split("/partial/", 1)[1])
+            return
         if "/bytes/" in path:
             n = int(path.rsplit("/bytes/", 1)[1])
             payload = (b"z" * n)
@@ -111,6 +120,25 @@ class Echo(BaseHTTPRequestHandler):
         if "/reflect/replay" not in self.path:
             self.server.last_auth = self.headers.get("Authorization", "")
         return seen
+
+    def _partial(self, variant):
+        whole = "".join("%s: %s\r\n" % (k, v) for k, v in self.headers.items()).encode()
+        half = len(whole) // 2
+        if variant == "multi":
+            body = b""
+            for start, end in ((0, half), (half, len(whole))):
+                body += (b"--zn-parts\r\nContent-Type: text/plain\r\nContent-Range: bytes %d-%d/%d\r\n\r\n"
+                         % (start, end - 1, len(whole))) + whole[start:end] + b"\r\n"
+            body += b"--zn-parts--\r\n"
+            self._send(206, body, "multipart/byteranges; boundary=zn-parts")
+            return
+        self.send_response(206 if variant == "206" else 200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Range", "bytes 0-%d/%d" % (half - 1, len(whole)))
+        self.send_header("Content-Length", str(half))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(whole[:half])
 
     # --- hostile reflection -------------------------------------------------
 

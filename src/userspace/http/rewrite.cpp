@@ -18,6 +18,31 @@ bool is_hop_by_hop(std::string_view name) {
                      [&](std::string_view h) { return iequals(h, name); });
 }
 
+// A field name a backend may read as another one. CGI, WSGI, Rack, PHP and
+// Apache's mod_cgi turn a field name into a variable by upper-casing it and
+// mapping '-' (and often '.', '~' or any other non-alphanumeric) to '_':
+// "Transfer_Encoding", "Content.Length" or "X_Api_Key" would become the
+// framing, routing or injected field the proxy rewrote. Only names of
+// letters, digits and '-' go on (nginx drops the rest by default too:
+// underscores_in_headers off, ignore_invalid_headers on).
+bool look_alike_name(std::string_view name) {
+  return name.empty() || std::any_of(name.begin(), name.end(), [](char c) {
+           return !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
+         });
+}
+
+// Fields with which a requester chooses where a response is cut. On a
+// connection whose responses are scrubbed they would let the guest fetch an
+// injected secret in pieces no single response shows whole (a byte range, or
+// several as multipart/byteranges), so they never go on there. Request-Range
+// is the pre-RFC 2616 spelling some servers still honour.
+constexpr std::array<std::string_view, 3> kRangeFields = {"range", "if-range", "request-range"};
+
+bool is_range_field(std::string_view name) {
+  return std::any_of(kRangeFields.begin(), kRangeFields.end(),
+                     [&](std::string_view h) { return iequals(h, name); });
+}
+
 // Header names listed in Connection are hop-by-hop too.
 std::vector<std::string> connection_tokens(const std::vector<Header>& headers) {
   std::vector<std::string> out;
@@ -173,7 +198,8 @@ ForwardedRequest forwarded_request(const RequestHead& request, const NormalisedT
   out.headers.reserve(request.headers.size() + 2);
   for (const Header& h : request.headers) {
     const bool te_trailers = iequals(h.name, "te") && iequals(h.value, "trailers");
-    if ((is_hop_by_hop(h.name) && !te_trailers) || listed(drop, h.name)) continue;
+    if ((is_hop_by_hop(h.name) && !te_trailers) || listed(drop, h.name) || look_alike_name(h.name)) continue;
+    if (identity_only && is_range_field(h.name)) continue;
     out.headers.push_back(h);
   }
   if (injection != nullptr && !injection->query) out.headers.push_back({injection->header, injection->value});
@@ -204,6 +230,18 @@ std::string forwarded_request_head(const RequestHead& request, const NormalisedT
   wipe(forwarded.target);
   for (Header& h : forwarded.headers) wipe(h.value);
   return out;
+}
+
+bool is_partial_response(const ResponseHead& response) {
+  if (response.status == 206) return true;
+  for (const Header& h : response.headers) {
+    if (iequals(h.name, "content-range") && response.status != 416) return true;
+    if (!iequals(h.name, "content-type")) continue;
+    std::string_view v = h.value;
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    if (v.size() >= 20 && iequals(v.substr(0, 20), "multipart/byteranges")) return true;
+  }
+  return false;
 }
 
 bool identity_content_encoding(const ResponseHead& response) {

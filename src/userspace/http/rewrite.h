@@ -18,7 +18,11 @@ namespace zn::http {
 // `target` is the origin-form target from the normalised one (with the
 // injected query parameter), `headers` the guest's fields that go on (no
 // hop-by-hop field but "TE: trailers", which an HTTP/2 upstream (gRPC)
-// needs, none named by Connection, none the injection owns) then
+// needs, none named by Connection, none the injection owns, none whose name
+// is not letters, digits and '-' (a backend may read "X_Api_Key" as
+// "X-Api-Key"); with `scanned_response` no Range, If-Range or
+// Request-Range: the guest must not choose where a scrubbed response is
+// cut) then
 // the injected header and "Accept-Encoding: identity" when asked for. No
 // Host and no framing: HTTP/1.1 and HTTP/2 each write those their own way.
 // With an injection it holds the credential: cleanse it after use.
@@ -49,6 +53,12 @@ std::string form_decode(std::string_view s);
 
 // Percent-encodes all but RFC 3986 unreserved characters.
 std::string percent_encode(std::string_view value);
+
+// Whether a response is a part of its representation (206, a
+// Content-Range other than a 416's, multipart/byteranges): never passed on
+// a connection whose responses are scrubbed, as a secret cut in pieces is
+// not recognisable in any one of them.
+bool is_partial_response(const ResponseHead& response);
 
 // Whether a response's Content-Encoding leaves its body as sent (absent, or
 // only "identity"): the only bodies the reflection scrubber can scan.

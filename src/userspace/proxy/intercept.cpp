@@ -13,6 +13,7 @@
 #include <string>
 
 #include "userspace/http/body.h"
+#include "userspace/http/content_coding.h"
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
 #include "userspace/proxy/h2_upstream_stream.h"
@@ -37,6 +38,11 @@ constexpr size_t kReadChunk = 16384;
 // A request body the broker answers itself (a blob or KV value, a SQL call)
 // is read whole into memory: bounded.
 constexpr size_t kMaxLocalBody = 8 * 1024 * 1024;
+// A request body with a content coding (gzip, deflate) on a session whose
+// requests are screened is read whole and decoded for the screen: bounded
+// as read and as decoded (a ratio of 1:1000 is easy for deflate).
+constexpr size_t kMaxCodedBody = 1024 * 1024;
+constexpr size_t kMaxDecodedBody = 16 * 1024 * 1024;
 
 // Broker calls may block (resolution, locks): run them on the pool.
 template <typename F>
@@ -555,12 +561,30 @@ class Exchange {
     body_decoder_.reset();
     if (req.framing != http::BodyFraming::kNone && (screen_.armed() || !subs.empty())) {
       // Read before anything goes upstream: screened whole, swapped if it
-      // is JSON or a form; past the bound, screened as it streams.
-      co_await read_body_upto(req, kMaxSwappedBody);
+      // is JSON or a form; past the bound, screened as it streams. A body
+      // with a content coding is screened as the upstream will decode it,
+      // so it must be read whole (within its bound) or it does not go.
+      const std::vector<std::string> codings = http::content_codings(req.headers);
+      co_await read_body_upto(req, codings.empty() ? kMaxSwappedBody : kMaxCodedBody);
+      if (!codings.empty()) {
+        if (!body_whole_) {
+          summary.error = "request body with a content coding too large to screen";
+          co_return Refusal{413, "zeroness: request body too large to screen\n"};
+        }
+        http::DecodedBody decoded = http::decode_content(body_, codings, kMaxDecodedBody);
+        if (!decoded.ok) {
+          summary.error = decoded.error;
+          co_return Refusal{decoded.status, "zeroness: " + decoded.error + "\n"};
+        }
+        std::vector<std::string> hits = screen_.check(decoded.bytes, subs);
+        OPENSSL_cleanse(decoded.bytes.data(), decoded.bytes.size());
+        if (!hits.empty()) throw TripwireInBody(std::move(hits));
+      }
       if (body_whole_) {
         std::vector<std::string> hits = screen_.check(body_, subs);
         if (!hits.empty()) throw TripwireInBody(std::move(hits));
-        const BodyKind kind = body_kind(req);
+        // A coded body goes as it came: swapping would mean re-encoding it.
+        const BodyKind kind = codings.empty() ? body_kind(req) : BodyKind::kOther;
         if (!subs.empty() && kind != BodyKind::kOther) swap_placeholders(body_, subs, kind);
         if (!changed_req) changed_req = req;
         changed_req->framing = body_.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
@@ -644,6 +668,12 @@ class Exchange {
     if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone &&
         !http::identity_content_encoding(resp))
       throw std::runtime_error("upstream compressed a response that must be scanned for secrets");
+    // Nor a part of one: the guest was not let choose the cut (no Range
+    // went on), and a part is refused whoever chose it, as a secret cut in
+    // pieces is recognisable in none of them.
+    if (scrubber_.armed() && http::is_partial_response(resp))
+      throw std::runtime_error(
+          "upstream sent a partial response where responses must be scanned for secrets");
     std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
     // Names, values, the reason phrase: same-length replacement keeps the
     // head well-formed.

@@ -154,5 +154,58 @@ TEST(HttpRewrite, AQueryInjectionGoesInTheTargetNotAHeader) {
   EXPECT_NE(out.find("\r\nkey: h\r\n"), std::string::npos) << out;  // a header of that name is the guest's
 }
 
+// A name a CGI/WSGI/Rack/PHP backend would read as another field's
+// ("Transfer_Encoding" as Transfer-Encoding, "X_Api_Key" beside an injected
+// X-Api-Key) never goes on, in any of the spellings those map to '_';
+// letters, digits and '-' do (positive control).
+TEST(HttpRewrite, NamesABackendCouldReadAsAnotherAreDropped) {
+  RequestHead h = parse(
+      "POST /v1/a HTTP/1.1\r\nHost: a.example\r\nTransfer_Encoding: chunked\r\nContent_Length: 5\r\n"
+      "X_Api_Key: guest-1\r\nx_api_key: guest-2\r\nX.Api.Key: guest-3\r\nX~Api~Key: guest-4\r\n"
+      "X!Api!Key: guest-5\r\nAuthorization_: guest-6\r\nX-Kept-1: yes\r\nX-Api-Key-Extra: kept\r\n"
+      "Content-Length: 0\r\n\r\n");
+  Injection inj;
+  inj.header = "X-Api-Key";
+  inj.value = "sk_injected";
+  const std::string out = forwarded_request_head(h, NormalisedTarget{"/v1/a", "", false}, "a.example", &inj);
+  EXPECT_EQ(out,
+            "POST /v1/a HTTP/1.1\r\nHost: a.example\r\nX-Kept-1: yes\r\nX-Api-Key-Extra: kept\r\n"
+            "X-Api-Key: sk_injected\r\nAccept-Encoding: identity\r\nContent-Length: 0\r\n\r\n");
+}
+
+// Where responses are scrubbed the guest may not choose the cut: every
+// range field goes; where they are not, ranges go on (positive control).
+TEST(HttpRewrite, RangeFieldsGoOnlyWhereResponsesAreNotScrubbed) {
+  RequestHead h = parse(
+      "GET /f HTTP/1.1\r\nHost: a.example\r\nRange: bytes=10-20\r\nIf-Range: \"e1\"\r\n"
+      "Request-Range: bytes=1-2\r\nrange: bytes=-5\r\nAccept: */*\r\n\r\n");
+  const NormalisedTarget t{"/f", "", false};
+  EXPECT_EQ(forwarded_request_head(h, t, "a.example", nullptr, true),
+            "GET /f HTTP/1.1\r\nHost: a.example\r\nAccept: */*\r\nAccept-Encoding: identity\r\n\r\n");
+  Injection inj;
+  inj.header = "Authorization";
+  inj.value = "Bearer x";
+  EXPECT_EQ(forwarded_request(h, t, &inj).headers.size(), 3u);  // Accept, the injection, Accept-Encoding
+  EXPECT_EQ(forwarded_request_head(h, t, "a.example", nullptr, false),
+            "GET /f HTTP/1.1\r\nHost: a.example\r\nRange: bytes=10-20\r\nIf-Range: \"e1\"\r\n"
+            "Request-Range: bytes=1-2\r\nrange: bytes=-5\r\nAccept: */*\r\n\r\n");
+}
+
+TEST(HttpRewrite, PartialResponsesAreRecognised) {
+  auto head = [](int status, std::vector<Header> headers) {
+    ResponseHead r;
+    r.status = status;
+    r.headers = std::move(headers);
+    return r;
+  };
+  EXPECT_TRUE(is_partial_response(head(206, {})));
+  EXPECT_TRUE(is_partial_response(head(200, {{"Content-Range", "bytes 0-9/100"}})));
+  EXPECT_TRUE(is_partial_response(head(200, {{"content-type", " Multipart/ByteRanges; boundary=x"}})));
+  // Positive controls: a whole response, a 416 saying the length.
+  EXPECT_FALSE(is_partial_response(head(200, {{"Content-Type", "text/plain"}})));
+  EXPECT_FALSE(is_partial_response(head(416, {{"Content-Range", "bytes */100"}})));
+  EXPECT_FALSE(is_partial_response(head(200, {{"Content-Type", "multipart/mixed; boundary=x"}})));
+}
+
 }  // namespace
 }  // namespace zn::http
