@@ -82,21 +82,11 @@ class H2specTest : public ProxyTest {
     // The peer: nginx answering every request itself on 198.18.0.15:443.
     const std::string inet = lab_->inet_netns();
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.15/32 dev lo").exit_code, 0);
-    const fs::path n = pki_ / "nginx";
-    fs::create_directories(n / "tmp");
-    const std::string tmp = (n / "tmp").string();
-    std::ofstream(n / "nginx.conf")
-        << "user root;\nworker_processes 1;\ndaemon off;\npid " << (n / "nginx.pid").string()
-        << ";\nerror_log " << (n / "error.log").string()
-        << " warn;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n"
-        << "  client_body_temp_path " << tmp << ";\n  proxy_temp_path " << tmp << ";\n  fastcgi_temp_path "
-        << tmp << ";\n  uwsgi_temp_path " << tmp << ";\n  scgi_temp_path " << tmp << ";\n"
-        << "  server {\n    listen 198.18.0.15:443 ssl http2;\n    ssl_certificate " << p("h2.example.pem")
-        << ";\n    ssl_certificate_key " << p("h2.example.key")
-        << ";\n    location / { return 200 \"nginx peer\\n\"; }\n  }\n}\n";
-    servers_.push_back(spawn_in_inet(
-        {"nginx", "-e", (n / "error.log").string(), "-c", (n / "nginx.conf").string(), "-p", n.string()}));
-    ASSERT_TRUE(inet_accepts("198.18.0.15 443")) << "nginx never accepted: " << slurp(n / "error.log");
+    start_nginx("nginx",
+                "  server {\n    listen 198.18.0.15:443 ssl http2;\n    ssl_certificate " + p("h2.example.pem") +
+                    ";\n    ssl_certificate_key " + p("h2.example.key") +
+                    ";\n    location / { return 200 \"nginx peer\\n\"; }\n  }\n",
+                "198.18.0.15 443");
   }
   // h2spec's command line; -o: the seconds it waits for an expected frame
   // (what a failing case costs: zerod's cases pass in about 2 s, nginx's
