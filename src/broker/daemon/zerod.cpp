@@ -48,6 +48,23 @@ std::string find_agent_binary(const std::string& configured) {
   return "";
 }
 
+// The zn-sql-call every SQL capability call runs in (resources/sql_store.h):
+// beside zerod (installed, or in a build tree), else the installed one. ""
+// when there is none (a config with a SQL store then stops zerod's start).
+std::string find_sql_helper() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    candidates.push_back(self.parent_path() / "zn-sql-call");
+    candidates.push_back(self.parent_path().parent_path() / "zn-sql-call" / "zn-sql-call");
+  }
+  candidates.emplace_back("/usr/lib/zeroness/zn-sql-call");
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  return "";
+}
+
 using json = nlohmann::json;
 
 // L4 rule names resolved like guest DNS (static overrides, then upstream).
@@ -175,7 +192,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     std::filesystem::permissions(resources, std::filesystem::perms::owner_all);
   }
   // Throws (a store that does not open): zerod does not start.
-  stores_ = std::make_shared<StoreSet>(config_.stores);
+  StoreCatalog catalog = config_.stores;
+  catalog.sql_helper = find_sql_helper();
+  stores_ = std::make_shared<StoreSet>(catalog);
   capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_);
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   o.agent_port = static_cast<uint16_t>(config_.agent_port);
