@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/audit/log.h"
+#include "broker/session/capability_service.h"
 #include "broker/session/registry.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/dns/counters.h"
@@ -34,6 +35,7 @@ struct MetricsSnapshot {
   proxy::ProxyCountersSnapshot connections;
   proxy::InterceptCountersSnapshot requests;
   AuditLogStats audit;
+  CapabilityCallCounts capability_calls;
 };
 
 // Reads the session list, each session's counters in the maps and the
@@ -41,7 +43,7 @@ struct MetricsSnapshot {
 // server's thread or a control client's, never an I/O loop.
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
                              const dns::Responder& dns, const proxy::TransparentProxy& proxy,
-                             const AuditLog& audit);
+                             const AuditLog& audit, const CapabilityService* capabilities = nullptr);
 
 // The text GET /metrics answers. Pure; any thread.
 std::string render_metrics(const MetricsSnapshot& m);

@@ -199,6 +199,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   o.agent_port = static_cast<uint16_t>(config_.agent_port);
   registry_ = std::make_unique<SessionRegistry>(o);
+  // A capability call is authorised against its session as it is when it
+  // runs (issue 30): an update or delete revokes queued calls too.
+  capabilities_->set_sessions([registry = registry_.get()](const std::string& id) { return registry->get(id); });
   std::vector<std::string> failed;
   const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
   // Throws SealedStateError (a value no key opens): zerod does not start.
@@ -340,7 +343,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
         "127.0.0.1", config_.metrics_port,
         std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
                                                  return render_metrics(read_metrics(*registry_, *maps_, *dns_,
-                                                                                    *proxy_, *audit_)) +
+                                                                                    *proxy_, *audit_,
+                                                                                    capabilities_.get())) +
                                                         audit_export_->metrics();
                                                }}});
   if (config_.jwks_port)
