@@ -79,8 +79,8 @@ class CapabilityTest : public ProxyTest {
     const fs::path f = dir_ / ("body-" + std::to_string(bodies_++));
     std::ofstream(f, std::ios::binary) << body;
     // --path-as-is: the dot segments go as written, for the server to judge.
-    std::string cmd = "curl -s -m " + std::to_string(max_seconds) + " --path-as-is --cacert " + p("guest-trust.pem") + " -X " + method +
-                      " -w '\\n%{http_code}' ";
+    std::string cmd = "curl -s -m " + std::to_string(max_seconds) + " --path-as-is --cacert " +
+                      p("guest-trust.pem") + " -X " + method + " -w '\\n%{http_code}' ";
     if (!body.empty() || method == "PUT" || method == "POST") cmd += "--data-binary @" + f.string() + " ";
     cmd += "'https://cap.zeroness.internal" + path + "'";
     const std::string out = run_in_netns(lab_->guests()[g].netns, cmd).output;
@@ -370,7 +370,8 @@ class CapabilityQueueTest : public CapabilityTest {
   static constexpr int kSlowSeconds = 8;
   void configure(json& config) override {
     CapabilityTest::configure(config);
-    for (const char* db : {"ledger", "scratch"}) config["stores"]["sql"][db]["time_budget_ms"] = kSlowSeconds * 1000;
+    for (const char* db : {"ledger", "scratch"})
+      config["stores"]["sql"][db]["time_budget_ms"] = kSlowSeconds * 1000;
   }
   struct Calls {
     int queued = -1, running = -1;
@@ -398,9 +399,10 @@ class CapabilityQueueTest : public CapabilityTest {
   // A statement that runs until its budget stops it.
   std::future<Answer> slow_sql(const std::string& env) {
     return std::async(std::launch::async, [this, env] {
-      return cap("POST", "/v1/sql/" + handle(env),
-                 R"j({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})j",
-                 0, kSlowSeconds + 10);
+      return cap(
+          "POST", "/v1/sql/" + handle(env),
+          R"j({"sql":"with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"})j",
+          0, kSlowSeconds + 10);
     });
   }
   // Fills every thread: two slow calls on each SQL store (each store's most).
@@ -438,7 +440,8 @@ TEST_F(CapabilityQueueTest, AQueuedWriteOfARemovedCapabilityNeverLands) {
   std::vector<std::future<Answer>> slow = fill_the_pool();
   ASSERT_TRUE(calls_become(0, 4)) << calls().queued << " " << calls().running;
   std::future<Answer> write = kv_put("k", "after-revocation");
-  ASSERT_TRUE(calls_become(1, 4)) << calls().queued << " " << calls().running;  // the write waits for a thread
+  ASSERT_TRUE(calls_become(1, 4)) << calls().queued << " "
+                                  << calls().running;  // the write waits for a thread
   // The update drops the KV capability while its write is queued.
   std::string without = caps_policy();
   const std::string data = R"("data":{"kind":"kv","mode":"rw"},)";

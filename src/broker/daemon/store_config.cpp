@@ -139,7 +139,8 @@ StoreCatalog parse_store_catalog(const json& stores, const std::string& state_di
               f.number("max_memory_bytes", s.limits.max_memory_bytes, uint64_t{16} << 20, uint64_t{16} << 30);
           return s;
         },
-        {"path", "max_bytes", "create", "max_rows", "max_result_bytes", "time_budget_ms", "max_memory_bytes"});
+        {"path", "max_bytes", "create", "max_rows", "max_result_bytes", "time_budget_ms",
+         "max_memory_bytes"});
   }
   // A capability without "store" names "default": for KV and queues zerod
   // keeps one in its state directory unless the operator names another.

@@ -201,7 +201,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   registry_ = std::make_unique<SessionRegistry>(o);
   // A capability call is authorised against its session as it is when it
   // runs (issue 30): an update or delete revokes queued calls too.
-  capabilities_->set_sessions([registry = registry_.get()](const std::string& id) { return registry->get(id); });
+  capabilities_->set_sessions(
+      [registry = registry_.get()](const std::string& id) { return registry->get(id); });
   std::vector<std::string> failed;
   const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
   // Throws SealedStateError (a value no key opens): zerod does not start.

@@ -106,7 +106,11 @@ std::string run(const json& request, size_t request_bytes) {
   // never come (the parent died), and nothing of it kept on disk.
   const uint64_t heap = options.limits.max_memory_bytes;
   sqlite3_hard_heap_limit64(static_cast<sqlite3_int64>(heap));
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // (A sanitizer's shadow memory is terabytes of address space: in such a
+  // build, the test suites', the heap limit stands alone.)
   set_limit(RLIMIT_AS, heap + kAddressSpaceSlack + request_bytes * 4);
+#endif
   set_limit(RLIMIT_CPU, static_cast<uint64_t>(budget_ms / 1000 + 2));
   set_limit(RLIMIT_CORE, 0);
   set_limit(RLIMIT_NOFILE, 32);

@@ -66,7 +66,9 @@ class CapabilityService {
   // Where a call finds its session as it is when it runs (null: deleted).
   // Set once before the first serve; unset, a call uses the session it was
   // queued with (unit tests of one layer).
-  void set_sessions(std::function<SessionPtr(const std::string& id)> current) { current_ = std::move(current); }
+  void set_sessions(std::function<SessionPtr(const std::string& id)> current) {
+    current_ = std::move(current);
+  }
 
   // Answers every later request 503 at once and waits for the ones queued
   // or running (their answers are posted to the proxy's loops, which must
