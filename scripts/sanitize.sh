@@ -140,7 +140,8 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
              GrantBookConcurrency. ApprovalWebhook. ApprovalTest. SecretUseTest.
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
-             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. IngressTest. CommandTest.
+             StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. CapabilityQueueTest.
+             SqlBoundsTest.ASlowStatementHoldsOnlyItsOwnCall SqlBoundsTest.ACancelledCallStopsAtOnce IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest. WebSocketTest.
              Http2UpstreamTest. H2UpstreamStreamTest. GrpcTest.)
 if building; then

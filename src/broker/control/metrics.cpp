@@ -29,7 +29,8 @@ std::string prometheus_line(const std::string& name,
 
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
                              const dns::Responder& dns, const SessionDnsPolicy& dns_policy,
-                             const proxy::TransparentProxy& proxy, const AuditLog& audit) {
+                             const proxy::TransparentProxy& proxy, const AuditLog& audit,
+                             const CapabilityService* capabilities) {
   MetricsSnapshot m;
   for (const SessionPtr& s : registry.list())
     m.sessions.push_back({s->record.id, maps.counters(s->record.session_idx)});
@@ -38,6 +39,7 @@ MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::Datapath
   m.connections = proxy.counters();
   m.requests = proxy.request_counters();
   m.audit = audit.stats();
+  if (capabilities) m.capability_calls = capabilities->counts();
   return m;
 }
 
@@ -123,6 +125,11 @@ std::string render_metrics(const MetricsSnapshot& m) {
       "# TYPE zn_audit_commit_max_microseconds gauge\n";
   out += prometheus_line("zn_audit_commit_max_microseconds", {},
                          static_cast<uint64_t>(m.audit.max_commit_latency.count()));
+  out +=
+      "# HELP zn_capability_calls Capability calls waiting in their store's queue or running.\n"
+      "# TYPE zn_capability_calls gauge\n";
+  out += prometheus_line("zn_capability_calls", {{"state", "queued"}}, m.capability_calls.queued);
+  out += prometheus_line("zn_capability_calls", {{"state", "running"}}, m.capability_calls.running);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/audit/log.h"
+#include "broker/session/capability_service.h"
 #include "broker/session/dns.h"
 #include "broker/session/registry.h"
 #include "userspace/datapath/maps.h"
@@ -36,6 +37,7 @@ struct MetricsSnapshot {
   proxy::ProxyCountersSnapshot connections;
   proxy::InterceptCountersSnapshot requests;
   AuditLogStats audit;
+  CapabilityCallCounts capability_calls;
 };
 
 // Reads the session list, each session's counters in the maps and the
@@ -43,7 +45,8 @@ struct MetricsSnapshot {
 // server's thread or a control client's, never an I/O loop.
 MetricsSnapshot read_metrics(const SessionRegistry& registry, const dp::DatapathMaps& maps,
                              const dns::Responder& dns, const SessionDnsPolicy& dns_policy,
-                             const proxy::TransparentProxy& proxy, const AuditLog& audit);
+                             const proxy::TransparentProxy& proxy, const AuditLog& audit,
+                             const CapabilityService* capabilities = nullptr);
 
 // The text GET /metrics answers. Pure; any thread.
 std::string render_metrics(const MetricsSnapshot& m);

@@ -135,9 +135,12 @@ StoreCatalog parse_store_catalog(const json& stores, const std::string& state_di
           s.limits.max_result_bytes = f.number("max_result_bytes", s.limits.max_result_bytes, 1, 64u << 20);
           s.limits.time_budget =
               std::chrono::milliseconds(f.number("time_budget_ms", s.limits.time_budget.count(), 1, 60000));
+          s.limits.max_memory_bytes =
+              f.number("max_memory_bytes", s.limits.max_memory_bytes, uint64_t{16} << 20, uint64_t{16} << 30);
           return s;
         },
-        {"path", "max_bytes", "create", "max_rows", "max_result_bytes", "time_budget_ms"});
+        {"path", "max_bytes", "create", "max_rows", "max_result_bytes", "time_budget_ms",
+         "max_memory_bytes"});
   }
   // A capability without "store" names "default": for KV and queues zerod
   // keeps one in its state directory unless the operator names another.

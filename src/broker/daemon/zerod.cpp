@@ -48,6 +48,23 @@ std::string find_agent_binary(const std::string& configured) {
   return "";
 }
 
+// The zn-sql-call every SQL capability call runs in (resources/sql_store.h):
+// beside zerod (installed, or in a build tree), else the installed one. ""
+// when there is none (a config with a SQL store then stops zerod's start).
+std::string find_sql_helper() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    candidates.push_back(self.parent_path() / "zn-sql-call");
+    candidates.push_back(self.parent_path().parent_path() / "zn-sql-call" / "zn-sql-call");
+  }
+  candidates.emplace_back("/usr/lib/zeroness/zn-sql-call");
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  return "";
+}
+
 using json = nlohmann::json;
 
 // L4 rule names resolved like guest DNS (static overrides, then upstream).
@@ -178,11 +195,17 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     std::filesystem::permissions(resources, std::filesystem::perms::owner_all);
   }
   // Throws (a store that does not open): zerod does not start.
-  stores_ = std::make_shared<StoreSet>(config_.stores);
+  StoreCatalog catalog = config_.stores;
+  catalog.sql_helper = find_sql_helper();
+  stores_ = std::make_shared<StoreSet>(catalog);
   capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_);
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   o.agent_port = static_cast<uint16_t>(config_.agent_port);
   registry_ = std::make_unique<SessionRegistry>(o);
+  // A capability call is authorised against its session as it is when it
+  // runs (issue 30): an update or delete revokes queued calls too.
+  capabilities_->set_sessions(
+      [registry = registry_.get()](const std::string& id) { return registry->get(id); });
   std::vector<std::string> failed;
   const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
   // Throws SealedStateError (a value no key opens): zerod does not start.
@@ -330,7 +353,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
         std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
                                                  return render_metrics(read_metrics(*registry_, *maps_, *dns_,
                                                                                     *dns_policy_, *proxy_,
-                                                                                    *audit_)) +
+                                                                                    *audit_, capabilities_.get())) +
                                                         audit_export_->metrics();
                                                }}});
   if (config_.jwks_port)

@@ -268,7 +268,7 @@ GatewayResponse ResourceGateway::sql(const GatewayRequest& request, const BoundC
 
   auto store = stores_.sql(cap.capability.store, mode_of(cap));
   if (!store.ok()) return store_failure(store.failure());
-  auto outcome = store.value()->execute(statement->get_ref<const std::string&>(), bound);
+  auto outcome = store.value()->execute(statement->get_ref<const std::string&>(), bound, request.cancel);
   if (!outcome.ok()) return store_failure(outcome.failure());
   const SqlOutcome& result = outcome.value();
   const bool wrote = !cap.capability.read_only && result.changes > 0;

@@ -23,6 +23,7 @@
 // never on the proxy's loop. Any thread, concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -41,6 +42,9 @@ struct GatewayRequest {
   std::string method;  // uppercase
   std::string target;  // the request-target as sent: "/v1/kv/cap%3AABC.../my%20key?x=1"
   std::string body;    // whole, already de-chunked
+  // Set when the capability the call runs under is revoked: a SQL call in
+  // progress stops (the other stores' calls are short and finish).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // A capability of the requesting session, found by its handle.

@@ -47,6 +47,9 @@ struct StoreCatalog {
   std::map<std::string, BlobStoreConfig> blob;
   std::map<std::string, SqlStoreConfig> sql;
   std::map<std::string, QueueStoreConfig> queue;
+  // The zn-sql-call executable every SQL call runs in (sql_store.h): zerod
+  // finds it beside itself; needed only when there is a SQL store.
+  std::string sql_helper;
 };
 
 }  // namespace zn::broker

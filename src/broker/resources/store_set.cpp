@@ -22,8 +22,9 @@ BlobStoreOptions blob_options(const BlobStoreConfig& config, AccessMode mode) {
   return o;
 }
 
-SqlStoreOptions sql_options(const SqlStoreConfig& config, AccessMode mode) {
+SqlStoreOptions sql_options(const SqlStoreConfig& config, AccessMode mode, const std::string& helper) {
   SqlStoreOptions o;
+  o.helper = helper;
   o.path = config.path;
   o.mode = mode;
   o.create_if_missing = config.create_if_missing;
@@ -32,12 +33,13 @@ SqlStoreOptions sql_options(const SqlStoreConfig& config, AccessMode mode) {
   return o;
 }
 
-std::unique_ptr<BlobStore> open_store(const BlobStoreConfig& config, AccessMode mode) {
+std::unique_ptr<BlobStore> open_store(const BlobStoreConfig& config, AccessMode mode, const std::string&) {
   return std::make_unique<BlobStore>(blob_options(config, mode));
 }
 
-std::unique_ptr<SqlStore> open_store(const SqlStoreConfig& config, AccessMode mode) {
-  return std::make_unique<SqlStore>(sql_options(config, mode));
+std::unique_ptr<SqlStore> open_store(const SqlStoreConfig& config, AccessMode mode,
+                                     const std::string& helper) {
+  return std::make_unique<SqlStore>(sql_options(config, mode, helper));
 }
 
 // `<kind> store "<name>": <problem>`, without the store's own "<kind> store: "
@@ -98,22 +100,26 @@ StoreSet::StoreSet(const StoreCatalog& catalog)
     : kv_config_(rekey(catalog.kv)),
       queue_config_(rekey(catalog.queue)),
       blob_config_(rekey(catalog.blob)),
-      sql_config_(rekey(catalog.sql)) {
+      sql_config_(rekey(catalog.sql)),
+      sql_helper_(catalog.sql_helper) {
   for (const auto& [name, config] : kv_config_)
     kv_.emplace(name, open_or_throw("kv", name, [&] { return std::make_unique<KvStore>(config.path); }));
   for (const auto& [name, config] : queue_config_)
     queue_.emplace(name,
                    open_or_throw("queue", name, [&] { return std::make_unique<QueueStore>(config.path); }));
   for (const auto& [name, config] : blob_config_)
-    blob_ro_.emplace(name,
-                     open_or_throw("blob", name, [&] { return open_store(config, AccessMode::kReadOnly); }));
+    blob_ro_.emplace(name, open_or_throw("blob", name, [&] {
+                       return open_store(config, AccessMode::kReadOnly, sql_helper_);
+                     }));
   for (const auto& [name, config] : sql_config_) {
     // A file zerod may create has to exist before it can be opened
     // read-only: its rw instance is opened (and the file made) now.
     if (config.create_if_missing)
-      sql_rw_.emplace(name,
-                      open_or_throw("sql", name, [&] { return open_store(config, AccessMode::kReadWrite); }));
-    auto ro = open_or_throw("sql", name, [&] { return open_store(config, AccessMode::kReadOnly); });
+      sql_rw_.emplace(name, open_or_throw("sql", name, [&] {
+                        return open_store(config, AccessMode::kReadWrite, sql_helper_);
+                      }));
+    auto ro =
+        open_or_throw("sql", name, [&] { return open_store(config, AccessMode::kReadOnly, sql_helper_); });
     // SQLite opens any file and reads it at the first statement: read the
     // header now, so a file that is not a database stops zerod here.
     auto probe = ro->execute("PRAGMA schema_version", nullptr);
@@ -166,7 +172,7 @@ StoreResult<Store*> StoreSet::read_write(std::map<std::string, std::unique_ptr<S
   std::unique_ptr<Store> store;
   std::string why;
   try {
-    store = open_store(config->second, AccessMode::kReadWrite);
+    store = open_store(config->second, AccessMode::kReadWrite, sql_helper_);
   } catch (const std::exception& e) {
     why = e.what();
   }

@@ -89,6 +89,7 @@ class StoreSet {
   std::map<std::string, QueueStoreConfig, std::less<>> queue_config_;
   std::map<std::string, BlobStoreConfig, std::less<>> blob_config_;
   std::map<std::string, SqlStoreConfig, std::less<>> sql_config_;
+  std::string sql_helper_;
 
   // Opened at construction, never changed after: read without a lock.
   std::map<std::string, std::unique_ptr<KvStore>, std::less<>> kv_;

@@ -3,20 +3,32 @@
 #include <asio/post.hpp>
 #include <sodium.h>
 
+#include <algorithm>
+
 #include "broker/policy/parser.h"
+#include "broker/resources/gateway_route.h"
 
 namespace zn::broker {
+
+namespace {
+
+bool same_terms(const Capability& a, const Capability& b) {
+  return a.kind == b.kind && a.read_only == b.read_only && a.store == b.store;
+}
+
+}  // namespace
 
 proxy::LocalResponse capability_error(int status, std::string_view code, std::string_view message) {
   return {status, "application/json", gateway_error_body(code, message)};
 }
 
 CapabilityService::CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads,
-                                     size_t max_pending)
+                                     size_t max_pending, size_t per_store)
     : audit_(audit),
       stores_(std::move(stores)),
       gateway_(*stores_),
       max_pending_(max_pending),
+      per_store_(std::max<size_t>(1, std::min(per_store, threads > 1 ? threads - 1 : 1))),
       pool_(threads) {}
 
 void CapabilityService::check(const Policy& policy) const {
@@ -27,6 +39,22 @@ void CapabilityService::check(const Policy& policy) const {
 
 void CapabilityService::release(const Session& before, const Session* after) {
   const Policy& p = before.policy->policy();
+  // First the calls: a capability gone, or held on other terms (another
+  // store, read-only now), has its running calls cancelled or finished.
+  std::set<std::string> revoked;
+  for (const auto& [name, handle] : before.record.cap_handles) {
+    bool same = false;
+    if (after) {
+      auto kept = after->record.cap_handles.find(name);
+      auto was = p.caps.find(name);
+      auto now = after->policy->policy().caps.find(name);
+      same = kept != after->record.cap_handles.end() && kept->second == handle && was != p.caps.end() &&
+             now != after->policy->policy().caps.end() && same_terms(was->second, now->second);
+    }
+    if (!same) revoked.insert(handle);
+  }
+  revoke(before.record.id, revoked);
+
   for (const auto& [name, handle] : before.record.cap_handles) {
     if (after) {
       auto kept = after->record.cap_handles.find(name);
@@ -43,14 +71,38 @@ void CapabilityService::release(const Session& before, const Session* after) {
   }
 }
 
+void CapabilityService::revoke(const std::string& session, const std::set<std::string>& handles) {
+  if (handles.empty()) return;
+  auto matches = [&](const Running* r) { return r->session == session && handles.contains(r->handle); };
+  std::unique_lock lock(running_mu_);
+  for (Running* r : running_)
+    if (matches(r)) r->cancelled = true;
+  running_cv_.wait(lock, [&] { return std::none_of(running_.begin(), running_.end(), matches); });
+}
+
 CapabilityService::~CapabilityService() { shutdown(); }
 
 void CapabilityService::shutdown() {
   {
-    std::lock_guard lock(post_mu_);
+    std::lock_guard lock(lanes_mu_);
     stopped_ = true;
   }
   pool_.join();
+}
+
+CapabilityCallCounts CapabilityService::counts() const {
+  std::lock_guard lock(lanes_mu_);
+  // A lane's running calls include those posted and waiting for a thread:
+  // queued too, to the reader.
+  uint64_t admitted = 0;
+  CapabilityCallCounts c;
+  for (const auto& [name, lane] : lanes_) {
+    c.queued += lane.queued.size();
+    admitted += lane.running;
+  }
+  c.running = std::min<uint64_t>(executing_.load(), admitted);
+  c.queued += admitted - c.running;
+  return c;
 }
 
 std::optional<BoundCapability> CapabilityService::bound(const Session& s, std::string_view handle) {
@@ -68,10 +120,53 @@ std::optional<BoundCapability> CapabilityService::bound(const Session& s, std::s
   return found;
 }
 
-proxy::LocalResponse CapabilityService::answer(const Session& s, const proxy::LocalRequest& request) {
-  GatewayRequest req{request.method, request.target, request.body};
-  GatewayResponse r = gateway_.serve(req, [&s](std::string_view handle) { return bound(s, handle); });
-  if (!r.event.empty()) audit_.post({r.event, s.record.id, std::move(r.detail)});
+std::string CapabilityService::lane_of(const Session& s, const proxy::LocalRequest& request) {
+  const GatewayRoute where = parse_gateway_route(request.target);
+  if (!where.matched || !well_formed_handle(where.handle)) return "";
+  const std::optional<BoundCapability> cap = bound(s, where.handle);
+  if (!cap) return "";
+  return std::string(capability_kind_name(cap->capability.kind)) + "/" + cap->capability.store;
+}
+
+proxy::LocalResponse CapabilityService::answer(const Session& queued, const proxy::LocalRequest& request) {
+  // Registered before the session is looked up, so that a release() either
+  // sees this call (and waits for it) or the call sees the session release()
+  // was called for (published before it) and finds its handle gone.
+  Running run;
+  run.session = queued.record.id;
+  bool registered = false, revoked = false;
+  struct Unregister {
+    CapabilityService& service;
+    Running& run;
+    bool& registered;
+    ~Unregister() {
+      if (!registered) return;
+      {
+        std::lock_guard lock(service.running_mu_);
+        service.running_.remove(&run);
+      }
+      service.running_cv_.notify_all();
+    }
+  } unregister{*this, run, registered};
+
+  auto find = [&](std::string_view handle) -> std::optional<BoundCapability> {
+    if (!registered) {
+      run.handle = std::string(handle);
+      std::lock_guard lock(running_mu_);
+      running_.push_back(&run);
+      registered = true;
+    }
+    const SessionPtr now = current_ ? current_(queued.record.id) : nullptr;
+    const Session* s = current_ ? now.get() : &queued;
+    std::optional<BoundCapability> found = s ? bound(*s, handle) : std::nullopt;
+    // Known when the call was queued, gone now.
+    if (!found) revoked = bound(queued, handle).has_value();
+    return found;
+  };
+  GatewayRequest req{request.method, request.target, request.body, &run.cancelled};
+  GatewayResponse r = gateway_.serve(req, find);
+  if (revoked && r.event == "resource:deny") r.detail["reason"] = "revoked";
+  if (!r.event.empty()) audit_.post({r.event, queued.record.id, std::move(r.detail)});
   return {r.status, std::move(r.content_type), std::move(r.body)};
 }
 
@@ -83,24 +178,55 @@ void CapabilityService::serve(SessionPtr session, proxy::LocalRequest request,
     done(capability_error(503, "busy", "too many requests in progress"));
     return;
   }
-  std::unique_lock lock(post_mu_);
+  const std::string lane = lane_of(*session, request);
+  std::unique_lock lock(lanes_mu_);
   if (stopped_) {
     lock.unlock();
     pending_.fetch_sub(1);
     done(capability_error(503, "unavailable", "zerod is stopping"));
     return;
   }
-  asio::post(pool_, [this, session = std::move(session), request = std::move(request),
-                     done = std::move(done)]() mutable {
+  Lane& l = lanes_[lane];
+  Job job{std::move(session), std::move(request), std::move(done)};
+  // A request naming no store of its session is answered at once (a 404):
+  // it waits for no store's calls.
+  if (!lane.empty() && l.running >= per_store_) {
+    l.queued.push_back(std::move(job));
+    return;
+  }
+  run_locked(lane, std::move(job));
+}
+
+void CapabilityService::run_locked(const std::string& lane, Job job) {
+  ++lanes_[lane].running;
+  asio::post(pool_, [this, lane, job = std::move(job)]() mutable {
     proxy::LocalResponse r;
+    ++executing_;
     try {
-      r = answer(*session, request);
+      r = answer(*job.session, job.request);
     } catch (const std::exception&) {
       r = capability_error(500, "internal", "the request failed");
     }
+    --executing_;
     pending_.fetch_sub(1);
-    done(std::move(r));
+    job.done(std::move(r));
+    finished(lane);
   });
+}
+
+void CapabilityService::finished(const std::string& lane) {
+  std::lock_guard lock(lanes_mu_);
+  auto it = lanes_.find(lane);
+  if (it == lanes_.end()) return;
+  Lane& l = it->second;
+  --l.running;
+  if (!l.queued.empty()) {
+    Job next = std::move(l.queued.front());
+    l.queued.pop_front();
+    run_locked(lane, std::move(next));
+  } else if (l.running == 0) {
+    lanes_.erase(it);
+  }
 }
 
 }  // namespace zn::broker

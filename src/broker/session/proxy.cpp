@@ -404,6 +404,10 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
     // Shown to operators, the audit and the webhook: never a secret of the policy.
     held.body_preview = redact_body_preview(facts.body_preview, s->policy->policy());
     d.hold_ticket = approvals_.hold(held);
+    {
+      std::lock_guard lock(held_mu_);
+      held_under_[d.hold_ticket] = {facts.session, s->record.policy_version};
+    }
     d.hold_expires = approvals_.expires_at(d.hold_ticket).value_or(std::chrono::steady_clock::now());
     audit_.post({"egress:ask",
                  facts.session,
@@ -418,11 +422,27 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
 }
 
 proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint64_t ticket) {
-  switch (approvals_.take(ticket)) {
+  const ApprovalState state = approvals_.take(ticket);
+  if (state == ApprovalState::kPending) return {proxy::HoldOutcome::kPending, ""};
+  std::optional<HeldUnder> under;
+  {
+    std::lock_guard lock(held_mu_);
+    if (auto it = held_under_.find(ticket); it != held_under_.end()) {
+      under = it->second;
+      held_under_.erase(it);
+    }
+  }
+  switch (state) {
     case ApprovalState::kPending:
       return {proxy::HoldOutcome::kPending, ""};
-    case ApprovalState::kApproved:
+    case ApprovalState::kApproved: {
+      // Approved, but under the policy it was held under only: an update
+      // (or a delete) since makes the decision stale.
+      const SessionPtr now = sessions_.get(session);
+      if (!under || under->session != session || !now || now->record.policy_version != under->policy_version)
+        return {proxy::HoldOutcome::kRefused, "policy changed while held"};
       return {proxy::HoldOutcome::kApproved, ""};  // audited when the operator decided
+    }
     case ApprovalState::kDenied:
       return {proxy::HoldOutcome::kRefused, "denied by operator"};
     case ApprovalState::kExpired:

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "broker/identity/jwt_minter.h"
 #include "broker/session/approval_book.h"
@@ -65,6 +68,8 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   void forget_session(const std::string& session) {
     rate_.forget(session);
     upstream_cache_.forget(session);
+    std::lock_guard lock(held_mu_);
+    std::erase_if(held_under_, [&](const auto& e) { return e.second.session == session; });
   }
   // Upstream resolutions performed (cache misses). Any thread.
   uint64_t upstream_resolutions() const { return upstream_cache_.resolutions(); }
@@ -89,6 +94,16 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   RateLimiter rate_;
   UpstreamResolutionCache upstream_cache_;
   std::shared_ptr<CapabilityService> capabilities_;
+  // The policy version each held request was decided under (issue 30): its
+  // decision (rule, placeholders, injection) is that policy's, so a ticket
+  // approved after `session update` is refused ("policy changed while
+  // held"), and the guest's retry is decided under the policy as it is now.
+  struct HeldUnder {
+    std::string session;
+    uint64_t policy_version = 0;
+  };
+  std::mutex held_mu_;
+  std::map<uint64_t, HeldUnder> held_under_;  // by ticket, until its outcome is read
 };
 
 }  // namespace zn::broker

@@ -32,6 +32,7 @@ MetricsSnapshot snapshot() {
   m.audit.secret_canary = 406;
   m.audit.secret_misuse = 407;
   m.audit.secret_reflected = 408;
+  m.capability_calls = {3, 2};
   return m;
 }
 
@@ -107,7 +108,11 @@ TEST(Metrics, TextIsUnchanged) {
       "zn_secret_alarms_total{event=\"secret:reflected\"} 408\n"
       "# HELP zn_audit_commit_max_microseconds The longest audit commit (one fsync) so far.\n"
       "# TYPE zn_audit_commit_max_microseconds gauge\n"
-      "zn_audit_commit_max_microseconds 405\n");
+      "zn_audit_commit_max_microseconds 405\n"
+      "# HELP zn_capability_calls Capability calls waiting in their store's queue or running.\n"
+      "# TYPE zn_capability_calls gauge\n"
+      "zn_capability_calls{state=\"queued\"} 3\n"
+      "zn_capability_calls{state=\"running\"} 2\n");
 }
 
 TEST(Metrics, NoSessionsStillShowsEveryFamily) {

@@ -131,7 +131,7 @@ TEST(ZerodConfigStores, NamedStoresWithTheirQuotas) {
   const DaemonConfig c = parse_daemon_config(R"({"state_dir":"/var/lib/zn","stores":{
       "kv":{"fast":{"path":"/srv/kv.db","max_bytes":4096,"max_keys":10}},
       "blob":{"reports":{"directory":"/srv/reports","max_bytes":1000000,"max_object_bytes":65536}},
-      "sql":{"ledger":{"path":"/srv/ledger.db","time_budget_ms":500,"max_rows":100},
+      "sql":{"ledger":{"path":"/srv/ledger.db","time_budget_ms":500,"max_rows":100,"max_memory_bytes":67108864},
              "scratch":{"path":"/srv/scratch.db","create":true,"max_bytes":1048576}},
       "queue":{"jobs":{"path":"/srv/q.db","max_messages":5}}}})");
   EXPECT_EQ(c.stores.kv.at("fast").path, "/srv/kv.db");
@@ -145,6 +145,8 @@ TEST(ZerodConfigStores, NamedStoresWithTheirQuotas) {
   EXPECT_EQ(c.stores.blob.at("reports").max_object_bytes, 65536u);
   EXPECT_EQ(c.stores.sql.at("ledger").limits.time_budget, std::chrono::milliseconds(500));
   EXPECT_EQ(c.stores.sql.at("ledger").limits.max_rows, 100u);
+  EXPECT_EQ(c.stores.sql.at("ledger").limits.max_memory_bytes, 64u << 20);
+  EXPECT_EQ(c.stores.sql.at("scratch").limits.max_memory_bytes, 256u << 20);  // the default
   EXPECT_TRUE(c.stores.sql.at("scratch").create_if_missing);
   EXPECT_EQ(c.stores.sql.at("scratch").quota_bytes, 1048576u);
   EXPECT_FALSE(c.stores.blob.count("default"));  // the operator's only
@@ -162,6 +164,8 @@ TEST(ZerodConfigStores, RefusedWithTheirPath) {
       {R"({"stores":{"blob":{"a":{"directory":"/x","max_bytes":0}}}})", "$.stores.blob.a.max_bytes"},
       {R"({"stores":{"sql":{"a":{"path":"/x","create":"yes"}}}})", "$.stores.sql.a.create"},
       {R"({"stores":{"sql":{"a":{"path":"/x","time_budget_ms":0}}}})", "$.stores.sql.a.time_budget_ms"},
+      {R"({"stores":{"sql":{"a":{"path":"/x","max_memory_bytes":1024}}}})",
+       "$.stores.sql.a.max_memory_bytes"},
       {R"({"stores":{"queue":{"a":{"path":"/x","max_message_bytes":100000000}}}})",
        "$.stores.queue.a.max_message_bytes"},
       {R"({"capability_addresses":["cap.example"]})", "$.capability_addresses[0]"},

@@ -93,6 +93,7 @@ class GatewayTest : public ::testing::Test {
              "INSERT INTO t VALUES(1, 'one', x'00ff'), (2, 'two', NULL), (3, 'three', NULL);");
 
     StoreCatalog c;
+    c.sql_helper = ZN_SQL_CALL_BIN;
     c.kv["main"] = {dir_.file("kv.db"), {}};
     KvQuota small;
     small.max_keys = 1;

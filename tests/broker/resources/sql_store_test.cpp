@@ -66,6 +66,7 @@ class SqlStoreTest : public ::testing::Test {
     o.path = path_;
     o.mode = AccessMode::kReadOnly;
     o.limits = limits;
+    o.helper = ZN_SQL_CALL_BIN;
     return o;
   }
   SqlStoreOptions rw(const std::string& path, uint64_t quota = 0, SqlLimits limits = {}) {
@@ -75,6 +76,7 @@ class SqlStoreTest : public ::testing::Test {
     o.create_if_missing = true;
     o.quota_bytes = quota;
     o.limits = limits;
+    o.helper = ZN_SQL_CALL_BIN;
     return o;
   }
 

@@ -62,6 +62,8 @@ class FakeDirectory : public SessionDirectory {
       s.record.placeholders = assign_placeholders(
           s.policy->policy(), previous == sessions_.end() ? std::map<std::string, std::string>{}
                                                           : previous->second->record.placeholders);
+      // As SessionRegistry::update: each put of an id is the next version.
+      if (previous != sessions_.end()) s.record.policy_version = previous->second->record.policy_version + 1;
     }
     s.plan = plan_datapath(*s.policy, [this](const std::string& name) {
       std::vector<ResolvedAddress> out;

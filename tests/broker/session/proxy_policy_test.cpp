@@ -1064,6 +1064,31 @@ TEST(SessionProxyPolicyAsk, AHeldRequestWaitsForItsOwnTicket) {
   EXPECT_EQ(again.reason, "approval unknown");
 }
 
+// Issue 30: a held request was decided under the policy of its hold (its
+// rule, placeholders, injection). Approved after an update or a delete, it
+// is refused, whatever the update changed; the guest's retry is decided
+// anew. The positive control: the same approval without the update passes.
+TEST(SessionProxyPolicyAsk, AnApprovalAfterThePolicyChangedIsRefused) {
+  Broker b;
+  b.sessions.put("s1", policy(), 0);
+  const proxy::RequestDecision kept = b.proxy.decide_request(delete_request("/repos/kept"));
+  const proxy::RequestDecision stale = b.proxy.decide_request(delete_request("/repos/stale"));
+  ASSERT_NE(kept.hold_ticket, 0u);
+  ASSERT_NE(stale.hold_ticket, 0u);
+  ASSERT_TRUE(b.approvals.decide(kept.hold_ticket, true));
+  EXPECT_EQ(b.proxy.hold_state("s1", kept.hold_ticket).outcome, proxy::HoldOutcome::kApproved);
+  b.sessions.put("s1", policy(), 0);  // an update (the same text: still a new version)
+  ASSERT_TRUE(b.approvals.decide(stale.hold_ticket, true));
+  const proxy::HoldState refused = b.proxy.hold_state("s1", stale.hold_ticket);
+  EXPECT_EQ(refused.outcome, proxy::HoldOutcome::kRefused);
+  EXPECT_EQ(refused.reason, "policy changed while held");
+  // Held again under the new policy, approved: through.
+  const proxy::RequestDecision retry = b.proxy.decide_request(delete_request("/repos/stale"));
+  ASSERT_NE(retry.hold_ticket, 0u);
+  ASSERT_TRUE(b.approvals.decide(retry.hold_ticket, true));
+  EXPECT_EQ(b.proxy.hold_state("s1", retry.hold_ticket).outcome, proxy::HoldOutcome::kApproved);
+}
+
 TEST(SessionProxyPolicyAsk, AnUnansweredHoldIsRefusedAndAudited) {
   Broker b(0ms);  // every hold expires at once
   b.sessions.put("s1", policy(), 0);
