@@ -136,6 +136,8 @@ class GuestCancelTest : public ProxyTest {
   void configure(json& config) override {
     ProxyTest::configure(config);
     config["proxy_http2"] = true;
+    // Longer than any step here: a ticket that leaves the book was cancelled.
+    config["approval_timeout_ms"] = 30000;
   }
   void SetUp() override {
     ProxyTest::SetUp();
@@ -157,7 +159,8 @@ class GuestCancelTest : public ProxyTest {
   // The ticket of the request held for `path` (0 if none within 10 s).
   uint64_t held(const std::string& path) {
     for (int i = 0; i < 100; ++i) {
-      for (const auto& h : call("approval.list")["result"])
+      const json listed = call("approval.list");  // kept: the loop reads into it
+      for (const auto& h : listed["result"])
         if (h["path"] == path) return h["ticket"].get<uint64_t>();
       std::this_thread::sleep_for(100ms);
     }
@@ -166,8 +169,9 @@ class GuestCancelTest : public ProxyTest {
   // Whether `ticket` left the book within 10 s.
   bool gone(uint64_t ticket) {
     for (int i = 0; i < 100; ++i) {
+      const json list = call("approval.list");
       bool listed = false;
-      for (const auto& h : call("approval.list")["result"]) listed = listed || h["ticket"] == ticket;
+      for (const auto& h : list["result"]) listed = listed || h["ticket"] == ticket;
       if (!listed) return true;
       std::this_thread::sleep_for(100ms);
     }

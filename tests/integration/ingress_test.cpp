@@ -514,8 +514,9 @@ TEST_F(IngressTest, OnlyTheAdmittedRequestOfAConnectionReachesTheGuest) {
     EXPECT_NE(r.find(v.first_line), std::string::npos) << v.name << "\n" << r;
     EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << v.name << "\n" << r;
     EXPECT_EQ(r.find("Connection: keep-alive"), std::string::npos) << v.name << "\n" << r;  // nor the guest
-    if (v.name == "body" || v.name == "chunked")
+    if (v.name == "body" || v.name == "chunked") {
       EXPECT_NE(r.find("body=hello world"), std::string::npos) << v.name << "\n" << r;
+    }
   }
   // What reached the guest: the five first requests, nothing of the second.
   const std::string got = slurp(guest_log());
