@@ -550,8 +550,12 @@ class Exchange {
     auto executor = co_await asio::this_coro::executor;
     auto signal = std::make_shared<asio::steady_timer>(executor);
     std::weak_ptr<asio::steady_timer> weak = signal;
-    ctx_.policy.watch_hold(ticket, [weak, executor] {
-      asio::post(executor, [weak] {
+    // Set with the cancel: a wake that lands while no wait is pending (the
+    // guest's side just answered first) is still seen.
+    auto woken = std::make_shared<bool>(false);
+    ctx_.policy.watch_hold(ticket, [weak, woken, executor] {
+      asio::post(executor, [weak, woken] {
+        *woken = true;
         if (auto timer = weak.lock()) timer->cancel();
       });
     });
@@ -562,6 +566,7 @@ class Exchange {
     constexpr size_t kHeldBytes = 64 * 1024;
     bool watch_guest = guest_.end_means_peer_gone();
     for (;;) {
+      *woken = false;
       HoldState s = ctx_.policy.hold_state(conn_.session, ticket);
       if (s.outcome != HoldOutcome::kPending) {
         unsettled.settled = true;
@@ -572,23 +577,29 @@ class Exchange {
       // Past the expiry the broker answers kExpired; a little slack so a
       // timer that fires on the very tick is not followed by a busy loop.
       signal->expires_at(std::max(expires, Clock::now() + 5ms));
-      if (!watch_guest) {
-        co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
-        continue;
+      if (watch_guest) {
+        using namespace asio::experimental::awaitable_operators;
+        auto woke = co_await (signal->async_wait(asio::experimental::as_tuple(use_awaitable)) ||
+                              guest_.wait_readable(std::chrono::hours(24)));
+        if (woke.index() == 0) continue;
+        if (std::get<1>(woke)) {
+          // Readable: its end (or a failure) is the guest going; bytes are kept.
+          size_t n = 0;
+          try {
+            n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+          } catch (const std::exception&) {
+          }
+          if (n == 0) co_return cancel();
+          in_.append(buf_, n);
+          watch_guest = in_.size() < kHeldBytes;
+          continue;
+        }
+        // Its readiness cannot be waited for (an error, a day gone): the
+        // decision alone is waited for from here.
+        watch_guest = false;
+        if (*woken) continue;
       }
-      using namespace asio::experimental::awaitable_operators;
-      auto woke = co_await (signal->async_wait(asio::experimental::as_tuple(use_awaitable)) ||
-                            guest_.wait_readable(std::chrono::hours(24)));
-      if (woke.index() == 0 || !std::get<1>(woke)) continue;
-      // Readable: its end (or a failure) is the guest going; bytes are kept.
-      size_t n = 0;
-      try {
-        n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
-      } catch (const std::exception&) {
-      }
-      if (n == 0) co_return cancel();
-      in_.append(buf_, n);
-      watch_guest = in_.size() < kHeldBytes;
+      co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
     }
   }
 
