@@ -7,13 +7,17 @@
 // Besides "no crash / no sanitizer report", it checks what the ingress relies
 // on: the head that goes on to the guest parses again as a head, and carries
 // no ticket and no binding of any kind, so nothing admitting a client ever
-// reaches the guest.
+// reaches the guest; and what the connection sends the guest (the head asking
+// for close, then the body relayed by its framing: one_exchange.h) is one
+// request and nothing after it, whatever followed in the input.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "userspace/http/message.h"
+#include "userspace/http/body.h"
+#include "userspace/ingress/one_exchange.h"
 #include "userspace/ingress/ticket_carrier.h"
 
 namespace {
@@ -40,5 +44,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(forwarded.framing == head.framing && forwarded.content_length == head.content_length);
   const zn::ingress::Admission again = zn::ingress::take_admission(forwarded, 8080);
   check(again.error.empty() && !again.ticket && !again.binding);
+
+  zn::ingress::RequestBodyRelay body(head, zn::http::HttpLimits{});
+  const zn::ingress::RequestBodyRelay::Step step = body.feed(input.substr(r.consumed));
+  if (step.error) return 0;  // the connection is cut
+  const std::string sent =
+      zn::ingress::rewrite_head(a.forwarded_head, "", head.upgrade ? "upgrade" : "close") + step.out;
+  zn::http::RequestHead one;
+  const zn::http::ParseResult p = zn::http::parse_request_head(sent, roomy, one);
+  check(p.state == zn::http::ParseState::kDone);
+  if (!head.upgrade) check(!one.keep_alive);
+  // The body as the guest reads it ends where the bytes end: nothing of a
+  // second request rides behind it.
+  zn::http::BodyDecoder decoder(one.framing, one.content_length, zn::http::HttpLimits{});
+  std::string payload;
+  const zn::http::BodyDecoder::Step read = decoder.feed(std::string_view(sent).substr(p.consumed), payload);
+  check(!read.error && read.consumed == sent.size() - p.consumed);
+  check(read.done == step.done);
   return 0;
 }

@@ -8,16 +8,36 @@
 namespace zn::test {
 namespace {
 
-// Answers every request with what it received: the port, the request line
-// and the headers, so a test sees exactly what reached the guest.
+// Answers every request with what it received: the port, the request line,
+// the headers and the body (Content-Length or chunked), so a test sees
+// exactly what reached the guest; each request is also logged whole to the
+// file named first (what reached the guest, whether or not its answer got
+// back). Keeps connections open unless asked to close.
 constexpr const char* kGuestServer = R"py(import http.server, socket, sys, threading
+log_path = sys.argv[1]
+lock = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
-    def handle_one_request(self):
-        return super().handle_one_request()
+    def read_body(self):
+        if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+            data = b''
+            while True:
+                size = int(self.rfile.readline().split(b';')[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b'\r\n', b''):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get('Content-Length', 0)))
     def do_GET(self):
+        payload = self.read_body()
         body = ('port=%d line=%s\n' % (self.server.server_address[1], self.requestline)).encode()
         body += ''.join('%s: %s\n' % kv for kv in self.headers.items()).encode()
+        if payload:
+            body += b'body=' + payload + b'\n'
+        with lock, open(log_path, 'ab') as f:
+            f.write(body + b'--\n')
         self.send_response(200)
         self.send_header('Content-Length', str(len(body)))
         self.end_headers()
@@ -27,10 +47,11 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 class S(http.server.ThreadingHTTPServer):
     address_family = socket.AF_INET6
+    daemon_threads = True
     def server_bind(self):
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         super().server_bind()
-for port in sys.argv[1:]:
+for port in sys.argv[2:]:
     s = S(('::', int(port)), H)
     threading.Thread(target=s.serve_forever, daemon=True).start()
 threading.Event().wait()
@@ -74,11 +95,95 @@ except Exception:
 print(data.decode(errors='replace'))
 )py";
 
+// `client.py SOURCE PORT MODE ARGS...`, connecting from SOURCE:
+//  send HEX...      one connection; each HEX (bytes, hex-encoded) is sent
+//                   after the answer to the one before has come (keep-alive:
+//                   "@" prefixed sends it in the same write as the one
+//                   before, pipelined); prints everything received, until the
+//                   connection ends.
+//  guess N          N connections, each with a made-up ticket; prints the
+//                   count of each answer's status and the seconds taken.
+constexpr const char* kClient = R"py(import collections, os, socket, sys, time
+source, port, mode, args = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+
+def connect():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.settimeout(10)
+    s.connect(('127.0.0.1', port))
+    return s
+
+def answer(s, need):
+    data = b''
+    try:
+        while need(data):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        data += b'[timeout]'
+    return data
+
+if mode == 'send':
+    s = connect()
+    writes = []
+    for a in args:
+        if a.startswith('@'):
+            writes[-1] += bytes.fromhex(a[1:])
+        else:
+            writes.append(bytes.fromhex(a))
+    out = b''
+    for i, w in enumerate(writes):
+        try:
+            s.sendall(w)
+        except OSError as e:
+            out += b'[send failed]'
+            break
+        # The first answer whole (its Content-Length), then the rest until the end.
+        if i + 1 < len(writes):
+            def first_whole(d):
+                if b'\r\n\r\n' not in d:
+                    return True
+                head, body = d.split(b'\r\n\r\n', 1)
+                for line in head.split(b'\r\n'):
+                    if line.lower().startswith(b'content-length:'):
+                        return len(body) < int(line.split(b':')[1])
+                return False
+            out += answer(s, first_whole)
+    out += answer(s, lambda d: True)
+    sys.stdout.write(out.decode(errors='replace'))
+else:
+    counts = collections.Counter()
+    start = time.monotonic()
+    for i in range(int(args[0])):
+        s = connect()
+        s.sendall(b'GET /guess HTTP/1.1\r\nHost: x\r\nZn-Ticket: znt_' + os.urandom(16).hex()[:32].encode() + b'\r\n\r\n')
+        line = answer(s, lambda d: b'\r\n' not in d).split(b'\r\n')[0]
+        counts[line.split(b' ')[1].decode() if b' ' in line else 'none'] += 1
+        s.close()
+    print(' '.join('%s=%d' % kv for kv in sorted(counts.items())), 'seconds=%.2f' % (time.monotonic() - start))
+)py";
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
 class IngressTest : public ProxyTest {
  protected:
   void configure(json& config) override {
     ProxyTest::configure(config);
     config["expose_head_timeout_ms"] = 2000;
+    // 20 refusals per client, then (within a test) no more: the guessing
+    // test's bound does not depend on how fast the machine is.
+    config["expose_refusal_burst"] = 20;
+    config["expose_refusals_per_minute"] = 1;
   }
   void SetUp() override {
     ProxyTest::SetUp();
@@ -86,8 +191,9 @@ class IngressTest : public ProxyTest {
     std::ofstream(dir_ / "guest_server.py") << kGuestServer;
     std::ofstream(dir_ / "marked_connect.py") << kMarkedConnect;
     std::ofstream(dir_ / "split_sender.py") << kSplitSender;
-    servers_.push_back(spawn_in(lab_->guests()[0].netns,
-                                {"python3", (dir_ / "guest_server.py").string(), "8080", "8081", "9090"}));
+    std::ofstream(dir_ / "client.py") << kClient;
+    servers_.push_back(spawn_in(lab_->guests()[0].netns, {"python3", (dir_ / "guest_server.py").string(),
+                                                          guest_log().string(), "8080", "8081", "9090"}));
     bool up = false;
     for (int i = 0; i < 100 && !up; ++i) {
       up = guest("nc -z -w 1 127.0.0.1 8080 && nc -z -w 1 127.0.0.1 9090").exit_code == 0;
@@ -134,6 +240,14 @@ class IngressTest : public ProxyTest {
   }
   std::string ingress_events(const std::vector<std::string>& needles) {
     return audit_events("ingress:", needles);
+  }
+
+  // Every request that reached the guest's server, whole.
+  fs::path guest_log() const { return dir_ / "guest_requests.log"; }
+  // `client.py` (kClient) from the host side, `source` its address.
+  std::string client(const std::string& args, const std::string& source = "127.0.0.1") {
+    return host("timeout 60 python3 " + (dir_ / "client.py").string() + " " + source + " " + args + " 2>&1")
+        .output;
   }
 
   std::string guest_ip_, gateway_ip_, guest_ip6_, gateway_ip6_;
@@ -339,6 +453,144 @@ TEST_F(IngressTest, DeclaredPortsSurviveARestartAndGoWithTheirSession) {
   ASSERT_TRUE(call("session.delete", {{"id", "user-1"}})["ok"]);
   r = get(url(listen, "/gone"));
   EXPECT_NE(r.find("status=000"), std::string::npos) << r;
+}
+
+// One request per connection on a ticket port (issue 30): a second request
+// on the admitted connection (kept alive, or pipelined in the same write)
+// never reaches the guest, so neither does the unredeemed ticket or the
+// binding cookie it carries; the first request's body goes whole, framed by
+// its own head. Both sides are told "Connection: close".
+TEST_F(IngressTest, OnlyTheAdmittedRequestOfAConnectionReachesTheGuest) {
+  const uint16_t listen = expose(8080);
+  const std::string port = std::to_string(listen);
+  // A binding to carry, and a ticket never redeemed.
+  std::string r = get("-i -H 'Zn-Ticket: " + ticket(8080) + "' " + url(listen, "/bind"));
+  const size_t at = r.find("zn_ingress_8080=");
+  ASSERT_NE(at, std::string::npos) << r;
+  const std::string binding = r.substr(at + 16, r.find(';', at) - at - 16);
+  const std::string spare = ticket(8080);
+  const std::string second = "GET /second?zn_ticket=" + spare +
+                             " HTTP/1.1\r\nHost: x\r\nZn-Ticket: " + spare +
+                             "\r\nCookie: zn_ingress_8080=" + binding + "\r\n\r\n";
+  const std::string second_path = "GET /_zn/" + spare + "/second HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::filesystem::remove(guest_log());
+
+  struct Variant {
+    std::string name, args;
+    std::string first_line;  // what the guest must have seen of the first
+  };
+  const std::vector<Variant> variants = {
+      // Kept alive: the second request after the first answer.
+      {"keepalive",
+       hex("GET /one HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nZn-Ticket: " + ticket(8080) +
+           "\r\n\r\n") +
+           " " + hex(second),
+       "line=GET /one HTTP/1.1"},
+      // Pipelined in the same write, behind a bodiless request.
+      {"pipelined",
+       hex("GET /two HTTP/1.1\r\nHost: x\r\nZn-Ticket: " + ticket(8080) + "\r\n\r\n" + second + second_path),
+       "line=GET /two HTTP/1.1"},
+      // Pipelined behind a body with a length: the body goes, the rest not.
+      {"body",
+       hex("POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nZn-Ticket: " + ticket(8080) +
+           "\r\n\r\nhello world" + second),
+       "line=POST /three HTTP/1.1"},
+      // Behind a chunked body (an extension on a chunk): framed again, the rest not.
+      {"chunked",
+       hex("POST /four HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nZn-Ticket: " + ticket(8080) +
+           "\r\n\r\n5\r\nhel") +
+           " @" + hex("lo\r\n6;x=1\r\n world\r\n0\r\n\r\n" + second),
+       "line=POST /four HTTP/1.1"},
+      // Admitted by the binding, then a ticket in the next request.
+      {"binding",
+       hex("GET /five HTTP/1.1\r\nHost: x\r\nCookie: zn_ingress_8080=" + binding + "\r\n\r\n") + " " +
+           hex(second),
+       "line=GET /five HTTP/1.1"},
+  };
+  for (const Variant& v : variants) {
+    r = client(port + " send " + v.args);
+    // One answer, from the guest, that says the connection ends.
+    EXPECT_EQ(count(r, "HTTP/1.1 200"), 1u) << v.name << "\n" << r;
+    EXPECT_NE(r.find(v.first_line), std::string::npos) << v.name << "\n" << r;
+    EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << v.name << "\n" << r;
+    EXPECT_EQ(r.find("Connection: keep-alive"), std::string::npos) << v.name << "\n" << r;  // nor the guest
+    if (v.name == "body" || v.name == "chunked") {
+      EXPECT_NE(r.find("body=hello world"), std::string::npos) << v.name << "\n" << r;
+    }
+  }
+  // What reached the guest: the five first requests, nothing of the second.
+  const std::string got = slurp(guest_log());
+  EXPECT_EQ(count(got, "--\n"), 5u) << got;
+  for (const std::string& leak : {std::string("/second"), spare, binding, std::string("Zn-Ticket"),
+                                  std::string("zn_ticket"), std::string("zn_ingress_")})
+    EXPECT_EQ(got.find(leak), std::string::npos) << leak << "\n" << got;
+  EXPECT_EQ(count(got, "Connection: close"), 5u) << got;  // the guest was asked to close
+  // The spare ticket was never redeemed (nor passed on): it admits once now.
+  r = get("-H 'Zn-Ticket: " + spare + "' " + url(listen, "/spare"));
+  EXPECT_NE(r.find("status=200"), std::string::npos) << r;
+  // What the client sent after its request is counted, never forwarded.
+  const std::string events = ingress_events({"\"bytes_dropped\":" + std::to_string(second.size())});
+  EXPECT_NE(events.find("\"bytes_dropped\":" + std::to_string(second.size())), std::string::npos) << events;
+}
+
+// Made-up tickets from one client (issue 30): past its budget of refusals
+// it is answered 429 unread (a valid ticket too, which stays unspent),
+// without an audit record each, and the refusals are summarised with a
+// count. Another client is not held back by the first.
+TEST_F(IngressTest, AGuessingClientIsBoundedAndItsRefusalsSummarised) {
+  const uint16_t listen = expose(8080);
+  const std::string port = std::to_string(listen);
+  std::string r = client(port + " guess 300");
+  // The budget: 20 refusals (then one a minute, in this fixture).
+  int refused = 0, throttled = 0;
+  double seconds = 0;
+  std::sscanf(r.c_str() + (r.find("403=") == std::string::npos ? 0 : r.find("403=")), "403=%d", &refused);
+  if (const size_t t = r.find("429="); t != std::string::npos)
+    std::sscanf(r.c_str() + t, "429=%d", &throttled);
+  if (const size_t t = r.find("seconds="); t != std::string::npos)
+    std::sscanf(r.c_str() + t, "seconds=%lf", &seconds);
+  EXPECT_EQ(refused + throttled, 300) << r;
+  EXPECT_GE(refused, 20) << r;
+  EXPECT_LE(refused, 21) << r;
+  // Still throttled: a valid ticket from it is refused unread ...
+  const std::string t = ticket(8080);
+  r = get("-H 'Zn-Ticket: " + t + "' " + url(listen, "/throttled"));
+  EXPECT_NE(r.find("status=429"), std::string::npos) << r;
+  // ... and unspent: another client redeems it. That client's own made-up
+  // ticket is refused as any (403), not throttled.
+  r = get("-H 'Zn-Ticket: " + t + "' " + url(listen, "/other"), "127.0.0.2");
+  EXPECT_NE(r.find("status=200"), std::string::npos) << r;
+  r = get("-H 'Zn-Ticket: znt_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' " + url(listen, "/other-guess"), "127.0.0.2");
+  EXPECT_NE(r.find("status=403"), std::string::npos) << r;
+
+  // The audit: one record per refusal within the budget; the rest summed in
+  // "rate_limited" records with counts (within a few seconds of the flood).
+  const int want_summed = throttled + 1;  // the valid ticket's attempt too
+  std::string events;
+  int audited = 0, summed = 0, summaries = 0;
+  for (int i = 0; i < 100; ++i) {
+    events = audit_events("ingress:deny");
+    audited = summed = summaries = 0;
+    std::istringstream lines(events);
+    for (std::string line; std::getline(lines, line);) {
+      const json detail = json::parse(line.substr(line.find(' ') + 1));
+      if (detail["client"] != "127.0.0.1") continue;
+      if (detail["reason"] == "rate_limited") {
+        summed += detail["count"].get<int>();
+        ++summaries;
+      } else {
+        ++audited;
+      }
+    }
+    if (summed >= want_summed) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(audited, refused) << events;
+  EXPECT_EQ(summed, want_summed) << events;
+  EXPECT_LE(summaries, static_cast<int>(seconds) + 8) << events;  // about one a second, not one each
+  EXPECT_NE(events.find("\"client\":\"127.0.0.2\",\"port\":8080,\"reason\":\"unknown_ticket\""),
+            std::string::npos)
+      << events;
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ line each, for the test to read.
   echo_upstream.py ADDRESS PORT LOG [CERT KEY]
 
 Special targets: .../bytes/N answers N bytes (chunked when ?chunked),
-/status/N answers status N; .../reset-after answers, then resets the connection.
+/status/N answers status N; .../reset-after answers, then resets the connection;
+.../dies-mid-body sends 100000 of the 1000000 bytes it announced, then resets.
 
 .../reflect/VARIANT is a hostile upstream that hands every request header back
 (as httpbin's /headers, an error page or a redirect would), so tests can check
@@ -92,6 +93,18 @@ class Echo(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
                 return
             self._send(200, payload, "application/octet-stream")
+            return
+        if path.endswith("/dies-mid-body"):
+            # An upstream that fails mid-response: a length it never reaches,
+            # then a reset.
+            self._log(body)
+            self.send_response(200)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            self.wfile.write(b"z" * 100000)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return
         status = int(path[len("/status/"):]) if path.startswith("/status/") else 200
         echo = dict(self._log(body))

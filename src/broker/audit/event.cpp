@@ -15,6 +15,7 @@ constexpr std::string_view kEventNames[] = {
     "egress:allow",   "egress:deny",     "egress:ask",     "egress:approved",
     "egress:denied",       // an operator denied a held request ("egress:deny" is the policy's)
     "egress:ask_timeout",  // a held request nobody decided in time
+    "egress:ask_cancelled",  // the guest gave up on a held request before a decision
     "egress:rate_limited",
     "egress:error",  // allowed, but no upstream could be connected
     "dns:allow",      "dns:deny",

@@ -42,10 +42,10 @@ int http_activity(const std::string& method) {
 }
 
 bool is_refusal(const std::string& event) {
-  static const char* kRefusals[] = {"egress:deny",         "egress:denied",  "egress:ask_timeout",
-                                    "egress:rate_limited", "dns:deny",       "packet:deny",
-                                    "resource:deny",       "command:reject", "ingress:deny",
-                                    "secret:canary",       "secret:misuse"};
+  static const char* kRefusals[] = {"egress:deny",          "egress:denied",       "egress:ask_timeout",
+                                    "egress:ask_cancelled", "egress:rate_limited", "dns:deny",
+                                    "packet:deny",          "resource:deny",       "command:reject",
+                                    "ingress:deny",         "secret:canary",       "secret:misuse"};
   for (const char* e : kRefusals)
     if (event == e) return true;
   return false;

@@ -224,7 +224,7 @@ json grant_json(const Grant& g) {
 }
 
 json ticket_notice(const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid) {
-  static constexpr const char* kNames[] = {"held", "approved", "denied", "expired"};
+  static constexpr const char* kNames[] = {"held", "approved", "denied", "expired", "cancelled"};
   json out = held_request_json(h);
   out["event"] = kNames[static_cast<int>(event)];
   if (uid) out["uid"] = *uid;

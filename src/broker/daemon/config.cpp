@@ -136,6 +136,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "expose_ticket_ttl_s",
                                  "expose_binding_s",
                                  "expose_head_timeout_ms",
+                                 "expose_refusal_burst",
+                                 "expose_refusals_per_minute",
                                  "agent_port",
                                  "agent_binary",
                                  "audit_sinks",
@@ -213,6 +215,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.expose_ticket_ttl_s = get_uint(doc, "expose_ticket_ttl_s", c.expose_ticket_ttl_s, 1, 86400);
   c.expose_binding_s = get_uint(doc, "expose_binding_s", c.expose_binding_s, 1, 86400);
   c.expose_head_timeout_ms = get_uint(doc, "expose_head_timeout_ms", c.expose_head_timeout_ms, 100, 600000);
+  c.expose_refusal_burst = get_uint(doc, "expose_refusal_burst", c.expose_refusal_burst, 1, 100000);
+  c.expose_refusals_per_minute =
+      get_uint(doc, "expose_refusals_per_minute", c.expose_refusals_per_minute, 1, 6000000);
   c.agent_port = get_uint(doc, "agent_port", c.agent_port, 0, 65535);
   c.agent_binary = get_string(doc, "agent_binary", c.agent_binary);
   if (!c.agent_binary.empty() && c.agent_binary.front() != '/')

@@ -96,6 +96,9 @@ struct DaemonConfig {
   uint32_t expose_ticket_ttl_s = 300;
   uint32_t expose_binding_s = 600;
   uint32_t expose_head_timeout_ms = 10000;  // a client's first request head (ticket mode)
+  // Refusals a client of the ticket ports gets one by one (then 429, summarised).
+  uint32_t expose_refusal_burst = 20;
+  uint32_t expose_refusals_per_minute = 60;
   // The in-sandbox agent's TCP port (issue 15): zerod's signed commands
   // reach it, and nothing else does; 0: no command channel.
   uint32_t agent_port = 7070;

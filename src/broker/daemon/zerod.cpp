@@ -261,6 +261,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     expose.ticket_ttl = std::chrono::seconds(config_.expose_ticket_ttl_s);
     expose.broker.binding_ttl = std::chrono::seconds(config_.expose_binding_s);
     expose.server.head_timeout = std::chrono::milliseconds(config_.expose_head_timeout_ms);
+    expose.broker.refusals.burst = config_.expose_refusal_burst;
+    expose.broker.refusals.per_second = config_.expose_refusals_per_minute / 60.0;
     exposures_ = std::make_unique<ExposureService>(*registry_, *audit_, std::move(expose));
     for (const std::string& f : exposures_->reopen_all())
       spdlog::error("could not reopen declared port: {}", f);

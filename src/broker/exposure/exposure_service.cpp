@@ -23,7 +23,11 @@ ExposureService::ExposureService(SessionRegistry& registry, AuditLog& audit, Exp
       broker_(registry, tickets_, audit, options_.broker),
       server_(options_.server, broker_) {}
 
-ExposureService::~ExposureService() = default;
+ExposureService::~ExposureService() {
+  // What the last second gathered (the server's tick may run meanwhile: the
+  // throttle hands each count out once).
+  broker_.flush_refusals();
+}
 
 nlohmann::json ExposureService::describe(const std::string& session, uint16_t port,
                                          const ExposedPort& e) const {

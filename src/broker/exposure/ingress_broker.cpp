@@ -37,15 +37,21 @@ sockaddr_storage v6(const in6_addr& addr, uint16_t port) {
 // One body for every refusal of a ticket port: which check failed is the
 // audit's to know, not the client's.
 constexpr const char* kRefusedBody = "forbidden: this port admits a valid one-time ticket";
+constexpr const char* kThrottledBody = "too many refused requests from this address: try again later";
 
 }  // namespace
 
 IngressBroker::IngressBroker(const SessionDirectory& sessions, TicketBook& tickets, AuditLog& audit,
                              IngressBrokerOptions options)
-    : sessions_(sessions), tickets_(tickets), audit_(audit), options_(options) {}
+    : sessions_(sessions),
+      tickets_(tickets),
+      audit_(audit),
+      options_(options),
+      throttle_(options.refusals, [] { return std::chrono::steady_clock::now(); }) {}
 
 ingress::AdmitDecision IngressBroker::refuse(const ingress::AdmitFacts& facts, const std::string& client,
                                              const std::string& reason, int status) {
+  throttle_.charge(client_key(facts.client));
   audit_.post(
       {"ingress:deny", facts.session, {{"port", facts.port}, {"client", client}, {"reason", reason}}});
   ingress::AdmitDecision d;
@@ -61,12 +67,21 @@ ingress::AdmitDecision IngressBroker::admit(const ingress::AdmitFacts& facts) {
   auto it = s->record.exposed.find(facts.port);
   if (it == s->record.exposed.end()) return refuse(facts, client, "not_exposed");
   const ExposedPort& exposure = it->second;
+  // A client that used up its refusals is refused unread (no ticket lookup,
+  // no record of its own: counted for flush_refusals), whatever it carries.
+  if (!exposure.public_mode && throttle_.throttled(facts.session, facts.port, client_key(facts.client))) {
+    ingress::AdmitDecision throttled;
+    throttled.status = 429;
+    throttled.reason = kThrottledBody;
+    return throttled;
+  }
 
   ingress::AdmitDecision d;
   if (exposure.public_mode) {
     d.via = "public";
   } else if (!facts.error.empty()) {
     // Parse errors and take_admission's reasons never quote the request.
+    throttle_.charge(client_key(facts.client));
     audit_.post(
         {"ingress:deny",
          facts.session,
@@ -120,8 +135,20 @@ void IngressBroker::on_closed(const ingress::ExposureSummary& summary) {
                 {"via", summary.via},
                 {"bytes_from_client", summary.bytes_from_client},
                 {"bytes_to_client", summary.bytes_to_client},
+                {"bytes_dropped", summary.bytes_dropped},
                 {"duration_ms", summary.duration.count()},
                 {"end", summary.end}}});
+}
+
+}  // namespace zn::broker
+
+namespace zn::broker {
+
+void IngressBroker::flush_refusals() {
+  for (const RefusalThrottle::Summary& r : throttle_.take_summaries())
+    audit_.post({"ingress:deny",
+                 r.session,
+                 {{"port", r.port}, {"client", r.client}, {"reason", "rate_limited"}, {"count", r.count}}});
 }
 
 }  // namespace zn::broker

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "broker/audit/log.h"
+#include "broker/exposure/refusal_throttle.h"
 #include "broker/exposure/ticket_book.h"
 #include "broker/session/directory.h"
 #include "userspace/ingress/policy.h"
@@ -16,6 +17,9 @@ struct IngressBrokerOptions {
   // How long a redeemed ticket binds its client (the cookie's life, and the
   // longest an admitted connection lasts).
   std::chrono::seconds binding_ttl{600};
+  // Refusals audited one by one per client before the rest are answered
+  // 429 unread and summarised (refusal_throttle.h).
+  RefusalThrottle::Limits refusals;
 };
 
 // Executor: IngressPolicy's (the ingress loop; never blocks: the session
@@ -26,6 +30,12 @@ class IngressBroker : public ingress::IngressPolicy {
                 IngressBrokerOptions options = {});
   ingress::AdmitDecision admit(const ingress::AdmitFacts& facts) override;
   void on_closed(const ingress::ExposureSummary& summary) override;
+  // One ingress:deny record ("rate_limited", with a count) per (session,
+  // port, client) refused unread since the last call: each tick (once a
+  // second) and at shutdown.
+  void flush_refusals();
+  void tick() override { flush_refusals(); }
+  const RefusalThrottle& refusals() const { return throttle_; }
 
  private:
   ingress::AdmitDecision refuse(const ingress::AdmitFacts& facts, const std::string& client,
@@ -35,6 +45,7 @@ class IngressBroker : public ingress::IngressPolicy {
   TicketBook& tickets_;
   AuditLog& audit_;
   IngressBrokerOptions options_;
+  RefusalThrottle throttle_;
 };
 
 }  // namespace zn::broker

@@ -98,6 +98,27 @@ std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, C
   return decided;
 }
 
+ApprovalState ApprovalBook::cancel(uint64_t ticket, Clock::time_point now) {
+  std::optional<HeldRequest> ended;
+  ApprovalState s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(ticket);
+    if (it == entries_.end()) return ApprovalState::kUnknown;
+    expire(it->second, now);
+    s = it->second.state;
+    if (s == ApprovalState::kPending) s = ApprovalState::kCancelled;
+    // A decision was reported when it was made; an expiry or a cancel is
+    // reported here, once: the ticket is gone now.
+    if (s == ApprovalState::kCancelled || s == ApprovalState::kExpired) ended = std::move(it->second.request);
+    entries_.erase(it);
+  }
+  if (ended)
+    report(*ended, s == ApprovalState::kCancelled ? TicketEvent::kCancelled : TicketEvent::kExpired,
+           std::nullopt);
+  return s;
+}
+
 std::vector<HeldRequest> ApprovalBook::pending(Clock::time_point now) {
   std::lock_guard lock(mu_);
   std::vector<HeldRequest> out;

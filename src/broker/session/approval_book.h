@@ -5,7 +5,11 @@
 // when a ticket is decided (watch), never polls. Standing approvals (an
 // approval "--for 10m") are the grants() book beside it (grant_book.h).
 //
-// Every change of a ticket (held, approved, denied, expired) is reported
+// Every ask ends in exactly one outcome: approved, denied, expired, or
+// cancelled by the guest (its connection closed or its HTTP/2 stream reset
+// while held: the proxy calls cancel(), and the ticket leaves the book).
+//
+// Every change of a ticket (held, approved, denied, expired, cancelled) is reported
 // through Options::on_ticket, outside the book's lock, in the thread that
 // made it: zerod hands each to `znctl approval watch` and the webhook. The
 // hook must only hand off (queue, post), never block: hold() runs on the
@@ -25,7 +29,7 @@
 
 namespace zn::broker {
 
-enum class ApprovalState { kPending, kApproved, kDenied, kExpired, kUnknown };
+enum class ApprovalState { kPending, kApproved, kDenied, kExpired, kCancelled, kUnknown };
 
 struct HeldRequest {
   uint64_t ticket = 0;
@@ -39,7 +43,7 @@ struct HeldRequest {
   std::chrono::system_clock::time_point held_at, expires_at;
 };
 
-enum class TicketEvent { kHeld, kApproved, kDenied, kExpired };
+enum class TicketEvent { kHeld, kApproved, kDenied, kExpired, kCancelled };
 
 class ApprovalBook {
  public:
@@ -77,6 +81,13 @@ class ApprovalBook {
   // `uid`: the deciding operator's, reported with the decision.
   std::optional<HeldRequest> decide(uint64_t ticket, bool approve, Clock::time_point now = Clock::now(),
                                     std::optional<uint32_t> uid = std::nullopt);
+  // The held request's guest went before it was taken (its connection
+  // closed, its stream reset): the ticket leaves the book now, whatever its
+  // state. Returns the outcome it ends with: kCancelled when it was still
+  // pending (reported kCancelled), kExpired when past its expiry (reported
+  // kExpired), kApproved or kDenied when already decided (reported then),
+  // kUnknown when already taken. So an ask is reported exactly once.
+  ApprovalState cancel(uint64_t ticket, Clock::time_point now = Clock::now());
   std::vector<HeldRequest> pending(Clock::time_point now = Clock::now());
   // A deleted session's held requests are denied, its grants revoked.
   void forget_session(const std::string& session);

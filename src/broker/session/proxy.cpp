@@ -448,10 +448,29 @@ proxy::HoldState SessionProxyPolicy::hold_state(const std::string& session, uint
     case ApprovalState::kExpired:
       audit_.post({"egress:ask_timeout", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
       return {proxy::HoldOutcome::kRefused, "approval timed out"};
+    case ApprovalState::kCancelled:  // cancel() removes the ticket: never taken
     case ApprovalState::kUnknown:
       break;
   }
   return {proxy::HoldOutcome::kRefused, "approval unknown"};
+}
+
+proxy::HoldState SessionProxyPolicy::cancel_hold(const std::string& session, uint64_t ticket) {
+  switch (approvals_.cancel(ticket)) {
+    case ApprovalState::kCancelled:
+      audit_.post(
+          {"egress:ask_cancelled", session, {{"ticket", ticket}, {"reason", "cancelled by the guest"}}});
+      break;
+    case ApprovalState::kExpired:
+      audit_.post({"egress:ask_timeout", session, {{"ticket", ticket}, {"reason", "approval timed out"}}});
+      break;
+    case ApprovalState::kPending:   // cancel() never leaves one
+    case ApprovalState::kApproved:  // audited when the operator decided
+    case ApprovalState::kDenied:
+    case ApprovalState::kUnknown:  // taken already: its outcome was audited then
+      break;
+  }
+  return {proxy::HoldOutcome::kRefused, "cancelled by the guest"};
 }
 
 std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::string& session,
@@ -473,6 +492,8 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
   if (!r.identity.empty()) detail["identity"] = r.identity;
   if (!r.upstream.empty()) detail["upstream"] = r.upstream;  // the address and port actually connected
   if (!r.error.empty()) detail[r.forwarded && !r.upstream_failed ? "error" : "reason"] = r.error;
+  // The guest's own reset or disconnect: its cancel, not the upstream's failure.
+  if (r.guest_cancelled) detail["outcome"] = "guest_cancelled";
   // A WebSocket: the record is written when it ends, its bytes and duration
   // the whole WebSocket's.
   if (r.websocket && r.status == 101)

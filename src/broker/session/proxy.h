@@ -46,6 +46,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
   proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
+  proxy::HoldState cancel_hold(const std::string& session, uint64_t ticket) override;
   void watch_hold(uint64_t ticket, std::function<void()> wake) override {
     approvals_.watch(ticket, std::move(wake));
   }

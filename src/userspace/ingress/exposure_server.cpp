@@ -13,12 +13,14 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "userspace/http/message.h"
 #include "userspace/http/rewrite.h"
+#include "userspace/ingress/one_exchange.h"
 #include "userspace/ingress/ticket_carrier.h"
 #include "userspace/proxy/splice_relay.h"
 #include "zn_abi.h"
@@ -32,6 +34,27 @@ using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
 constexpr size_t kReadChunk = 4096;
+
+// What a ticket port's client may send after its one request before the
+// connection is cut (a client that pipelines a few requests still gets its
+// first answer).
+constexpr size_t kMaxDropped = 64 * 1024;
+
+// Between the two directions of a ticket port's connection: whether the
+// guest switched protocols (its answer's head is out), so the request's
+// side relays what follows or drops it.
+struct OneExchange {
+  explicit OneExchange(asio::io_context& io) : signal(io, std::chrono::steady_clock::time_point::max()) {}
+  void decide(bool switched_to) {
+    if (decided) return;
+    decided = true;
+    switched = switched_to;
+    signal.cancel();
+  }
+  bool decided = false, switched = false;
+  asio::steady_timer signal;
+  uint64_t dropped = 0;  // bytes the client sent after its request
+};
 
 // One client's connection and, once admitted, the one to the guest.
 struct Connection {
@@ -92,8 +115,19 @@ awaitable<size_t> read_more(tcp::socket& socket, std::string& buf,
 }  // namespace
 
 struct ExposureServer::Impl {
-  Impl(ExposureServerConfig c, IngressPolicy& p) : config(c), policy(p), work(io.get_executor()) {
+  Impl(ExposureServerConfig c, IngressPolicy& p) : config(c), policy(p), work(io.get_executor()), ticker(io) {
+    tick();
     thread = std::thread([this] { io.run(); });
+  }
+
+  // The policy's tick, once a second until the server stops.
+  void tick() {
+    ticker.expires_after(std::chrono::seconds(1));
+    ticker.async_wait([this](std::error_code ec) {
+      if (ec || stopping) return;
+      policy.tick();
+      tick();
+    });
   }
 
   ExposureServerConfig config;
@@ -104,6 +138,8 @@ struct ExposureServer::Impl {
   std::mutex mu;  // listeners (the control plane's threads)
   std::map<std::pair<std::string, uint16_t>, std::shared_ptr<Listener>> listeners;
   std::atomic<size_t> live{0};
+  asio::steady_timer ticker;  // the loop's
+  bool stopping = false;      // the loop's
 
   // Runs `f` on the loop and waits for it.
   template <class F>
@@ -218,7 +254,7 @@ struct ExposureServer::Impl {
 
     const AdmitDecision d = policy.admit(facts);
     if (!d.allow) {
-      const int status = facts.error.empty() ? d.status : error_status;
+      const int status = facts.error.empty() || d.status == 429 ? d.status : error_status;
       co_await asio::async_write(conn->client, asio::buffer(http::proxy_response(status, d.reason + "\n")),
                                  as_tuple);
       co_return "refused";
@@ -242,12 +278,6 @@ struct ExposureServer::Impl {
         co_return "guest unreachable";
       }
     }
-    if (l.spec.mode == ExposureMode::kTicket) {
-      const std::string out = admission.forwarded_head + first.substr(consumed);
-      auto [wec, written] = co_await asio::async_write(conn->guest, asio::buffer(out), as_tuple);
-      if (wec) co_return "guest closed";
-      summary.bytes_from_client += written;
-    }
 
     // A binding expires with the connection it admitted: cut both ways then.
     std::shared_ptr<asio::steady_timer> until;
@@ -261,59 +291,165 @@ struct ExposureServer::Impl {
       });
     }
     proxy::Activity activity;
-    auto [up, down] =
-        co_await (proxy::splice_one_way(conn->client, conn->guest, activity, config.idle_timeout) &&
-                  relay_down(*conn, activity, d, l.spec.port, head.method == "HEAD"));
+    uint64_t up = 0, down = 0;
+    if (l.spec.mode == ExposureMode::kTicket) {
+      // One request, its answer, and nothing else (one_exchange.h).
+      OneExchange exchange(io);
+      std::tie(up, down) = co_await (
+          relay_request(*conn, activity, head, admission.forwarded_head, first.substr(consumed), exchange) &&
+          relay_response(*conn, activity, d, l.spec.port, head, exchange));
+      summary.bytes_dropped = exchange.dropped;
+    } else {
+      std::tie(up, down) =
+          co_await (proxy::splice_one_way(conn->client, conn->guest, activity, config.idle_timeout) &&
+                    proxy::splice_one_way(conn->guest, conn->client, activity, config.idle_timeout));
+    }
     if (until) until->cancel();
     summary.bytes_from_client += up;
     summary.bytes_to_client += down;
     co_return *expired ? "binding expired" : activity.idle_closed ? "idle" : "closed";
   }
 
-  // Guest -> client. After a ticket's admission the first final response
-  // carries the binding cookie (1xx heads go on untouched before it);
-  // everything after is relayed as it comes, never parsed.
-  awaitable<uint64_t> relay_down(Connection& conn, proxy::Activity& activity, const AdmitDecision& d,
-                                 uint16_t port, bool head_request) {
+  // The request that admitted the connection, client -> guest: its head
+  // (carriers taken out, "Connection: close"), its body by its own framing,
+  // then nothing: what the client sends after it (a second request, kept
+  // alive or pipelined) is read and dropped, never forwarded. An Upgrade the
+  // guest switched to is relayed as it comes.
+  awaitable<uint64_t> relay_request(Connection& conn, proxy::Activity& activity,
+                                    const http::RequestHead& head, const std::string& forwarded_head,
+                                    std::string rest, OneExchange& exchange) {
     uint64_t total = 0;
-    if (!d.set_binding.empty()) {
-      const std::string cookie = "Set-Cookie: " + binding_cookie_name(port) + "=" + d.set_binding +
-                                 "; Max-Age=" + std::to_string(d.binding_ttl.count()) +
-                                 "; Path=/; HttpOnly; SameSite=Strict\r\n";
-      std::string buf;
-      for (;;) {
-        http::ResponseHead response;
-        const http::ParseResult r =
-            http::parse_response_head(buf, http::HttpLimits{}, head_request, response);
-        if (r.state == http::ParseState::kError) {
-          conn.cut();  // no unparsed head goes to the client without its cookie
-          co_return total;
-        }
-        if (r.state == http::ParseState::kNeedMore) {
-          bool timed_out = false;
-          if (co_await read_more(conn.guest, buf, std::chrono::steady_clock::now() + config.idle_timeout,
-                                 timed_out) == 0) {
-            conn.cut();
-            co_return total;
-          }
-          activity.last = std::chrono::steady_clock::now();
-          continue;
-        }
-        std::string out;
-        if (response.status >= 200) {
-          const size_t line_end = buf.find("\r\n") + 2;
-          out = buf.substr(0, line_end) + cookie + buf.substr(line_end);
-        } else {
-          out = buf.substr(0, r.consumed);
-        }
-        auto [ec, n] = co_await asio::async_write(conn.client, asio::buffer(out), as_tuple);
+    RequestBodyRelay body(head, http::HttpLimits{});
+    std::string out = rewrite_head(forwarded_head, "", head.upgrade ? "upgrade" : "close");
+    for (;;) {
+      RequestBodyRelay::Step step = body.feed(rest);
+      rest.erase(0, step.consumed);
+      if (step.error) {
+        conn.cut();  // the guest has part of a request: it never sees the rest as anything
+        co_return total;
+      }
+      out += step.out;
+      if (!out.empty()) {
+        auto [ec, n] = co_await asio::async_write(conn.guest, asio::buffer(out), as_tuple);
         if (ec) {
           conn.cut();
           co_return total;
         }
         total += n;
-        if (response.status >= 200) break;
-        buf.erase(0, r.consumed);
+        out.clear();
+        activity.last = std::chrono::steady_clock::now();
+      }
+      if (step.done) break;
+      bool timed_out = false;
+      if (co_await read_more(conn.client, rest, std::chrono::steady_clock::now() + config.idle_timeout,
+                             timed_out) == 0) {
+        conn.cut();  // the client went, or stalled, inside its body
+        co_return total;
+      }
+      activity.last = std::chrono::steady_clock::now();
+    }
+    if (head.upgrade) {
+      while (!exchange.decided) {
+        auto woke = co_await exchange.signal.async_wait(as_tuple);
+        (void)woke;
+      }
+      if (exchange.switched) {
+        if (!rest.empty()) {
+          auto [ec, n] = co_await asio::async_write(conn.guest, asio::buffer(rest), as_tuple);
+          if (ec) {
+            conn.cut();
+            co_return total;
+          }
+          total += n;
+        }
+        total += co_await proxy::splice_one_way(conn.client, conn.guest, activity, config.idle_timeout);
+        co_return total;
+      }
+    }
+    // Read only to see the client's end (then the guest's side is
+    // half-closed, as the relay would), bounded.
+    exchange.dropped = rest.size();
+    for (;;) {
+      if (exchange.dropped > kMaxDropped) {
+        conn.cut();
+        break;
+      }
+      rest.clear();
+      bool timed_out = false;
+      const size_t n = co_await read_more(conn.client, rest, activity.last + config.idle_timeout, timed_out);
+      if (timed_out) {
+        if (std::chrono::steady_clock::now() < activity.last + config.idle_timeout) continue;
+        conn.cut();  // neither way moved a byte for the idle timeout
+        break;
+      }
+      if (n == 0) {
+        std::error_code ignored;
+        conn.guest.shutdown(tcp::socket::shutdown_send, ignored);
+        break;
+      }
+      exchange.dropped += n;
+    }
+    co_return total;
+  }
+
+  // Guest -> client on a ticket port: the answer's head, with the binding
+  // cookie a redeemed ticket left (1xx heads go on untouched before it) and
+  // "Connection: close" (a 101 to an Upgrade keeps its own); then the rest
+  // as it comes, never parsed.
+  awaitable<uint64_t> relay_response(Connection& conn, proxy::Activity& activity, const AdmitDecision& d,
+                                     uint16_t port, const http::RequestHead& request, OneExchange& exchange) {
+    // However this ends, the request's side stops waiting for the answer.
+    struct Decided {
+      OneExchange& exchange;
+      ~Decided() { exchange.decide(false); }
+    } decided{exchange};
+    std::string cookie;
+    if (!d.set_binding.empty())
+      cookie = "Set-Cookie: " + binding_cookie_name(port) + "=" + d.set_binding +
+               "; Max-Age=" + std::to_string(d.binding_ttl.count()) +
+               "; Path=/; HttpOnly; SameSite=Strict\r\n";
+    uint64_t total = 0;
+    std::string buf;
+    for (;;) {
+      http::ResponseHead response;
+      const http::ParseResult r =
+          http::parse_response_head(buf, http::HttpLimits{}, request.method == "HEAD", response);
+      if (r.state == http::ParseState::kError) {
+        conn.cut();  // no unparsed head goes to the client
+        co_return total;
+      }
+      if (r.state == http::ParseState::kNeedMore) {
+        bool timed_out = false;
+        if (co_await read_more(conn.guest, buf, std::chrono::steady_clock::now() + config.idle_timeout,
+                               timed_out) == 0) {
+          conn.cut();
+          co_return total;
+        }
+        activity.last = std::chrono::steady_clock::now();
+        continue;
+      }
+      const bool switching = response.status == 101;
+      if (switching && !request.upgrade) {
+        conn.cut();  // a switch nobody asked for
+        co_return total;
+      }
+      const std::string_view raw(buf.data(), r.consumed);
+      std::string out;
+      if (response.status >= 200 || switching)
+        out = rewrite_head(raw, cookie, switching ? std::nullopt : std::optional<std::string_view>("close"));
+      else
+        out = raw;
+      out += std::string_view(buf).substr(r.consumed);
+      buf.clear();
+      auto [ec, n] = co_await asio::async_write(conn.client, asio::buffer(out), as_tuple);
+      if (ec) {
+        conn.cut();
+        co_return total;
+      }
+      total += n;
+      if (response.status >= 200 || switching) {
+        exchange.decide(switching);
+        break;
       }
     }
     total += co_await proxy::splice_one_way(conn.guest, conn.client, activity, config.idle_timeout);
@@ -331,6 +467,10 @@ ExposureServer::~ExposureServer() {
     all.swap(impl_->listeners);
   }
   for (auto& [key, l] : all) impl_->shut(l);
+  impl_->on_loop([this] {
+    impl_->stopping = true;
+    impl_->ticker.cancel();
+  });
   impl_->work.reset();
   // Cut connections finish their coroutines; then the loop runs dry.
   impl_->thread.join();

@@ -14,7 +14,7 @@
 namespace zn::ingress {
 
 enum class ExposureMode {
-  kTicket,  // the first request of a connection carries a ticket or a binding
+  kTicket,  // one request per connection, carrying a ticket or a binding
   kPublic,  // anyone who reaches the listener, any TCP (the operator's choice)
 };
 
@@ -52,6 +52,9 @@ struct ExposureSummary {
   sockaddr_storage client{};
   std::string via;
   uint64_t bytes_from_client = 0, bytes_to_client = 0;
+  // Ticket ports: what the client sent after its one request (a second
+  // request, kept alive or pipelined), read and never forwarded.
+  uint64_t bytes_dropped = 0;
   std::chrono::milliseconds duration{0};
   std::string end;  // "closed", "guest unreachable", "binding expired", ...
 };
@@ -65,6 +68,9 @@ class IngressPolicy {
   // Audits the admission or refusal itself.
   virtual AdmitDecision admit(const AdmitFacts& facts) = 0;
   virtual void on_closed(const ExposureSummary& summary) = 0;
+  // Once a second while the server runs: what is gathered over time (the
+  // summary of refusals past a client's budget) is written out.
+  virtual void tick() {}
 };
 
 }  // namespace zn::ingress

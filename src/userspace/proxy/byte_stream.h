@@ -40,6 +40,10 @@ class ByteStream {
   // readable) or `timeout` passes; false on the timeout. Never takes a byte:
   // a read cut off by a timer could drop bytes it already took.
   virtual asio::awaitable<bool> wait_readable(std::chrono::steady_clock::duration timeout);
+  // Whether read_some's 0 says the peer went (a connection's end). An
+  // HTTP/2 stream's pipe ends its reads with its request instead; a guest
+  // that gives up on the stream aborts it.
+  virtual bool end_means_peer_gone() const { return true; }
 };
 
 class PlainStream : public ByteStream {

@@ -36,6 +36,8 @@
   X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")                      \
   X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400")               \
   X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")                    \
+  X(guest_cancels, "guest_cancelled",                                                                     \
+    "forwarded requests the guest gave up on (reset, closed, stream cancelled)")                          \
   X(upstream_reused, "", "requests sent on an upstream connection an earlier guest connection left idle") \
   X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")                          \
   X(upstream_h2, "", "upstream TLS connections that chose HTTP/2")                                        \

@@ -120,6 +120,46 @@ std::string body_preview(const http::RequestHead& req, std::string_view after_he
   return out;
 }
 
+// The guest's side of an exchange, remembering whether it failed: a read or
+// write threw (a reset, a stalled guest past its deadline, an HTTP/2 stream
+// the guest cancelled) or the guest ended its side. A forwarded request that
+// fails after that is the guest's cancel, never the upstream's failure.
+class GuestSide final : public ByteStream {
+ public:
+  explicit GuestSide(ByteStream& s) : s_(s) {}
+  awaitable<size_t> read_some(char* data, size_t size) override {
+    size_t n = 0;
+    try {
+      n = co_await s_.read_some(data, size);
+    } catch (...) {
+      failed_ = true;
+      throw;
+    }
+    if (n == 0) failed_ = true;
+    co_return n;
+  }
+  awaitable<void> write_all(std::string_view data) override {
+    try {
+      co_await s_.write_all(data);
+    } catch (...) {
+      failed_ = true;
+      throw;
+    }
+  }
+  awaitable<void> close_write() override { return s_.close_write(); }
+  tcp::socket& socket() override { return s_.socket(); }
+  bool has_buffered() const override { return s_.has_buffered(); }
+  awaitable<bool> wait_readable(Clock::duration timeout) override { return s_.wait_readable(timeout); }
+  bool end_means_peer_gone() const override { return s_.end_means_peer_gone(); }
+  // Since the last forget().
+  bool failed() const { return failed_; }
+  void forget() { failed_ = false; }
+
+ private:
+  ByteStream& s_;
+  bool failed_ = false;
+};
+
 class Exchange {
  public:
   Exchange(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
@@ -311,6 +351,7 @@ class Exchange {
     if (decision.hold_ticket != 0) {
       // Held for a human: nothing goes upstream until the ticket is approved.
       HoldState held = co_await wait_for_approval(decision.hold_ticket, decision.hold_expires);
+      if (guest_gone_) co_return false;  // nobody to answer: the ask ended cancelled
       if (held.outcome != HoldOutcome::kApproved) {
         ctx_.counters.denied++;
         const Refusal r{403, "zeroness: blocked by policy (" + held.reason + ")\n"};
@@ -327,6 +368,7 @@ class Exchange {
     bool response_started = false;
     std::optional<Refusal> refused;
     std::optional<std::string> failure;
+    guest_.forget();
     try {
       refused = co_await forward(req, *target, decision, summary, response_started);
     } catch (const BadRequestBody& e) {
@@ -352,6 +394,21 @@ class Exchange {
       co_return false;
     }
     if (failure) {
+      // The guest's own reset, close or stalled read, or its HTTP/2 stream
+      // cancelled (the exchange's cancellation): its cancel, answered to no
+      // one, never counted as the upstream's failure.
+      asio::cancellation_state cancellation = co_await asio::this_coro::cancellation_state;
+      const bool cancelled = cancellation.cancelled() != asio::cancellation_type::none;
+      if (guest_.failed() || cancelled) {
+        ctx_.counters.guest_cancels++;
+        upstream_.reset();
+        if (!response_started) summary.status = 499;
+        summary.forwarded = true;
+        summary.guest_cancelled = true;
+        summary.error = *failure;
+        report(summary, start);
+        co_return false;
+      }
       // A guest with part of a response sees it end without a clean close.
       ctx_.counters.upstream_failures++;
       upstream_.reset();
@@ -473,22 +530,81 @@ class Exchange {
   // Sleeps until the broker says the ticket was decided or the ticket
   // expires; no polling. The broker's wake posts a cancel of `signal` to
   // this loop; the state is read right before each wait, with no suspension
-  // in between, so a decision is never missed.
+  // in between, so a decision is never missed. A guest that goes meanwhile
+  // (its connection ends, its HTTP/2 stream is cancelled, the exchange is
+  // torn down) cancels the ticket: every ask ends in one audited outcome and
+  // no ticket outlives its request (guest_gone_ then).
   awaitable<HoldState> wait_for_approval(uint64_t ticket, Clock::time_point expires) {
+    struct Unsettled {
+      ProxyPolicy& policy;
+      const std::string& session;
+      uint64_t ticket;
+      bool settled = false;
+      ~Unsettled() {
+        if (settled) return;
+        try {
+          policy.cancel_hold(session, ticket);
+        } catch (const std::exception&) {
+        }
+      }
+    } unsettled{ctx_.policy, conn_.session, ticket};
+    auto cancel = [&] {
+      unsettled.settled = true;
+      guest_gone_ = true;
+      return ctx_.policy.cancel_hold(conn_.session, ticket);
+    };
     auto executor = co_await asio::this_coro::executor;
     auto signal = std::make_shared<asio::steady_timer>(executor);
     std::weak_ptr<asio::steady_timer> weak = signal;
-    ctx_.policy.watch_hold(ticket, [weak, executor] {
-      asio::post(executor, [weak] {
+    // Set with the cancel: a wake that lands while no wait is pending (the
+    // guest's side just answered first) is still seen.
+    auto woken = std::make_shared<bool>(false);
+    ctx_.policy.watch_hold(ticket, [weak, woken, executor] {
+      asio::post(executor, [weak, woken] {
+        *woken = true;
         if (auto timer = weak.lock()) timer->cancel();
       });
     });
+    // A connection's end is watched while held (the bytes the guest sends
+    // meanwhile are kept for the exchange, up to a bound); an HTTP/2
+    // stream's pipe ends with its request, and its cancel comes as the
+    // exchange's cancellation.
+    constexpr size_t kHeldBytes = 64 * 1024;
+    bool watch_guest = guest_.end_means_peer_gone();
     for (;;) {
+      *woken = false;
       HoldState s = ctx_.policy.hold_state(conn_.session, ticket);
-      if (s.outcome != HoldOutcome::kPending) co_return s;
+      if (s.outcome != HoldOutcome::kPending) {
+        unsettled.settled = true;
+        co_return s;
+      }
+      asio::cancellation_state cancellation = co_await asio::this_coro::cancellation_state;
+      if (cancellation.cancelled() != asio::cancellation_type::none) co_return cancel();
       // Past the expiry the broker answers kExpired; a little slack so a
       // timer that fires on the very tick is not followed by a busy loop.
       signal->expires_at(std::max(expires, Clock::now() + 5ms));
+      if (watch_guest) {
+        using namespace asio::experimental::awaitable_operators;
+        auto woke = co_await (signal->async_wait(asio::experimental::as_tuple(use_awaitable)) ||
+                              guest_.wait_readable(std::chrono::hours(24)));
+        if (woke.index() == 0) continue;
+        if (std::get<1>(woke)) {
+          // Readable: its end (or a failure) is the guest going; bytes are kept.
+          size_t n = 0;
+          try {
+            n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+          } catch (const std::exception&) {
+          }
+          if (n == 0) co_return cancel();
+          in_.append(buf_, n);
+          watch_guest = in_.size() < kHeldBytes;
+          continue;
+        }
+        // Its readiness cannot be waited for (an error, a day gone): the
+        // decision alone is waited for from here.
+        watch_guest = false;
+        if (*woken) continue;
+      }
       co_await signal->async_wait(asio::experimental::as_tuple(use_awaitable));
     }
   }
@@ -1040,9 +1156,10 @@ class Exchange {
     }
   }
 
-  ByteStream& guest_;
+  GuestSide guest_;
   const UpstreamDecision& conn_;
   InterceptContext& ctx_;
+  bool guest_gone_ = false;  // the guest went while its request was held
   std::string in_;
   Upstream upstream_;
   bool close_after_ = false;

@@ -174,6 +174,11 @@ struct RequestSummary {
   bool websocket = false;
   uint64_t messages_up = 0, messages_down = 0;
   std::string websocket_end;
+  // The guest gave up on it after it was forwarded (its connection reset or
+  // closed, its HTTP/2 stream cancelled, it stopped reading): the guest's
+  // cancel, never an upstream failure. status is the upstream's if its
+  // response had started, else 499.
+  bool guest_cancelled = false;
 };
 
 // A request that carried a tripwire: refused (403) before the tripwire left.
@@ -235,6 +240,16 @@ class ProxyPolicy {
   virtual void watch_hold(uint64_t ticket, std::function<void()> wake) {
     (void)ticket;
     wake();
+  }
+  // The held request's guest went before the proxy read a final state (its
+  // connection closed, its HTTP/2 stream reset, the exchange ended): the
+  // ticket is removed and its ask ends with one audited outcome (cancelled
+  // by the guest, or the decision or expiry it already had). Never blocks.
+  // Default: nothing to cancel (a policy that never holds).
+  virtual HoldState cancel_hold(const std::string& session, uint64_t ticket) {
+    (void)session;
+    (void)ticket;
+    return {HoldOutcome::kRefused, "cancelled by the guest"};
   }
   virtual UpstreamAddresses resolve_upstream(const std::string& session, const std::string& host) = 0;
   // nullopt: the rule has no identity, or it changed since the decision.

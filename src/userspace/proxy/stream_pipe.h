@@ -79,6 +79,7 @@ class StreamPipe : public ByteStream {
   asio::ip::tcp::socket& socket() override { return socket_; }
   bool has_buffered() const override { return !in_.empty() || ended_ || aborted_; }
   asio::awaitable<bool> wait_readable(std::chrono::steady_clock::duration timeout) override;
+  bool end_means_peer_gone() const override { return false; }  // the request's end
 
  private:
   enum class State { kHead, kBody, kTunnel, kDone };

@@ -86,6 +86,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.denied += 3;
   c.bad_requests += 4;
   c.upstream_failures += 5;
+  c.guest_cancels += 13;
   c.upstream_reused += 6;
   c.upstream_resumed += 8;
   c.upstream_h2 += 12;
@@ -98,6 +99,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
                                           {"denied", 3},
                                           {"bad_requests", 4},
                                           {"upstream_failures", 5},
+                                          {"guest_cancels", 13},
                                           {"upstream_reused", 6},
                                           {"upstream_resumed", 8},
                                           {"upstream_h2", 12},

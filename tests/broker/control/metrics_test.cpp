@@ -85,6 +85,7 @@ TEST(Metrics, TextIsUnchanged) {
       "zn_proxy_requests_total{result=\"malformed\"} 305\n"
       // Spliced connections' failed connects (205) are counted here too.
       "zn_proxy_requests_total{result=\"upstream_failure\"} 509\n"
+      "zn_proxy_requests_total{result=\"guest_cancelled\"} 0\n"
       "zn_proxy_requests_total{result=\"h2_limit\"} 306\n"
       "# HELP zn_audit_queued Audit records accepted and not yet committed.\n"
       "# TYPE zn_audit_queued gauge\n"

@@ -157,5 +157,48 @@ TEST(ApprovalBook, EveryChangeOfATicketIsReportedOnce) {
   EXPECT_EQ(seen[3], std::make_tuple(b, TicketEvent::kExpired, std::optional<uint32_t>()));
 }
 
+// A held request whose guest went (its connection closed, its HTTP/2 stream
+// reset) leaves the book at once, and its ask ends with exactly one
+// reported outcome: cancelled if it was pending, else the decision or
+// expiry it already had (reported then, or now for an expiry, never twice).
+TEST(ApprovalBook, AGuestsCancelRemovesItsTicketWithOneOutcome) {
+  std::vector<std::pair<uint64_t, TicketEvent>> seen;
+  ApprovalBook::Options o;
+  o.ttl = 2s;
+  o.on_ticket = [&](const HeldRequest& h, TicketEvent e, std::optional<uint32_t>) {
+    if (e != TicketEvent::kHeld) seen.emplace_back(h.ticket, e);
+  };
+  ApprovalBook book(o);
+  const auto t0 = ApprovalBook::Clock::now();
+  const uint64_t pending = book.hold("s", "https", "h", "GET", "/a", t0);
+  const uint64_t approved = book.hold("s", "https", "h", "GET", "/b", t0);
+  const uint64_t expired = book.hold("s", "https", "h", "GET", "/c", t0);
+  const uint64_t kept = book.hold("s", "https", "h", "GET", "/d", t0);
+  int woken = 0;
+  book.watch(pending, [&] { ++woken; });
+
+  EXPECT_EQ(book.cancel(pending, t0 + 1s), ApprovalState::kCancelled);
+  EXPECT_EQ(woken, 0);  // the waiter is the one that cancelled
+  ASSERT_TRUE(book.decide(approved, true, t0));
+  EXPECT_EQ(book.cancel(approved, t0 + 1s), ApprovalState::kApproved);
+  EXPECT_EQ(book.cancel(expired, t0 + 3s), ApprovalState::kExpired);
+  // Gone, every one: not listed, not decidable, not cancelled twice.
+  const auto listed = book.pending(t0 + 1s);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].ticket, kept);
+  for (uint64_t t : {pending, approved, expired}) {
+    EXPECT_FALSE(book.decide(t, true, t0 + 1s)) << t;
+    EXPECT_EQ(book.cancel(t, t0 + 1s), ApprovalState::kUnknown) << t;
+    EXPECT_EQ(book.take(t, t0 + 1s), ApprovalState::kUnknown) << t;
+  }
+  const std::vector<std::pair<uint64_t, TicketEvent>> want = {{pending, TicketEvent::kCancelled},
+                                                              {approved, TicketEvent::kApproved},
+                                                              {expired, TicketEvent::kExpired}};
+  EXPECT_EQ(seen, want);
+  // The positive control: the one nobody cancelled is still decided as usual.
+  ASSERT_TRUE(book.decide(kept, false, t0 + 1s));
+  EXPECT_EQ(book.take(kept, t0 + 1s), ApprovalState::kDenied);
+}
+
 }  // namespace
 }  // namespace zn::broker

@@ -69,6 +69,9 @@ class ScriptedGuest : public ByteStream {
   tcp::socket& socket() override { return socket_; }
   // Whatever is scripted has arrived (the socket is never opened to wait on).
   bool has_buffered() const override { return next_ < reads_.size(); }
+  // Past the script nothing arrives: a wait for more times out at once (a
+  // held request's guest is not seen to go).
+  awaitable<bool> wait_readable(std::chrono::steady_clock::duration) override { co_return has_buffered(); }
 
   std::string written;
   bool closed_write = false;
