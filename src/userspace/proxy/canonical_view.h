@@ -36,6 +36,22 @@
 
 namespace zn::proxy {
 
+namespace canonical_detail {
+// Bytes that are their own canonical byte when no escape is pending, per
+// mode: not an escape lead, not dropped.
+struct PlainTable {
+  uint8_t t[2][256];
+  constexpr PlainTable() : t{} {
+    for (int m = 0; m < 2; ++m)
+      for (int c = 0; c < 256; ++c) {
+        const bool lead = m == 0 ? (c == '%' || c == '\\' || c == '&') : c == '=';
+        t[m][c] = !(lead || c == 0 || c == '\r' || c == '\n');
+      }
+  }
+};
+inline constexpr PlainTable kPlain{};
+}  // namespace canonical_detail
+
 class Canonicaliser {
  public:
   enum class Mode : uint8_t { kEscapes, kQuotedPrintable };
@@ -64,6 +80,13 @@ class Canonicaliser {
     }
     take(c, pos, emit);
   }
+  // The fast path of a caller: with no escape pending, a byte for which
+  // plain() is true is itself the next canonical byte ([pos, pos + 1)); the
+  // caller takes it without push() and calls took_plain() before the next
+  // push().
+  bool idle() const { return len_ == 0; }
+  bool plain(unsigned char c) const { return canonical_detail::kPlain.t[static_cast<size_t>(mode_)][c] != 0; }
+  void took_plain() { dropped_ = 0; }
   // Where an escape not yet complete starts, kNone if none.
   uint64_t pending_from() const { return len_ == 0 ? kNone : pos_[0]; }
   // The end of the stream: a pending escape's bytes are literal.
@@ -89,6 +112,9 @@ class Canonicaliser {
   Verdict judge();
   template <typename Emit>
   void take(unsigned char c, uint64_t pos, Emit& emit) {
+    // A byte of an escape is not dropped: UTF-16 or UTF-32 of a long escape
+    // (\uD83D\uDE00) has its zero bytes spread between such bytes.
+    if (c != '\r' && c != '\n') dropped_ = 0;
     esc_[len_] = c;
     pos_[len_] = pos;
     ++len_;

@@ -545,11 +545,15 @@ void SecretScrubber::Stream::matched(uint32_t state, uint64_t start, uint64_t en
   uint32_t enc = s_.match_enc_[state];
   if (canonical) {
     // Already redacted as sent (the same bytes, a standard spelling): one
-    // finding, reported once.
+    // finding, counted once; whose it is is still reported (the screen
+    // exempts by secret).
     const bool covered = std::any_of(runs_.begin(), runs_.end(), [&](const std::pair<uint64_t, uint64_t>& r) {
       return r.first <= start && end <= r.second;
     });
-    if (covered) return;
+    if (covered) {
+      report_.secrets |= s_.match_sec_[state];
+      return;
+    }
     enc = (enc & ~(1u << static_cast<unsigned>(SecretEncoding::kRaw))) |
           (1u << static_cast<unsigned>(SecretEncoding::kDecoded));
   }
@@ -577,7 +581,24 @@ void SecretScrubber::Stream::scan_identity(size_t from) {
   row_ = row;
 }
 
+void SecretScrubber::Stream::step(View& v, int b, uint64_t start, uint64_t end) {
+  if (b < 0) {
+    v.row = 0;  // a long run of dropped bytes: no match spans it
+    return;
+  }
+  v.ring[v.count & ring_mask_] = start;
+  ++v.count;
+  const uint32_t t = s_.next_[v.row + s_.class_of_[b]];
+  v.row = t & ~kMatchFlag;
+  if (!(t & kMatchFlag)) return;
+  const uint32_t state = v.row / static_cast<uint32_t>(s_.classes_);
+  matched(state, v.ring[(v.count - s_.match_len_[state]) & ring_mask_], end, true);
+}
+
 void SecretScrubber::Stream::scan_view(View& v, size_t from) {
+  // Most bytes are plain (no escape lead, no byte to drop, no escape
+  // pending): they step the automaton here, with the state in locals; the
+  // others go through the canonicaliser.
   const uint32_t k = static_cast<uint32_t>(s_.classes_);
   const uint32_t* next = s_.next_.data();
   const uint8_t* class_of = s_.class_of_;
@@ -585,24 +606,35 @@ void SecretScrubber::Stream::scan_view(View& v, size_t from) {
   const uint64_t mask = ring_mask_;
   uint32_t row = v.row;
   uint64_t count = v.count;
-  auto emit = [&](int b, uint64_t start, uint64_t end) {
-    if (b < 0) [[unlikely]] {
-      row = 0;
-      return;
-    }
-    ring[count & mask] = start;
-    ++count;
-    const uint32_t t = next[row + class_of[b]];
-    row = t & ~kMatchFlag;
-    if (!(t & kMatchFlag)) [[likely]]
-      return;
-    const uint32_t state = row / k;
-    matched(state, ring[(count - s_.match_len_[state]) & mask], end, true);
-  };
+  bool idle = v.canon.idle(), took = false;
   const unsigned char* data = reinterpret_cast<const unsigned char*>(pending_.data());
-  for (size_t i = from; i < pending_.size(); ++i) v.canon.push(data[i], base_ + i, emit);
+  const size_t n = pending_.size();
+  for (size_t i = from; i < n; ++i) {
+    const unsigned char c = data[i];
+    if (idle && v.canon.plain(c)) [[likely]] {
+      ring[count & mask] = base_ + i;
+      ++count;
+      const uint32_t t = next[row + class_of[c]];
+      row = t & ~kMatchFlag;
+      took = true;
+      if (!(t & kMatchFlag)) [[likely]]
+        continue;
+      const uint32_t state = row / k;
+      matched(state, ring[(count - s_.match_len_[state]) & mask], base_ + i + 1, true);
+      continue;
+    }
+    v.row = row;
+    v.count = count;
+    if (took) v.canon.took_plain();
+    took = false;
+    v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
+    row = v.row;
+    count = v.count;
+    idle = v.canon.idle();
+  }
   v.row = row;
   v.count = count;
+  if (took) v.canon.took_plain();
 }
 
 uint64_t SecretScrubber::Stream::hold_from() const {
@@ -681,28 +713,8 @@ void SecretScrubber::Stream::end_message(std::string& out) {
 void SecretScrubber::Stream::finish(std::string& out) {
   if (!s_.armed()) return;
   // An escape cut off by the end is literal: its bytes may still end a match.
-  for (View* v : {&escapes_, &qp_}) {
-    const uint32_t k = static_cast<uint32_t>(s_.classes_);
-    const uint32_t* next = s_.next_.data();
-    uint32_t row = v->row;
-    uint64_t count = v->count;
-    v->canon.flush([&](int b, uint64_t start, uint64_t end) {
-      if (b < 0) {
-        row = 0;
-        return;
-      }
-      v->ring[count & ring_mask_] = start;
-      ++count;
-      const uint32_t t = next[row + s_.class_of_[b]];
-      row = t & ~kMatchFlag;
-      if (t & kMatchFlag) {
-        const uint32_t state = row / k;
-        matched(state, v->ring[(count - s_.match_len_[state]) & ring_mask_], end, true);
-      }
-    });
-    v->row = row;
-    v->count = count;
-  }
+  for (View* v : {&escapes_, &qp_})
+    v->canon.flush([this, v](int b, uint64_t start, uint64_t end) { step(*v, b, start, end); });
   emit_until(consumed_, out);
   reset();
 }

@@ -163,6 +163,7 @@ class SecretScrubber {
     };
     void scan_identity(size_t from);
     void scan_view(View& v, size_t from);
+    void step(View& v, int byte, uint64_t start, uint64_t end);
     void matched(uint32_t state, uint64_t start, uint64_t end, bool canonical);
     void redact(uint64_t start, uint64_t end);
     uint64_t hold_from() const;

@@ -345,6 +345,12 @@ TEST(ScrubByRule, TheCanonicalViewsDecodeOneLevelOfEscapes) {
             "%41 %4 %zz & &#; &#x; \\q \\ud83d!");
   EXPECT_EQ(canonical(std::string("l\0i\0n\0e\0\r\0\n\0", 12), M::kEscapes), "line");
   EXPECT_EQ(canonical(std::string("a\0b\0", 4), M::kEscapes), "ab");
+  // UTF-32 of an escaped surrogate pair: its zero bytes do not break it.
+  std::string utf32;
+  for (char c : std::string("\\ud83d\\ude00ab")) utf32 += std::string(1, c) + std::string(3, '\0');
+  EXPECT_EQ(canonical(utf32, M::kEscapes),
+            "\xf0\x9f\x98\x80"
+            "ab");
   EXPECT_EQ(canonical("ab=\r\ncd=\nef=3D=3d=41", M::kQuotedPrintable), "abcdef==A");
   EXPECT_EQ(canonical("k=41", M::kEscapes), "k=41");  // '=' is not an escape here
   // A long run of dropped bytes breaks the view.
