@@ -66,6 +66,41 @@ std::vector<std::string> odd_forms() {
   return out;
 }
 
+// Independent readers of what the guest got (not the code under test):
+// percent-decoded, with CR/LF dropped, with NULs dropped, quoted-printable
+// decoded.
+std::string percent_decoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+std::string without(std::string s, const std::string& chars) {
+  std::erase_if(s, [&](char c) { return chars.find(c) != std::string::npos; });
+  return s;
+}
+std::string qp_decoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 3, "=\r\n") == 0) {
+      i += 2;
+    } else if (s[i] == '=' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
 struct Fetched {
   int exit_code = -1;
   int status = 0;
@@ -342,6 +377,55 @@ TEST_F(ReflectionTest, LaterResponsesOnThisAndLaterConnectionsAreScrubbedToo) {
   EXPECT_EQ(later.output.rfind("previous Authorization: Bearer zn-redacted", 0), 0u) << later.output;
   for (const std::string& form : odd_forms()) EXPECT_EQ(later.output.find(form), std::string::npos) << form;
   EXPECT_GE(arrived("/v1/y", "Bearer " + kOdd), 1u);  // the token did reach the upstream to be replayed
+}
+
+// Spellings no list of encoders holds (echo_upstream.py /reflect/rule):
+// percent-encoding of a random subset in mixed hex case, MIME base64
+// wrapped at 76 (CRLF) and 64 (LF) with a break inside the secret, UTF-16LE
+// with a BOM, quoted-printable with a soft break inside it, an RFC 5987
+// filename* and an RFC 2231 continuation in the head. Both secrets (the odd
+// one over IPv6). Positive control: the same spellings of the secret with
+// one byte changed arrive byte for byte (the upstream's hash of its body
+// matches) with no marker anywhere.
+TEST_F(ReflectionTest, SpellingsFoundByRuleNotByListAreScrubbed) {
+  ASSERT_EQ(dig("api.stripe.com"), "198.18.0.11\n");
+  struct Case {
+    std::string base, secret, flag;
+  };
+  for (const Case& c : {Case{"https://api.stripe.com/reflect/", kSecret, "-4"},
+                        Case{"https://odd.reflect.test/v1/reflect/", kOdd, "-6"}}) {
+    SCOPED_TRACE(c.base);
+    Fetched f = fetch(c.base + "rule", false, c.flag);
+    ASSERT_EQ(f.exit_code, 0) << f.all;
+    EXPECT_EQ(f.status, 200);
+    EXPECT_EQ(f.body.size(), f.body_size);
+    for (const char* section : {"pct-any:\n", "mime76:\n", "mime64:\n", "utf16:\n", "qp:\n"})
+      EXPECT_NE(f.body.find(section), std::string::npos) << section;
+    EXPECT_NE(f.body.find("zn-redacted"), std::string::npos) << f.body;
+    EXPECT_NE(f.head.find("filename*=UTF-8''zn-redacted"), std::string::npos) << f.head;
+    EXPECT_NE(f.head.find("title*0*=UTF-8''zn-redacted"), std::string::npos) << f.head;
+    // Read every way the guest could: no secret.
+    const std::string everything = f.head + f.body;
+    EXPECT_EQ(percent_decoded(everything).find(c.secret), std::string::npos) << everything;
+    std::string joined = f.head;  // the continuation as a reader joins it
+    joined.erase(joined.find("; title*1*="), 11);
+    EXPECT_EQ(percent_decoded(joined).find(c.secret), std::string::npos) << f.head;
+    EXPECT_EQ(without(everything, std::string(1, '\0')).find(c.secret), std::string::npos);
+    EXPECT_EQ(qp_decoded(everything).find(c.secret), std::string::npos);
+    const std::string unwrapped = without(everything, "\r\n");
+    for (const std::string& form : leaked_forms(c.secret))
+      EXPECT_EQ(unwrapped.find(form), std::string::npos) << form << "\n" << everything;
+    EXPECT_GE(arrived(c.base.substr(c.base.find('/', 8)) + "rule", "Bearer " + c.secret), 1u);
+
+    // Positive control.
+    Fetched miss = fetch(c.base + "rule-miss", false, c.flag);
+    ASSERT_EQ(miss.exit_code, 0) << miss.all;
+    EXPECT_EQ(miss.status, 200);
+    EXPECT_EQ(miss.all.find("zn-redacted"), std::string::npos) << miss.all;
+    const size_t at = miss.head.find("X-Body-Sha256: ");
+    ASSERT_NE(at, std::string::npos) << miss.head;
+    EXPECT_EQ(miss.head.substr(at + 15, 64), sha256_hex(miss.body)) << miss.body;
+  }
 }
 
 }  // namespace

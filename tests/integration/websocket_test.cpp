@@ -337,6 +337,56 @@ TEST_F(WebSocketTest, AReflectedSecretIsScrubbedFromMessages) {
             std::string::npos);
 }
 
+// The upstream hands the credential back cut into 2 or 3 messages (issue
+// 30): the scrubber reads a direction's messages as one stream, so the
+// pieces are redacted from the first piece long enough to guess no better
+// than the whole (SecretScrubber::boundary_redaction) on; the guest never
+// gets 12 bytes of it in a row. Positive control: the same cuts of a token
+// with one byte changed arrive verbatim.
+TEST_F(WebSocketTest, ASecretSplitAcrossMessagesNeverArrivesWhole) {
+  const std::vector<std::string> cuts = {"5", "11", "12", "20", "28", "3\\ 15", "10\\ 20", "11\\ 23"};
+  std::string steps;
+  size_t expected = 0;
+  for (const std::string& c : cuts) {
+    steps += "send:split\\ " + c + " recv recv " + (c.find(' ') != std::string::npos ? "recv " : "");
+    expected += c.find(' ') != std::string::npos ? 3 : 2;
+  }
+  const std::string r = ws("wss://ws.example/ws/s", steps + "close");
+  EXPECT_EQ(count(r, "recv: "), expected) << r;
+  std::string got;  // the messages' text, joined
+  std::istringstream lines(r);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("recv: ", 0) == 0) got += line.substr(6);
+  const std::string secret = kSecret;
+  for (size_t k = 0; k + 12 <= secret.size(); ++k)
+    EXPECT_EQ(got.find(secret.substr(k, 12)), std::string::npos) << secret.substr(k, 12) << "\n" << r;
+  EXPECT_NE(got.find("zn-redacted"), std::string::npos) << r;
+  EXPECT_GE(count(ws_log(), "\"message\": \"split"), cuts.size());
+
+  std::string miss = secret;
+  miss[miss.size() / 2] = miss[miss.size() / 2] == 'q' ? 'r' : 'q';
+  const std::string m = ws("wss://ws.example/ws/s",
+                           "send:splitmiss\\ 11 recv recv send:splitmiss\\ 3\\ 15 recv recv recv close");
+  EXPECT_EQ(m, "recv: <" + miss.substr(0, 11) + "\nrecv: " + miss.substr(11) + ">\nrecv: <" +
+                   miss.substr(0, 3) + "\nrecv: " + miss.substr(3, 12) + "\nrecv: " + miss.substr(15) +
+                   ">\n");
+}
+
+// A canary the guest cuts over two messages: the first piece goes (a message
+// is delivered at its end), the one that completes it ends the WebSocket
+// (1008) and never reaches the upstream. Positive control: a near miss cut
+// the same way goes through.
+TEST_F(WebSocketTest, ACanarySplitAcrossGuestMessagesEndsTheWebSocket) {
+  const std::string canary = kCanary;
+  const std::string head = canary.substr(0, 7), tail = canary.substr(7);
+  EXPECT_EQ(ws("wss://ws.example/open/t", "send:key=" + head + " recv send:" + tail + " recv"),
+            "recv: key=" + head + "\nclosed: 1008 zeroness\n");
+  EXPECT_EQ(ws_log().find(tail), std::string::npos);
+  const std::string near = tail.substr(0, tail.size() - 1) + (tail.back() == '9' ? "8" : "9");
+  EXPECT_EQ(ws("wss://ws.example/open/t", "send:key=" + head + " recv send:" + near + " recv close"),
+            "recv: key=" + head + "\nrecv: " + near + "\n");
+}
+
 // Messages up to the limit pass both ways, fragmented or not; one past it
 // ends the WebSocket with 1009 to the side that sent it.
 TEST_F(WebSocketTest, MessageSizeIsBounded) {

@@ -28,6 +28,14 @@ that zerod scrubs an injected secret from what the guest receives:
   empty/N   status N (204, 304) reflecting in headers only, no body
   replay    the Authorization of the previous request this server saw (a
             response to a request that carried no secret itself)
+  rule      the token in spellings no encoder list holds: percent-encoding
+            with a pseudo-random subset escaped in mixed hex case, MIME
+            base64 wrapped at 76 (CRLF) and 64 (LF) with a break inside the
+            token, UTF-16LE with a BOM, quoted-printable with a soft break
+            inside it; in the head an RFC 5987 filename* and an RFC 2231
+            continuation (title*0*, title*1*)
+  rule-miss the same with the token's middle byte changed (a positive
+            control), and X-Body-Sha256: the body as sent
 HEAD on any of them sends the head alone.
 
 .../partial/VARIANT answers a part of a representation whatever was asked
@@ -40,6 +48,7 @@ import gzip
 import hashlib
 import html
 import json
+import random
 import socket
 import ssl
 import struct
@@ -259,6 +268,8 @@ class Echo(BaseHTTPRequestHandler):
                     "<h1>Bad Request</h1><p>Your request could not be understood:</p><pre>%s</pre>"
                     "<p>Token: <code>%s</code></p></body></html>" % (html.escape(lines), html.escape(token)))
             self._send(400, page.encode(), "text/html; charset=utf-8")
+        elif variant in ("rule", "rule-miss"):
+            self._rule(token, variant == "rule-miss")
         elif variant == "replay":
             self._send(200, ("previous Authorization: %s\n" % self.server.last_auth).encode(), "text/plain")
         elif variant.startswith("empty/"):
@@ -268,6 +279,43 @@ class Echo(BaseHTTPRequestHandler):
             self.end_headers()
         else:
             self._send(404, b"no such reflection\n", "text/plain")
+
+    def _rule(self, token, miss):
+        if miss:
+            mid = len(token) // 2
+            token = token[:mid] + ("q" if token[mid] != "q" else "r") + token[mid + 1:]
+        rng = random.Random(len(token))
+
+        def pct(t):
+            return "".join("%%%02x" % b if rng.random() < 0.5 else "%%%02X" % b
+                           if b == 0x25 or b >= 0x80 or rng.random() < 0.5 else chr(b)
+                           for b in t.encode())
+
+        def wrapped(blob, width, eol):
+            b = base64.b64encode(blob).decode()
+            return eol.join(b[i:i + width] for i in range(0, len(b), width)) + eol
+
+        def qp(t):
+            out = "".join("=%02X" % b if b == 0x3d or b >= 0x7f or b < 0x20 else chr(b) for b in t.encode())
+            return out[:7] + "=\r\n" + out[7:]
+
+        raw = token.encode()
+        body = (b"pct-any:\n" + pct(token).encode() + b"\n"
+                + b"mime76:\n" + wrapped(b"m" * 50 + raw + b" end", 76, "\r\n").encode()
+                + b"mime64:\n" + wrapped(b"n" * 40 + raw + b" end", 64, "\n").encode()
+                + b"utf16:\n" + b"\xff\xfe" + token.encode("utf-16-le") + b"\n"
+                + b"qp:\n" + qp(token).encode() + b"\n")
+        cut = len(token) // 2
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Disposition", "attachment; filename*=UTF-8''" + pct(token))
+        self.send_header("X-Title", "x; title*0*=UTF-8''%s; title*1*=%s" % (pct(token[:cut]), pct(token[cut:])))
+        if miss:
+            self.send_header("X-Body-Sha256", hashlib.sha256(body).hexdigest())
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self._dribble(body, False)
 
     def _send(self, status, payload, ctype):
         self.send_response(status)

@@ -11,6 +11,10 @@ Messages (text):
               with (never the credential itself), or "auth:none"
   reflect     answers the Authorization verbatim, then base64 of it (a
               hostile upstream: the proxy must scrub both)
+  split C..   answers the token of the Authorization (after the scheme) in
+              pieces, one message each, cut at the offsets C.. ("split 5 20":
+              three messages); "splitmiss C.." the same with the token's
+              middle byte changed (a positive control: it must arrive as is)
   big N       answers N bytes of "x"
   frag N      answers N bytes of "y" as fragments of 1000 bytes
   close       closes with 4000 "bye"
@@ -52,6 +56,15 @@ async def main():
                 elif text == "reflect":
                     await ws.send(auth)
                     await ws.send(base64.b64encode(auth.encode()).decode())
+                elif text is not None and text.split(" ")[0] in ("split", "splitmiss"):
+                    token = auth.split(" ", 1)[1] if " " in auth else auth
+                    if text.startswith("splitmiss"):
+                        mid = len(token) // 2
+                        token = token[:mid] + ("q" if token[mid] != "q" else "r") + token[mid + 1:]
+                    cuts = [0] + [int(c) for c in text.split(" ")[1:]] + [len(token)]
+                    for a, b in zip(cuts, cuts[1:]):
+                        await ws.send("<" + token[a:b] if a == 0 else token[a:b] + ">" if b == len(token)
+                                      else token[a:b])
                 elif text is not None and text.startswith("big "):
                     await ws.send("x" * int(text[4:]))
                 elif text is not None and text.startswith("frag "):

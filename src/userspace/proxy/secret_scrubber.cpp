@@ -244,6 +244,10 @@ std::string_view encoding_name(SecretEncoding e) {
       return "html";
     case SecretEncoding::kHex:
       return "hex";
+    case SecretEncoding::kDecoded:
+      return "decoded";
+    case SecretEncoding::kSplit:
+      return "split";
   }
   return "?";
 }
@@ -293,6 +297,66 @@ std::vector<SecretPattern> secret_patterns(std::string_view secret) {
   return out;
 }
 
+namespace {
+
+// The code points' UTF-16 (LE or BE) or UTF-32 units with their zero bytes
+// dropped, as the canonical view reads text in those encodings.
+std::string narrowed(const std::vector<uint32_t>& cps, bool utf32, bool big_endian) {
+  std::string out;
+  auto unit = [&](uint32_t u, int bytes) {
+    for (int i = 0; i < bytes; ++i) {
+      const int shift = big_endian ? 8 * (bytes - 1 - i) : 8 * i;
+      const auto b = static_cast<unsigned char>(u >> shift);
+      if (b != 0 && b != '\r' && b != '\n') out.push_back(static_cast<char>(b));
+    }
+  };
+  for (uint32_t cp : cps) {
+    if (utf32) {
+      unit(cp, 4);
+    } else if (cp >= 0x10000) {
+      unit(0xd800 + ((cp - 0x10000) >> 10), 2);
+      unit(0xdc00 + ((cp - 0x10000) & 0x3ff), 2);
+    } else {
+      unit(cp, 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SecretPattern> canonical_patterns(std::string_view secret) {
+  std::vector<SecretPattern> out;
+  if (secret.size() < SecretScrubber::kMinEncodedSecret) return out;
+  auto add = [&](std::string bytes) {
+    const bool ok =
+        bytes.size() >= SecretScrubber::kMinEncodedSecret &&
+        std::none_of(out.begin(), out.end(), [&](const SecretPattern& p) { return p.bytes == bytes; });
+    if (ok) {
+      out.push_back({std::move(bytes), SecretEncoding::kDecoded});
+    } else {
+      cleanse(bytes);
+    }
+  };
+  std::string plain;
+  for (char c : secret)
+    if (c != '\0' && c != '\r' && c != '\n') plain.push_back(c);
+  for (char space : {' ', '+', '_'}) {
+    std::string s = plain;
+    std::replace(s.begin(), s.end(), ' ', space);
+    add(std::move(s));
+  }
+  cleanse(plain);
+  add(canonical(secret, Canonicaliser::Mode::kEscapes));
+  add(canonical(secret, Canonicaliser::Mode::kQuotedPrintable));
+  if (auto cps = utf8_code_points(secret)) {
+    for (bool utf32 : {false, true})
+      for (bool be : {false, true}) add(narrowed(*cps, utf32, be));
+    cleanse(*cps);
+  }
+  return out;
+}
+
 SecretScrubber::~SecretScrubber() { clear(); }
 
 void SecretScrubber::clear() {
@@ -308,6 +372,7 @@ void SecretScrubber::wipe_automaton() {
   cleanse(match_len_);
   cleanse(match_enc_);
   cleanse(match_sec_);
+  cleanse(boundary_);
   OPENSSL_cleanse(class_of_, sizeof class_of_);
   classes_ = 1;
   longest_ = 0;
@@ -339,8 +404,21 @@ void SecretScrubber::build() {
     size_t secret;
   };
   std::vector<Owned> all;
-  for (size_t i = 0; i < secrets_.size(); ++i)
+  for (size_t i = 0; i < secrets_.size(); ++i) {
+    const auto first = static_cast<std::ptrdiff_t>(all.size());
     for (SecretPattern& p : secret_patterns(secrets_[i])) all.push_back({std::move(p), i});
+    for (SecretPattern& p : canonical_patterns(secrets_[i])) {
+      // One finding under one name: a canonical form that is also a
+      // spelling as sent is that spelling.
+      const bool dup =
+          std::any_of(all.begin() + first, all.end(), [&](const Owned& o) { return o.p.bytes == p.bytes; });
+      if (dup) {
+        cleanse(p.bytes);
+      } else {
+        all.push_back({std::move(p), i});
+      }
+    }
+  }
   // Byte classes: each byte that occurs in a pattern gets its own column,
   // every other byte shares column 0, which always leads back to the root.
   for (const Owned& o : all)
@@ -348,12 +426,15 @@ void SecretScrubber::build() {
       if (class_of_[c] == 0) class_of_[c] = static_cast<uint8_t>(classes_++);
   const size_t k = classes_;
   constexpr uint32_t kNone = UINT32_MAX;
+  // The shortest pattern each state is a prefix of.
+  std::vector<uint16_t> min_len;
   auto new_state = [&](uint16_t depth) {
     next_.resize(next_.size() + k, kNone);
     depth_.push_back(depth);
     match_len_.push_back(0);
     match_enc_.push_back(0);
     match_sec_.push_back(0);
+    min_len.push_back(UINT16_MAX);
     return static_cast<uint32_t>(depth_.size() - 1);
   };
   new_state(0);
@@ -366,6 +447,7 @@ void SecretScrubber::build() {
         next_[s * k + c] = t;
       }
       s = next_[s * k + c];
+      min_len[s] = static_cast<uint16_t>(std::min<size_t>(min_len[s], o.p.bytes.size()));
     }
     match_len_[s] = static_cast<uint16_t>(std::max<size_t>(match_len_[s], o.p.bytes.size()));
     match_enc_[s] |= 1u << static_cast<unsigned>(o.p.encoding);
@@ -406,69 +488,259 @@ void SecretScrubber::build() {
     }
   }
   cleanse(fail);
+  boundary_.resize(depth_.size());
+  for (size_t st = 0; st < depth_.size(); ++st)
+    boundary_[st] =
+        static_cast<uint8_t>(std::min<size_t>(kMarker.size(), std::max<size_t>(4, min_len[st] / 2)));
+  cleanse(min_len);
   // The hot loop's form: each entry is the target's row offset (state * k),
   // flagged when a pattern ends there, so one load per byte and no multiply
   // on the dependency chain.
   for (uint32_t& t : next_) t = static_cast<uint32_t>(t * k) | (match_len_[t] != 0 ? kMatchFlag : 0);
 }
 
-SecretScrubber::Stream::~Stream() { cleanse(pending_); }
+SecretScrubber::Stream::Stream(const SecretScrubber& s, Mode mode) : s_(s), mode_(mode) {
+  if (!s_.armed()) return;
+  size_t ring = 1;
+  while (ring < s_.longest_ + 1) ring <<= 1;
+  escapes_.ring.assign(ring, 0);
+  qp_.ring.assign(ring, 0);
+  ring_mask_ = ring - 1;
+}
+
+SecretScrubber::Stream::~Stream() {
+  cleanse(pending_);
+  escapes_.canon.reset();
+  qp_.canon.reset();
+}
+
+void SecretScrubber::Stream::reset() {
+  cleanse(pending_);
+  row_ = 0;
+  base_ = consumed_ = 0;
+  for (View* v : {&escapes_, &qp_}) {
+    v->canon.reset();
+    v->row = 0;
+    v->count = 0;
+  }
+  runs_.clear();
+}
+
+void SecretScrubber::Stream::redact(uint64_t start, uint64_t end) {
+  // Merged into the runs it overlaps or touches: a run reads
+  // "zn-redacted-zn-..." from its first byte, whichever view found which part.
+  auto it = std::lower_bound(runs_.begin(), runs_.end(), std::pair{start, uint64_t{0}});
+  if (it != runs_.begin() && std::prev(it)->second >= start) --it;
+  auto last = it;
+  while (last != runs_.end() && last->first <= end) {
+    start = std::min(start, last->first);
+    end = std::max(end, last->second);
+    ++last;
+  }
+  it = runs_.erase(it, last);
+  runs_.insert(it, {start, end});
+}
+
+void SecretScrubber::Stream::matched(uint32_t state, uint64_t start, uint64_t end, bool canonical) {
+  uint32_t enc = s_.match_enc_[state];
+  if (canonical) {
+    // Already redacted as sent (the same bytes, a standard spelling): one
+    // finding, counted once; whose it is is still reported (the screen
+    // exempts by secret).
+    const bool covered = std::any_of(runs_.begin(), runs_.end(), [&](const std::pair<uint64_t, uint64_t>& r) {
+      return r.first <= start && end <= r.second;
+    });
+    if (covered) {
+      report_.secrets |= s_.match_sec_[state];
+      return;
+    }
+    enc = (enc & ~(1u << static_cast<unsigned>(SecretEncoding::kRaw))) |
+          (1u << static_cast<unsigned>(SecretEncoding::kDecoded));
+  }
+  report_.matches++;
+  report_.encodings |= enc;
+  report_.secrets |= s_.match_sec_[state];
+  redact(start, end);
+}
+
+void SecretScrubber::Stream::scan_identity(size_t from) {
+  const size_t k = s_.classes_;
+  const uint32_t* next = s_.next_.data();
+  const uint8_t* class_of = s_.class_of_;
+  uint32_t row = row_;
+  const char* data = pending_.data();
+  for (size_t i = from; i < pending_.size(); ++i) {
+    const uint32_t t = next[row + class_of[static_cast<unsigned char>(data[i])]];
+    row = t & ~kMatchFlag;
+    if (!(t & kMatchFlag)) [[likely]]
+      continue;
+    const uint32_t state = row / static_cast<uint32_t>(k);
+    const uint64_t end = base_ + i + 1;
+    matched(state, end - s_.match_len_[state], end, false);
+  }
+  row_ = row;
+}
+
+void SecretScrubber::Stream::step(View& v, int b, uint64_t start, uint64_t end) {
+  if (b < 0) {
+    v.row = 0;  // a long run of dropped bytes: no match spans it
+    return;
+  }
+  v.ring[v.count & ring_mask_] = start;
+  ++v.count;
+  const uint32_t t = s_.next_[v.row + s_.class_of_[b]];
+  v.row = t & ~kMatchFlag;
+  if (!(t & kMatchFlag)) return;
+  const uint32_t state = v.row / static_cast<uint32_t>(s_.classes_);
+  matched(state, v.ring[(v.count - s_.match_len_[state]) & ring_mask_], end, true);
+}
+
+void SecretScrubber::Stream::scan_view(View& v, size_t from) {
+  // Most bytes are plain (no escape lead, no byte to drop, no escape
+  // pending): they step the automaton here, with the state in locals; the
+  // others go through the canonicaliser.
+  const uint32_t k = static_cast<uint32_t>(s_.classes_);
+  const uint32_t* next = s_.next_.data();
+  const uint8_t* class_of = s_.class_of_;
+  uint64_t* ring = v.ring.data();
+  const uint64_t mask = ring_mask_;
+  uint32_t row = v.row;
+  uint64_t count = v.count;
+  bool idle = v.canon.idle(), took = false;
+  const unsigned char* data = reinterpret_cast<const unsigned char*>(pending_.data());
+  const size_t n = pending_.size();
+  for (size_t i = from; i < n; ++i) {
+    const unsigned char c = data[i];
+    if (idle && v.canon.plain(c)) [[likely]] {
+      ring[count & mask] = base_ + i;
+      ++count;
+      const uint32_t t = next[row + class_of[c]];
+      row = t & ~kMatchFlag;
+      took = true;
+      if (!(t & kMatchFlag)) [[likely]]
+        continue;
+      const uint32_t state = row / k;
+      matched(state, ring[(count - s_.match_len_[state]) & mask], base_ + i + 1, true);
+      continue;
+    }
+    v.row = row;
+    v.count = count;
+    if (took) v.canon.took_plain();
+    took = false;
+    v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
+    row = v.row;
+    count = v.count;
+    idle = v.canon.idle();
+  }
+  v.row = row;
+  v.count = count;
+  if (took) v.canon.took_plain();
+}
+
+uint64_t SecretScrubber::Stream::hold_from() const {
+  const uint32_t k = static_cast<uint32_t>(s_.classes_);
+  uint64_t from = consumed_ - s_.depth_[row_ / k];
+  for (const View* v : {&escapes_, &qp_}) {
+    const size_t depth = s_.depth_[v->row / k];
+    if (depth > 0) from = std::min(from, v->ring[(v->count - depth) & ring_mask_]);
+    from = std::min(from, v->canon.pending_from());
+  }
+  return std::max(from, base_);
+}
+
+void SecretScrubber::Stream::emit_until(uint64_t to, std::string& out) {
+  const size_t n = static_cast<size_t>(to - base_);
+  if (mode_ == Mode::kRedact) {
+    for (const auto& [start, end] : runs_) {
+      if (start >= to) break;
+      for (uint64_t p = std::max(start, base_); p < std::min(end, to); ++p) {
+        char& c = pending_[static_cast<size_t>(p - base_)];
+        // Line breaks and NULs stay: a head keeps its lines, a wrapped body
+        // its shape, UTF-16 its width.
+        if (c != '\r' && c != '\n' && c != '\0') c = kMarker[(p - start) % kMarker.size()];
+      }
+    }
+  }
+  // Runs all out are forgotten; one that reaches `to` stays, as a match
+  // found later that touches it continues its marker.
+  runs_.erase(runs_.begin(),
+              std::find_if(runs_.begin(), runs_.end(),
+                           [&](const std::pair<uint64_t, uint64_t>& r) { return r.second >= to; }));
+  out.append(pending_, 0, n);
+  OPENSSL_cleanse(pending_.data(), n);
+  pending_.erase(0, n);
+  base_ = to;
+}
 
 void SecretScrubber::Stream::feed(std::string_view in, std::string& out) {
   if (!s_.armed()) {
     out.append(in);
     return;
   }
-  // One copy: the held-back bytes and the new ones go to `out`, the
-  // automaton runs over the new ones there, matches are overwritten in
-  // place, and the tail that may still start a match moves back to pending_.
-  const size_t base = out.size();
-  out.append(pending_);
-  const size_t scan = out.size();
-  out.append(in);
-  cleanse(pending_);
-  const size_t k = s_.classes_;
-  const uint32_t* next = s_.next_.data();
-  const uint8_t* class_of = s_.class_of_;
-  uint32_t row = state_ * static_cast<uint32_t>(k);
-  char* data = out.data();
-  for (size_t i = scan; i < out.size(); ++i) {
-    const uint32_t t = next[row + class_of[static_cast<unsigned char>(data[i])]];
-    row = t & ~kMatchFlag;
-    if (!(t & kMatchFlag)) [[likely]]
-      continue;
-    const uint32_t state = row / static_cast<uint32_t>(k);
-    // The automaton saw the original bytes; the match may start in bytes
-    // held back from the previous feed, never in bytes already emitted.
-    const size_t len = s_.match_len_[state], start = i + 1 - len;
-    const uint64_t abs_start = consumed_ + start - scan, abs_end = consumed_ + i + 1 - scan;
-    // A match overlapping the previous one continues its marker, so the
-    // redacted run reads "zn-redacted-zn-..." from its first byte.
-    if (abs_start >= run_end_) run_start_ = abs_start;
-    run_end_ = abs_end;
-    for (size_t j = start; j <= i; ++j)
-      data[j] = kMarker[(consumed_ + j - scan - run_start_) % kMarker.size()];
-    report_.matches++;
-    report_.encodings |= s_.match_enc_[state];
-    report_.secrets |= s_.match_sec_[state];
-  }
-  const uint32_t state = row / static_cast<uint32_t>(k);
-  state_ = state;
+  const size_t from = pending_.size();
+  pending_.append(in);
   consumed_ += in.size();
-  // A later match can only start inside the current partial match, and
-  // never as far back as the longest pattern (it would be longer still).
-  const size_t hold = std::min<size_t>({s_.depth_[state], s_.longest_ - 1, out.size() - base});
-  pending_.assign(out, out.size() - hold, hold);
-  OPENSSL_cleanse(out.data() + out.size() - hold, hold);
-  out.resize(out.size() - hold);
+  // The as-sent view first: a canonical match of the same bytes is then
+  // known as the same finding.
+  scan_identity(from);
+  scan_view(escapes_, from);
+  scan_view(qp_, from);
+  emit_until(hold_from(), out);
+}
+
+void SecretScrubber::Stream::end_message(std::string& out) {
+  if (!s_.armed()) return;
+  if (mode_ == Mode::kDetect) {
+    emit_until(consumed_, out);
+    return;
+  }
+  const uint32_t k = static_cast<uint32_t>(s_.classes_);
+  auto partial = [&](uint32_t row, uint64_t start) {
+    const uint32_t state = row / k;
+    if (s_.depth_[state] == 0 || s_.depth_[state] < s_.boundary_[state]) return;
+    report_.matches++;
+    report_.encodings |= 1u << static_cast<unsigned>(SecretEncoding::kSplit);
+    redact(start, consumed_);
+  };
+  partial(row_, consumed_ - s_.depth_[row_ / k]);
+  for (View* v : {&escapes_, &qp_}) {
+    const size_t depth = s_.depth_[v->row / k];
+    if (depth > 0) partial(v->row, v->ring[(v->count - depth) & ring_mask_]);
+  }
+  emit_until(consumed_, out);
 }
 
 void SecretScrubber::Stream::finish(std::string& out) {
-  out.append(pending_);
-  cleanse(pending_);
-  state_ = 0;
-  consumed_ = run_start_ = run_end_ = 0;
+  if (!s_.armed()) return;
+  // An escape cut off by the end is literal: its bytes may still end a match.
+  for (View* v : {&escapes_, &qp_})
+    v->canon.flush([this, v](int b, uint64_t start, uint64_t end) { step(*v, b, start, end); });
+  emit_until(consumed_, out);
+  reset();
 }
+
+namespace {
+
+// Each header's RFC 2231 continuations joined, searched like the rest; a
+// match is redacted in the source bytes it was joined from.
+void scrub_continuations(const SecretScrubber& s, std::string& buf, bool redact, ScrubReport& report) {
+  for (JoinedParameter& j : parameter_continuations(buf)) {
+    SecretScrubber::Stream stream(
+        s, redact ? SecretScrubber::Stream::Mode::kRedact : SecretScrubber::Stream::Mode::kDetect);
+    std::string out;
+    stream.feed(j.value, out);
+    stream.finish(out);
+    if (stream.report().matches > 0) {
+      report.merge(stream.report());
+      if (redact)
+        for (size_t i = 0; i < out.size() && i < j.at.size(); ++i) buf[j.at[i]] = out[i];
+    }
+    cleanse(out);
+    cleanse(j.value);
+  }
+}
+
+}  // namespace
 
 ScrubReport SecretScrubber::scrub(std::string& buf) const {
   if (!armed()) return {};
@@ -479,7 +751,26 @@ ScrubReport SecretScrubber::scrub(std::string& buf) const {
   s.finish(out);
   cleanse(buf);
   buf = std::move(out);
-  return s.report();
+  ScrubReport report = s.report();
+  if (buf.find('*') != std::string::npos) scrub_continuations(*this, buf, true, report);
+  return report;
+}
+
+ScrubReport SecretScrubber::detect(std::string_view buf) const {
+  if (!armed()) return {};
+  Stream s(*this, Stream::Mode::kDetect);
+  std::string out;
+  out.reserve(buf.size());
+  s.feed(buf, out);
+  s.finish(out);
+  cleanse(out);
+  ScrubReport report = s.report();
+  if (buf.find('*') != std::string_view::npos) {
+    std::string copy(buf);
+    scrub_continuations(*this, copy, false, report);
+    cleanse(copy);
+  }
+  return report;
 }
 
 }  // namespace zn::proxy

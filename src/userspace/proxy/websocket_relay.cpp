@@ -76,7 +76,6 @@ class Relay {
   struct Message {
     ws::Opcode opcode = ws::Opcode::kBinary;
     bool first_frame = true;
-    std::optional<StreamScreen> screen;  // guest -> upstream, when the session has tripwires
   };
 
   bool from_guest(const Side& side) const { return &side == &guest_; }
@@ -140,16 +139,21 @@ class Relay {
     if (piece.message_start) {
       msg.opcode = piece.opcode;
       msg.first_frame = true;
-      if (up && screen_.armed()) msg.screen.emplace(screen_, exempt_);
     }
+    // Each direction's messages are one stream to the screen and the
+    // scrubber: their state carries over a message's end, so a tripwire or
+    // secret split across messages is still found. A message is delivered
+    // at its end (held bytes go; the scrubber redacts a partial match of
+    // some length first: SecretScrubber::Stream::end_message).
     std::string clean;
-    if (msg.screen) {
-      std::vector<std::string> hits = msg.screen->feed(piece.payload, clean);
-      if (hits.empty() && piece.message_end) hits = msg.screen->finish(clean);
+    if (up && screen_.armed()) {
+      if (!up_screen_) up_screen_.emplace(screen_, exempt_);
+      std::vector<std::string> hits = up_screen_->feed(piece.payload, clean);
+      if (hits.empty() && piece.message_end) hits = up_screen_->end_message(clean);
       if (!hits.empty()) return tripwire(std::move(hits));
     } else if (!up && scrubber_.armed()) {
       scrub_.feed(piece.payload, clean);
-      if (piece.message_end) scrub_.finish(clean);
+      if (piece.message_end) scrub_.end_message(clean);
     } else {
       clean.swap(piece.payload);
     }
@@ -162,10 +166,7 @@ class Relay {
       msg.first_frame = false;
     }
     (up ? outcome_.bytes_up : outcome_.bytes_down) += clean.size();
-    if (piece.message_end) {
-      (up ? outcome_.messages_up : outcome_.messages_down)++;
-      msg.screen.reset();
-    }
+    if (piece.message_end) (up ? outcome_.messages_up : outcome_.messages_down)++;
     return true;
   }
 
@@ -283,7 +284,8 @@ class Relay {
   const RequestScreen& screen_;
   const std::vector<Substitution>& exempt_;
   const WebSocketLimits& limits_;
-  SecretScrubber::Stream scrub_;  // the upstream's messages, one after another
+  SecretScrubber::Stream scrub_;           // the upstream's messages, one after another
+  std::optional<StreamScreen> up_screen_;  // the guest's, when the session has tripwires
   std::optional<asio::steady_timer> signal_;
   Clock::time_point last_activity_;
   std::optional<Clock::time_point> ending_since_;
