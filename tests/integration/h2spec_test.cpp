@@ -83,8 +83,8 @@ class H2specTest : public ProxyTest {
     const std::string inet = lab_->inet_netns();
     ASSERT_EQ(run_in_netns(inet, "ip addr add 198.18.0.15/32 dev lo").exit_code, 0);
     start_nginx("nginx",
-                "  server {\n    listen 198.18.0.15:443 ssl http2;\n    ssl_certificate " + p("h2.example.pem") +
-                    ";\n    ssl_certificate_key " + p("h2.example.key") +
+                "  server {\n    listen 198.18.0.15:443 ssl http2;\n    ssl_certificate " +
+                    p("h2.example.pem") + ";\n    ssl_certificate_key " + p("h2.example.key") +
                     ";\n    location / { return 200 \"nginx peer\\n\"; }\n  }\n",
                 "198.18.0.15 443");
   }

@@ -353,9 +353,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     metrics_ = std::make_unique<DocumentServer>(
         "127.0.0.1", config_.metrics_port,
         std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
-                                                 return render_metrics(read_metrics(*registry_, *maps_, *dns_,
-                                                                                    *dns_policy_, *proxy_,
-                                                                                    *audit_, capabilities_.get())) +
+                                                 return render_metrics(read_metrics(
+                                                            *registry_, *maps_, *dns_, *dns_policy_, *proxy_,
+                                                            *audit_, capabilities_.get())) +
                                                         audit_export_->metrics();
                                                }}});
   if (config_.jwks_port)
