@@ -110,6 +110,8 @@ std::string run(const json& request, size_t request_bytes) {
   // (A sanitizer's shadow memory is terabytes of address space: in such a
   // build, the test suites', the heap limit stands alone.)
   set_limit(RLIMIT_AS, heap + kAddressSpaceSlack + request_bytes * 4);
+#else
+  (void)request_bytes;
 #endif
   set_limit(RLIMIT_CPU, static_cast<uint64_t>(budget_ms / 1000 + 2));
   set_limit(RLIMIT_CORE, 0);
