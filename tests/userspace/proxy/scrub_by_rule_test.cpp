@@ -218,7 +218,7 @@ std::string wide(const std::vector<uint32_t>& cps, bool utf32, bool be, bool bom
 }
 
 struct Family {
-  const char* name;
+  std::string name;
   std::function<std::string(const std::vector<uint32_t>&, Rng&)> encode;
 };
 
@@ -240,9 +240,8 @@ std::vector<Family> families() {
   for (bool utf32 : {false, true})
     for (bool be : {false, true})
       for (bool bom : {false, true}) {
-        static std::vector<std::string> names;
-        names.push_back(std::string(utf32 ? "UTF-32" : "UTF-16") + (be ? "BE" : "LE") + (bom ? " BOM" : ""));
-        f.push_back({names.back().c_str(), [=](const auto& c, Rng&) { return wide(c, utf32, be, bom); }});
+        f.push_back({std::string(utf32 ? "UTF-32" : "UTF-16") + (be ? "BE" : "LE") + (bom ? " BOM" : ""),
+                     [=](const auto& c, Rng&) { return wide(c, utf32, be, bom); }});
       }
   return f;
 }
@@ -278,7 +277,7 @@ TEST(ScrubByRule, EveryFamilyWithRandomEscapesIsRedactedAndANearMissPassesUnchan
     SecretScrubber s;
     ASSERT_TRUE(s.add_secret(utf8(secret), "cap:x"));
     for (const Family& f : families()) {
-      SCOPED_TRACE(std::string(f.name) + " round " + std::to_string(round));
+      SCOPED_TRACE(f.name + " round " + std::to_string(round));
       const std::string spelled = f.encode(secret, rng);
       const std::string body = kText.substr(0, rng() % kText.size()) + " " + spelled + kText;
       ScrubReport rep;
