@@ -325,6 +325,32 @@ TEST_F(MicroVmTest, AnAbandonedCommandFreesItsChannel) {
   EXPECT_EQ(events.find("unauthenticated_reply"), std::string::npos) << events;
 }
 
+// Commands back to back on every channel at once: each connection's close
+// reaches the guest as a control message that can arrive after the next
+// connection's envelope, so the agent must not take it for a cancel (nor
+// give up writing its reply while the host reconnects).
+TEST_F(MicroVmTest, CommandsBackToBackOnEveryChannelAllAnswer) {
+  create_vm_session("vm-1", 5, policy());
+  ASSERT_TRUE(run_vm("vm-1", "echo up\n")["ok"]);
+  ASSERT_NE(user_data_output("vm-1").find("up"), std::string::npos);
+  constexpr int kThreads = 4, kEach = 40;
+  std::vector<std::future<std::vector<std::string>>> workers;
+  for (int t = 0; t < kThreads; ++t)
+    workers.push_back(std::async(std::launch::async, [&, t] {
+      std::vector<std::string> wrong;
+      for (int i = 0; i < kEach; ++i) {
+        const std::string word = "b2b-" + std::to_string(t) + "-" + std::to_string(i);
+        ExecReply r = command_exec({{"id", "vm-1"}, {"argv", {"/bin/echo", word}}});
+        if (r.out != word + "\n") wrong.push_back(word + ": " + r.last.dump());
+      }
+      return wrong;
+    }));
+  for (auto& w : workers)
+    for (const std::string& e : w.get()) ADD_FAILURE() << e;
+  const std::string events = audit_events("command:", {"b2b-3-39"});
+  EXPECT_EQ(events.find("command:reject"), std::string::npos) << events;
+}
+
 // Bytes on a VM's agent channel straight from the host (root can connect to
 // QEMU's socket as zerod does), from a file: what comes back within two
 // seconds, hex.

@@ -333,15 +333,16 @@ CommandOutcome CommandClient::run_signed(const SigningKey& key, const std::strin
     d["reason"] = reason;
     audit_.post({"command:reject", session, d});
   };
-  net::UniqueFd fd;
-  std::string envelope;
   std::string channel;
-  // Released when this command is done with it, however that happens.
+  // Released when this command is done with it, however that happens: after
+  // its connection closed (declared before it, so destroyed after it).
   struct ChannelLease {
     CommandClient& client;
     const std::string& path;
     ~ChannelLease() { client.release_channel(path); }
   } lease{*this, channel};
+  net::UniqueFd fd;
+  std::string envelope;
   try {
     channel = acquire_channel(session);
   } catch (const CommandError&) {

@@ -38,10 +38,38 @@ bool wait_ready(int fd, short events, std::chrono::milliseconds timeout) {
   }
 }
 
+// On a virtio-serial port the host's side opening and closing reaches the
+// guest as control messages on a queue of their own, handled after the data
+// queue: the close of zerod's previous connection on a channel can arrive
+// after the next connection's envelope, with the open that follows it a
+// moment later. A host gone for less than this is that, not the host leaving
+// (zerod cancels with a byte; it closes for good only when it goes away).
+constexpr auto kHostGrace = std::chrono::seconds(3);
+
+// Whether the host side of a port is connected (POLLHUP while it is not).
+bool host_connected(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
+  }
+  return !(p.revents & POLLHUP);
+}
+
+// Whether the host side comes back within kHostGrace.
+bool host_returns(int fd) {
+  const auto until = Clock::now() + kHostGrace;
+  while (!host_connected(fd)) {
+    if (Clock::now() >= until) return false;
+    ::usleep(10000);
+  }
+  return true;
+}
+
 // Writes all of `data` to a socket or a character device (a virtio-serial
 // port), waiting at most `timeout` each time it cannot take more: a reader
 // that has gone, or stopped reading, ends the command instead of holding it.
-bool write_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+// With `host_may_return` (a channel), a host gone a moment (kHostGrace) is
+// waited for.
+bool write_all(int fd, std::string_view data, std::chrono::milliseconds timeout, bool host_may_return) {
   while (!data.empty()) {
     ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data.data(), data.size());
@@ -51,8 +79,9 @@ bool write_all(int fd, std::string_view data, std::chrono::milliseconds timeout)
       int r;
       while ((r = ::poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
       }
-      if (r <= 0 || !(p.revents & POLLOUT)) return false;
-      continue;
+      if (r > 0 && (p.revents & POLLOUT)) continue;
+      if (r > 0 && host_may_return && (p.revents & POLLHUP) && host_returns(fd)) continue;
+      return false;
     }
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
@@ -67,14 +96,20 @@ struct Replier {
   std::chrono::milliseconds timeout;
   std::string prefix;  // sent before the first frame (a channel's sync mark)
   bool channel = false;
+  // On a channel, whether a write waits for a host that is gone a moment
+  // (a stale close, kHostGrace): not once this exchange's own read saw the
+  // host close, or the next connection would be answered, and drained, as
+  // this one.
+  bool host_may_return = false;
   bool send(FrameKind kind, std::string_view payload) {
     std::string bytes = std::move(prefix);
     prefix.clear();
     bytes += sealer.seal(kind, payload);
-    return write_all(fd, bytes, timeout);
+    return write_all(fd, bytes, timeout, host_may_return);
   }
   // On a channel: whether zerod cancelled (sent a byte after the envelope,
-  // or its side closed). What it sent is consumed: it was no envelope.
+  // or its side closed and did not come back within kHostGrace). What it
+  // sent is consumed: it was no envelope.
   bool cancelled() const {
     if (!channel) return false;
     pollfd p{fd, POLLIN, 0};
@@ -82,15 +117,17 @@ struct Replier {
     }
     if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) return false;
     char sink[256];
-    while (::read(fd, sink, sizeof sink) > 0) {
-    }
-    return true;
+    size_t got = 0;
+    for (ssize_t n; (n = ::read(fd, sink, sizeof sink)) > 0;) got += static_cast<size_t>(n);
+    if (got > 0) return true;
+    return (p.revents & (POLLHUP | POLLERR)) && !host_returns(fd);
   }
 };
 
 Replier replier(int fd, const ResultKey& key, const Nonce& nonce, std::chrono::milliseconds timeout,
                 Transport transport) {
   Replier r{fd, ReplySealer(key, nonce), timeout, "", transport == Transport::kChannel};
+  r.host_may_return = r.channel;
   if (r.channel) {
     r.prefix.assign(kReplySync);
     r.prefix.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
@@ -116,7 +153,11 @@ Nonce nonce_in(std::string_view header) {
 
 // One read towards `want` bytes in `buf` (never past it); false at the end
 // of the stream (on a virtio-serial port: the host side closed) or when
-// nothing came within `timeout`.
+// nothing came within `timeout`. Unlike a write, a read does not wait for a
+// host that closed to come back: past a close, the next connection's bytes
+// would be taken for the rest of this envelope. (A close that is stale, the
+// previous connection's, comes after this connection's first bytes and is
+// seen only by an envelope that arrives in pieces.)
 bool read_some(int fd, std::string& buf, size_t want, std::chrono::milliseconds timeout) {
   char chunk[16384];
   for (;;) {
@@ -432,6 +473,7 @@ ServeOutcome Agent::serve(int fd, Transport transport) {
       // Closed (or silent) before a byte: no command was sent, none refused.
       if (buf.empty()) return ServeOutcome{false, "", "no_envelope"};
       Replier early = replier(fd, config_.result_key, nonce_in(buf), config_.write_timeout, transport);
+      early.host_may_return = false;
       return refuse_early(early, Rejection::kTruncated);
     }
   }
@@ -439,8 +481,10 @@ ServeOutcome Agent::serve(int fd, Transport transport) {
   const std::string type(command_type_name(header.type));
   std::string body = buf.substr(header_size);
   if (body.size() > header.body_length) return refuse_early(out, Rejection::kBadBodyHash, type);
-  if (!read_to(fd, body, header.body_length, read_timeout))
+  if (!read_to(fd, body, header.body_length, read_timeout)) {
+    out.host_may_return = false;
     return refuse_early(out, Rejection::kTruncated, type);
+  }
   if (const Rejection r = verify_body(header, body); r != Rejection::kNone) return reject(out, r, type);
   {
     std::lock_guard lock(mu_);

@@ -8,7 +8,10 @@
 // One exchange (one envelope, its reply) per host connection: the host
 // side connecting wakes the agent (SIGIO, directed at the thread serving
 // the port), zerod's closing ends the exchange (a read returns 0 and poll
-// reports POLLHUP while no one is connected).
+// reports POLLHUP while no one is connected). The close comes as a control
+// message that may be handled after the next connection's first bytes, so
+// during an exchange a host gone for less than a grace period is not taken
+// for its end (agent.cpp, kHostGrace).
 #pragma once
 
 #include <functional>
