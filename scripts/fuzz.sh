@@ -30,17 +30,38 @@ fi
 
 work=$(mktemp -d /tmp/zn-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-for t in "${TARGETS[@]}"; do
-  # The checked-in corpus stays as it is; new inputs go to the copy.
+# One target: the checked-in corpus stays as it is, new inputs go to a copy.
+# Prints its last line; its status is the fuzzer's.
+fuzz_one() {
+  local t=$1
   mkdir -p "$work/$t"
   cp fuzz/corpus/"$t"/* "$work/$t"/
+  "$FUZZ_BUILD_DIR/fuzz/${t}_fuzz" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=0 \
+    -artifact_prefix="$work/$t-" "$work/$t" > "$work/$t.log" 2>&1
+}
+# As many targets at once as there are cores (each fuzzer is one process on
+# one core): the same fuzzing time each, in a fraction of the wall time.
+jobs=$(nproc)
+pids=() names=()
+failed=()
+reap() {
+  local i
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then failed+=("${names[$i]}"); fi
+    echo "fuzz: ${names[$i]}: $(tail -1 "$work/${names[$i]}.log")"
+  done
+  pids=() names=()
+}
+for t in "${TARGETS[@]}"; do
   echo "fuzz: $t for ${SECONDS_PER_TARGET}s"
-  if ! "$FUZZ_BUILD_DIR/fuzz/${t}_fuzz" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=0 \
-       -artifact_prefix="$work/$t-" "$work/$t" > "$work/$t.log" 2>&1; then
-    echo "fuzz: $t FAILED; the input that did it:" >&2
-    tail -40 "$work/$t.log" >&2
-    ls -l "$work"/"$t"-* >&2 || true
-    exit 1
-  fi
-  tail -1 "$work/$t.log"
+  fuzz_one "$t" &
+  pids+=($!) names+=("$t")
+  [ "${#pids[@]}" -lt "$jobs" ] || reap
 done
+reap
+for t in "${failed[@]}"; do
+  echo "fuzz: $t FAILED; the input that did it:" >&2
+  tail -40 "$work/$t.log" >&2
+  ls -l "$work"/"$t"-* >&2 || true
+done
+[ "${#failed[@]}" -eq 0 ]
