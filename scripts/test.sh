@@ -19,7 +19,10 @@ scripts/lint.sh
 BUILD_DIR=${BUILD_DIR:-build}
 start=$SECONDS
 # shellcheck disable=SC2046 # the launcher arguments split on purpose
+# -g1: line tables, all a failure's stack needs (full -g made the build 15 %
+# slower); the package's own build keeps RelWithDebInfo's -g.
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZN_WERROR=ON -DZN_BUILD_TESTS=ON -DZN_BUILD_BENCH=ON \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   $(scripts/ccache_args.sh)
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 echo "test.sh: build: $((SECONDS - start)) s"
@@ -74,11 +77,24 @@ set +m
 # tool would go green. As root every test here can run, so a skip fails the
 # run unless it names a kernel feature that is really absent ("kernel lacks
 # ..."; tests/support/skip_policy.h). Each test binary enforces the same.
-JUNIT="$BUILD_DIR/ctest-junit.xml"
-rm -f "$JUNIT"
+#
+# The unit tests (no lab, no timing) run as many at once as there are cores;
+# the rest one at a time. The tests scripts/sanitize.sh runs under TSan are
+# left out here: they run there, once, assertions and race detector both
+# (checked below: each one left out is in the TSan build).
+# shellcheck source=scripts/tsan_suites.sh
+source scripts/tsan_suites.sh
+tsan_re=$(tsan_regex)
+junit_dir=$(realpath "$BUILD_DIR")
+rm -f "$junit_dir"/ctest-junit*.xml
 status=0
-ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 300 --output-junit "$(realpath "$BUILD_DIR")/ctest-junit.xml" "$@" || status=$?
-python3 scripts/check_skips.py "$JUNIT" || status=1
+ctest --test-dir "$BUILD_DIR" -L unit -E "$tsan_re" -j"$(nproc)" --output-on-failure --timeout 300 \
+  --output-junit "$junit_dir/ctest-junit-unit.xml" "$@" || status=$?
+ctest --test-dir "$BUILD_DIR" -LE unit -E "$tsan_re" --output-on-failure --timeout 300 \
+  --output-junit "$junit_dir/ctest-junit-rest.xml" "$@" || status=$?
+for junit in "$junit_dir"/ctest-junit-unit.xml "$junit_dir"/ctest-junit-rest.xml; do
+  python3 scripts/check_skips.py "$junit" || status=1
+done
 echo "test.sh: ctest: $((SECONDS - start)) s"
 [ "$status" -eq 0 ] || exit "$status"
 
@@ -91,6 +107,16 @@ fi
 side_pid=
 grep '^sanitize: ' "$side_log" || true
 echo "test.sh: side builds done $((SECONDS - start)) s after the tests started"
+# Every test the main run left to TSan is in the TSan build (a suite name
+# shared with a binary TSan does not build would otherwise run nowhere).
+ctest --test-dir "$BUILD_DIR" -N -R "$tsan_re" | awk '/Test +#/ {print $3}' | sort > "$side_log.main"
+ctest --test-dir "${TSAN_BUILD_DIR:-build-tsan}" -N -R "$tsan_re" | awk '/Test +#/ {print $3}' | sort > "$side_log.tsan"
+if [ -n "$(comm -23 "$side_log.main" "$side_log.tsan")" ]; then
+  echo "test.sh: left out of the main run but not in the TSan build:" >&2
+  comm -23 "$side_log.main" "$side_log.tsan" >&2
+  exit 1
+fi
+rm -f "$side_log.main" "$side_log.tsan"
 
 # The libFuzzer targets, bounded in time, on their seed corpora: a crash fails.
 scripts/fuzz.sh --run

@@ -191,7 +191,7 @@ httpd -p 8080 -h /www && echo "httpd: up"
 // A marked connection from the gateway address, as zerod's to an agent port
 // would be (only a CAP_NET_ADMIN process can make one): prints the first
 // bytes that came back, or "failed".
-constexpr const char* kMarkedConnect = R"py(import socket, sys
+constexpr const char* kVmMarkedConnect = R"py(import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, 36, 0x800)
 s.bind((sys.argv[1], 0))
@@ -265,7 +265,7 @@ TEST_F(MicroVmTest, ACommandRunsInAVmOverVirtioSerialAndTheWorkloadCannotForgeTh
   const std::string address = show["network"]["address"];
   const std::string guest = address.substr(0, address.find('/'));
   const std::string gateway = show["network"]["gateway"];
-  std::ofstream(dir_ / "marked_connect.py") << kMarkedConnect;
+  std::ofstream(dir_ / "marked_connect.py") << kVmMarkedConnect;
   auto marked = [&](int port) {
     return run_in_netns(lab_->host_netns(), "python3 " + (dir_ / "marked_connect.py").string() + " " +
                                                 gateway + " " + guest + " " + std::to_string(port))

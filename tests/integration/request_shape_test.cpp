@@ -20,7 +20,7 @@
 namespace zn::test {
 namespace {
 
-constexpr const char* kCanary = "AKIAZNCANARY00077";
+constexpr const char* kShapeCanary = "AKIAZNCANARY00077";
 // The file nginx serves: the secret at a known offset between markers.
 const std::string kBefore = "0123456789-before-";
 const std::string kAfter = "-after-abcdefghij\n";
@@ -33,7 +33,7 @@ std::string shape_policy(bool with_secret) {
       {"host":"api.stripe.com","paths":["/hdr/**"],"identity":"cap:stripe","inject":{"header":"X-Api-Key"}})";
   std::string out = R"({"policy":{"allow":[)" + allow + "]}";
   if (with_secret) out += std::string(R"(,"resources":{"stripe":{"accessToken":")") + kSecret + R"("}})";
-  return out + R"(,"canaries":[")" + kCanary + R"("]})";
+  return out + R"(,"canaries":[")" + kShapeCanary + R"("]})";
 }
 
 // window_bits: 15 zlib, 31 gzip, -15 raw deflate.
@@ -190,7 +190,7 @@ TEST_F(RequestShapeTest, HeaderNamesABackendCouldReadAsAnotherAreDropped) {
 // each coding and both protocols; what cannot be decoded, or decodes too
 // far, does not go.
 TEST_F(RequestShapeTest, ACodedBodyIsScreenedAsTheUpstreamWillReadIt) {
-  const std::string with = std::string("{\"k\":\"") + kCanary + "\"}";
+  const std::string with = std::string("{\"k\":\"") + kShapeCanary + "\"}";
   const std::string without = "{\"k\":\"nothing planted here\"}";
   const std::vector<std::pair<std::string, std::function<std::string(const std::string&)>>> codings = {
       {"gzip", [](const std::string& b) { return deflated(b, 31); }},

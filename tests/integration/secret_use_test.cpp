@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* kToken = "sk_live_placement_7d1e9c2b4a";
 constexpr const char* kPassword = "pw-basic/secret+9 x";
-constexpr const char* kCanary = "AKIAZNCANARY00001";
+constexpr const char* kUseCanary = "AKIAZNCANARY00001";
 constexpr const char* kCanary2 = "ghp_zncanary_0002";
 
 std::string placement_policy() {
@@ -40,7 +40,7 @@ std::string placement_policy() {
                  "jira":{"kind":"basic","user":"bot","password":")" +
          kPassword + R"("}},
     "canaries":[")" +
-         kCanary + R"(",")" + kCanary2 + R"("]})";
+         kUseCanary + R"(",")" + kCanary2 + R"("]})";
 }
 
 std::string base64(const std::string& in) {
@@ -177,7 +177,7 @@ TEST_F(SecretUseTest, APlaceholderIsSwappedOnlyForItsOwnRule) {
 }
 
 TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {
-  const std::string c = kCanary;
+  const std::string c = kUseCanary;
   // Positive controls first: the same requests without the canary pass.
   ASSERT_EQ(status("-H 'X-Aws-Key: AKIAPLAINVALUE001' https://api.github.com/repos/a"), "200");
   ASSERT_EQ(status("-d 'k=plain' https://api.stripe.com/open/b"), "200");

@@ -11,7 +11,7 @@
 namespace zn::test {
 namespace {
 
-constexpr const char* kCanary = "AKIAZNCANARY00001";
+constexpr const char* kWsCanary = "AKIAZNCANARY00001";
 constexpr int kMaxMessage = 65536;
 
 // Hand-built frames from the guest: `raw_ws.py MODE CAFILE`; prints what
@@ -266,7 +266,7 @@ class WebSocketTest : public ProxyTest {
       "resources":{"stripe":{"accessToken":")") +
            kSecret + R"("}},
       "canaries":[")" +
-           kCanary + R"("]})";
+           kWsCanary + R"("]})";
   }
   // The python3-websockets client in the guest; its lines.
   std::string ws(const std::string& url, const std::string& steps) {
@@ -377,7 +377,7 @@ TEST_F(WebSocketTest, ASecretSplitAcrossMessagesNeverArrivesWhole) {
 // (1008) and never reaches the upstream. Positive control: a near miss cut
 // the same way goes through.
 TEST_F(WebSocketTest, ACanarySplitAcrossGuestMessagesEndsTheWebSocket) {
-  const std::string canary = kCanary;
+  const std::string canary = kWsCanary;
   const std::string head = canary.substr(0, 7), tail = canary.substr(7);
   EXPECT_EQ(ws("wss://ws.example/open/t", "send:key=" + head + " recv send:" + tail + " recv"),
             "recv: key=" + head + "\nclosed: 1008 zeroness\n");
@@ -408,7 +408,7 @@ TEST_F(WebSocketTest, MessageSizeIsBounded) {
 // A canary in a message, a fragmented message or a ping ends the WebSocket
 // (1008) before it leaves; the same connection's clean message went.
 TEST_F(WebSocketTest, ATripwireInAFrameEndsTheWebSocket) {
-  EXPECT_EQ(ws("wss://ws.example/open/t", std::string("send:clean recv send:key=") + kCanary + " recv"),
+  EXPECT_EQ(ws("wss://ws.example/open/t", std::string("send:clean recv send:key=") + kWsCanary + " recv"),
             "recv: clean\nclosed: 1008 zeroness\n");
   for (const char* mode : {"pingcanary", "splitcanary"}) {
     const std::string r = raw_ws(mode);

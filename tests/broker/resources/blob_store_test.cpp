@@ -11,21 +11,15 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/files.h"
 
 namespace zn::broker {
 namespace {
 
+using ::zn::test::read_file;
+using ::zn::test::write_file;
+
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
 
 // Every name under dir, recursively, symlinks not followed.
 std::vector<std::string> tree(const fs::path& dir) {

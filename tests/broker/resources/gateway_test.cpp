@@ -14,36 +14,21 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/files.h"
+#include "broker/resources/raw_sql.h"
 
 namespace zn::broker {
 namespace {
+
+using ::zn::test::raw_exec;
+using ::zn::test::read_file;
+using ::zn::test::write_file;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The one 404 body: every miss reads exactly so.
 constexpr std::string_view kNotFoundBody = R"({"error":{"code":"not_found","message":"not found"}})";
-
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("open");
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  if (rc != SQLITE_OK) throw std::runtime_error(msg);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
 
 // A handle of the shape zerod issues: "cap:" and 32 of [a-z2-7].
 std::string random_handle() {

@@ -22,9 +22,12 @@
 
 #include "broker/resources/sql_store.h"
 #include "support/temp_dir.h"
+#include "broker/resources/raw_sql.h"
 
 namespace zn::broker {
 namespace {
+
+using ::zn::test::raw_exec;
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -32,17 +35,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kBudget{1000};
 constexpr milliseconds kSlack{100};  // the target: budget + 100 ms
-
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("open");
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  if (rc != SQLITE_OK) throw std::runtime_error(msg);
-}
 
 milliseconds since(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start);

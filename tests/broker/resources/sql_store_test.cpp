@@ -13,19 +13,19 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/files.h"
+#include "broker/resources/raw_sql.h"
 
 namespace zn::broker {
 namespace {
+
+using ::zn::test::raw_exec;
+using ::zn::test::read_file;
 
 using nlohmann::json;
 
 // A value stored in the table: no error message may quote it.
 constexpr std::string_view kStored = "row-secret-7f3a";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::set<std::string> names_in(const std::filesystem::path& dir) {
   std::set<std::string> out;
@@ -34,17 +34,6 @@ std::set<std::string> names_in(const std::filesystem::path& dir) {
 }
 
 // Runs SQL on a plain connection of the test's own (setup and checks).
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("open");
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  if (rc != SQLITE_OK) throw std::runtime_error(msg);
-}
-
 class SqlStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

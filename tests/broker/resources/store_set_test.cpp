@@ -12,27 +12,16 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/files.h"
+#include "broker/resources/raw_sql.h"
 
 namespace zn::broker {
 namespace {
 
+using ::zn::test::raw_exec;
+using ::zn::test::write_file;
+
 namespace fs = std::filesystem;
-
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("open");
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  if (rc != SQLITE_OK) throw std::runtime_error(msg);
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
 
 // The constructor's exception text, "" when it did not throw.
 std::string setup_error(const StoreCatalog& catalog) {

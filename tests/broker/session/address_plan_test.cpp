@@ -24,9 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPolicy = R"({"policy":{"allow":[{"host":"api.github.com"}]}})";
+constexpr const char* kPlanPolicy = R"({"policy":{"allow":[{"host":"api.github.com"}]}})";
 
-std::string unique(const std::string& head) {
+std::string plan_unique(const std::string& head) {
   static std::mt19937 rng{std::random_device{}()};
   return head + std::to_string(::getpid()) + "x" + std::to_string(rng() % 100000);
 }
@@ -38,9 +38,9 @@ bool has(const std::vector<std::string>& v, const std::string& s) {
 class SessionRegistryPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    netns_ = unique("zsp");
+    netns_ = plan_unique("zsp");
     vmm::create_netns(netns_);
-    dir_ = fs::temp_directory_path() / unique("zsp-state");
+    dir_ = fs::temp_directory_path() / plan_unique("zsp-state");
     fs::create_directories(dir_);
     scope_ = std::make_unique<NetnsScope>(netns_);
     vmm::RouteNetlink().configure_link(vmm::RouteNetlink().link_index("lo"), {});
@@ -84,7 +84,7 @@ TEST_F(SessionRegistryPlanTest, SlotsPastTheLabsGetTheirSlashThirty) {
         Want{16000, "198.19.250.1/30", "198.19.250.2", "2001:db8:19::3e:8001/120", "2001:db8:19::3e:8002"}}) {
     SCOPED_TRACE(w.slot);
     const std::string id = "user-" + std::to_string(w.slot);
-    Session s = *registry_->create({id, kPolicy, std::nullopt, w.slot});
+    Session s = *registry_->create({id, kPlanPolicy, std::nullopt, w.slot});
     EXPECT_EQ(s.record.slot, w.slot);
     EXPECT_EQ(s.record.device, "zn-tap" + std::to_string(w.slot));
     EXPECT_EQ(if_nametoindex(s.record.device.c_str()), static_cast<unsigned>(s.ifindex));
@@ -108,7 +108,7 @@ TEST_F(SessionRegistryPlanTest, SlotsPastTheLabsGetTheirSlashThirty) {
   EXPECT_EQ(load_session_records((dir_ / "sessions.json").string()).size(), 3u);
 
   // The plan's last slot is 16382 (datapath indices 1..16383); past it is refused.
-  EXPECT_THROW(registry_->create({"past", kPolicy, std::nullopt, 16383u}), SessionError);
+  EXPECT_THROW(registry_->create({"past", kPlanPolicy, std::nullopt, 16383u}), SessionError);
   EXPECT_EQ(if_nametoindex("zn-tap16383"), 0u);
 
   registry_->remove("user-16000");
@@ -118,7 +118,7 @@ TEST_F(SessionRegistryPlanTest, SlotsPastTheLabsGetTheirSlashThirty) {
 }
 
 TEST_F(SessionRegistryPlanTest, TheDatapathTakesTheLastSessionIndex) {
-  Session s = *registry_->create({"user-1", kPolicy, std::nullopt, 16382u});
+  Session s = *registry_->create({"user-1", kPlanPolicy, std::nullopt, 16382u});
   dp::SessionEntry e;
   e.session_idx = ZN_MAX_SESSIONS - 1;
   e.guest_mac = s.net.guest_mac;

@@ -17,7 +17,7 @@
 namespace zn::broker {
 namespace {
 
-using test::encodings_of;
+using ::zn::test::encodings_of;
 
 constexpr const char* kToken = "sk_live_sealed_policy_7c1e99aa";
 

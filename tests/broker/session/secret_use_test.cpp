@@ -12,7 +12,7 @@
 namespace zn::broker::test {
 namespace {
 
-constexpr const char* kPolicy = R"({"policy":{"allow":[
+constexpr const char* kUsePolicy = R"({"policy":{"allow":[
     {"host":"api.stripe.com","paths":["/hdr/**"],"identity":"cap:stripe","inject":{"header":"X-Api-Key"}},
     {"host":"api.stripe.com","paths":["/tok/**"],"identity":"cap:stripe",
      "inject":{"header":"Authorization","prefix":"token "}},
@@ -37,7 +37,7 @@ proxy::RequestFacts request(const std::string& host, const std::string& path, bo
 }
 
 struct SecretUse : ::testing::Test {
-  void SetUp() override { b.sessions.put("s1", kPolicy, 0); }
+  void SetUp() override { b.sessions.put("s1", kUsePolicy, 0); }
   proxy::RequestDecision decide(const std::string& host, const std::string& path, bool first = false) {
     return b.proxy.decide_request(request(host, path, first));
   }
@@ -90,7 +90,7 @@ TEST_F(SecretUse, APlaceholderIsOfferedForSwappingOnlyUnderItsOwnRule) {
   EXPECT_EQ(decide("evil.example", "/x", true).tripwires.size(), 3u);
   EXPECT_TRUE(decide("api.github.com", "/x").tripwires.empty());
   // A policy update keeps a running guest's placeholder.
-  b.sessions.put("s1", kPolicy, 0);
+  b.sessions.put("s1", kUsePolicy, 0);
   EXPECT_EQ(placeholder(), ph);
 }
 

@@ -13,7 +13,7 @@
 namespace zn::h2::test {
 namespace {
 
-http::RequestHead parse(const std::string& text) {
+http::RequestHead parse_head(const std::string& text) {
   http::RequestHead r;
   const http::ParseResult p = http::parse_request_head(text, {}, r);
   EXPECT_EQ(p.state, http::ParseState::kDone) << p.error;
@@ -39,7 +39,7 @@ void expect_same_as_http11(const http::RequestHead& req, const http::Injection* 
   const UpstreamRequest h2 = to_h2_request_fields(req, target, "api.example", injection, scanned);
   ASSERT_EQ(h2.error, nullptr);
   const http::RequestHead h1 =
-      parse(http::forwarded_request_head(req, target, "api.example", injection, scanned));
+      parse_head(http::forwarded_request_head(req, target, "api.example", injection, scanned));
   EXPECT_EQ(h2.method, h1.method);
   EXPECT_EQ(h2.path, h1.target);
   EXPECT_EQ(h2.scheme, "https");
@@ -67,7 +67,7 @@ const std::string kGuestRequest =
     "User-Agent: agent/1\r\nContent-Length: 2\r\n\r\n";
 
 TEST(StreamUpstream, TheRequestIsTheHttp11RewriteWithAndWithoutAnIdentity) {
-  const http::RequestHead req = parse(kGuestRequest);
+  const http::RequestHead req = parse_head(kGuestRequest);
   expect_same_as_http11(req, nullptr, false);
   expect_same_as_http11(req, nullptr, true);
   http::Injection header{"Authorization", "Bearer S3CR3T", {"X-Api-Key"}, {"S3CR3T"}, false};
@@ -77,7 +77,7 @@ TEST(StreamUpstream, TheRequestIsTheHttp11RewriteWithAndWithoutAnIdentity) {
 }
 
 TEST(StreamUpstream, TheIdentityReplacesTheGuestsCredential) {
-  const http::RequestHead req = parse(kGuestRequest);
+  const http::RequestHead req = parse_head(kGuestRequest);
   http::Injection inj{"Authorization", "Bearer S3CR3T", {"X-Api-Key"}, {"S3CR3T"}, false};
   const UpstreamRequest r = to_h2_request_fields(req, target_of(req), "api.example", &inj);
   ASSERT_EQ(r.error, nullptr);
@@ -111,34 +111,36 @@ TEST(StreamUpstream, TheIdentityReplacesTheGuestsCredential) {
 
 TEST(StreamUpstream, FramingBecomesALengthOrDataFrames) {
   const UpstreamRequest sized =
-      to_h2_request_fields(parse(kGuestRequest), {"/v1", "", false}, "api.example", nullptr);
+      to_h2_request_fields(parse_head(kGuestRequest), {"/v1", "", false}, "api.example", nullptr);
   EXPECT_TRUE(sized.has_body);
   int lengths = 0;
   for (const Field& f : sized.headers) lengths += f.name == "content-length" && f.value == "2";
   EXPECT_EQ(lengths, 1);
 
   const http::RequestHead chunked =
-      parse("POST /v1 HTTP/1.1\r\nHost: api.example\r\nTransfer-Encoding: chunked\r\n\r\n");
+      parse_head("POST /v1 HTTP/1.1\r\nHost: api.example\r\nTransfer-Encoding: chunked\r\n\r\n");
   const UpstreamRequest streamed = to_h2_request_fields(chunked, {"/v1", "", false}, "api.example", nullptr);
   EXPECT_TRUE(streamed.has_body);
   for (const Field& f : streamed.headers) {
     EXPECT_NE(f.name, "transfer-encoding");
     EXPECT_NE(f.name, "content-length");
   }
-  const UpstreamRequest none = to_h2_request_fields(parse("GET /v1 HTTP/1.1\r\nHost: api.example\r\n\r\n"),
-                                                    {"/v1", "", false}, "api.example", nullptr);
+  const UpstreamRequest none =
+      to_h2_request_fields(parse_head("GET /v1 HTTP/1.1\r\nHost: api.example\r\n\r\n"), {"/v1", "", false},
+                           "api.example", nullptr);
   EXPECT_FALSE(none.has_body);
   EXPECT_TRUE(none.headers.empty());
   const UpstreamRequest empty =
-      to_h2_request_fields(parse("POST /v1 HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\n\r\n"),
+      to_h2_request_fields(parse_head("POST /v1 HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\n\r\n"),
                            {"/v1", "", false}, "api.example", nullptr);
   EXPECT_FALSE(empty.has_body);
 }
 
 TEST(StreamUpstream, WhatCannotBeSentIsRefusedWithNothingLeftBehind) {
-  http::RequestHead upgrade = parse("GET /ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\n\r\n");
+  http::RequestHead upgrade =
+      parse_head("GET /ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\n\r\n");
   EXPECT_NE(to_h2_request_fields(upgrade, {"/ws", "", false}, "api.example", nullptr).error, nullptr);
-  const http::RequestHead req = parse("GET /v1?q=1 HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  const http::RequestHead req = parse_head("GET /v1?q=1 HTTP/1.1\r\nHost: api.example\r\n\r\n");
   http::Injection bad_name{"Bad Header", "S3CR3T", {}, {"S3CR3T"}, false};
   const UpstreamRequest r = to_h2_request_fields(req, target_of(req), "api.example", &bad_name);
   EXPECT_NE(r.error, nullptr);
@@ -206,7 +208,7 @@ TEST(StreamUpstream, ARealServerSeesTheRequestAndItsAnswerMapsBack) {
   H2ClientSession client;
   NgPeer server{NgPeer::Role::kServer};
   ClientExchange ex;
-  const http::RequestHead req = parse(kGuestRequest);
+  const http::RequestHead req = parse_head(kGuestRequest);
   http::Injection inj{"Authorization", "Bearer S3CR3T", {"X-Api-Key"}, {"S3CR3T"}, false};
   UpstreamRequest r = to_h2_request_fields(req, target_of(req), "api.example", &inj);
   ASSERT_EQ(r.error, nullptr);

@@ -35,7 +35,7 @@ using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
 constexpr const char* kHost = "api.example";
-const std::string kSecret = "sk_live_exchange_test_4f9a8b7c6d";
+const std::string kExchangeSecret = "sk_live_exchange_test_4f9a8b7c6d";
 
 // ---- The guest: scripted reads, recorded writes -----------------------------
 
@@ -167,7 +167,10 @@ RequestDecision refused(int status, const std::string& reason) {
 }
 
 Injection stripe_injection() {
-  return Injection{"Authorization", "Bearer " + kSecret, {"Authorization", "Proxy-Authorization"}, {kSecret}};
+  return Injection{"Authorization",
+                   "Bearer " + kExchangeSecret,
+                   {"Authorization", "Proxy-Authorization"},
+                   {kExchangeSecret}};
 }
 
 // ---- The upstream: a real server on 127.0.0.1 --------------------------------
@@ -406,13 +409,13 @@ TEST_F(ExchangeTest, AnAllowedRequestIsRelayedWithTheIdentityInjected) {
   ASSERT_EQ(upstream_->received.size(), 1u);
   const Received& r = upstream_->received[0];
   EXPECT_EQ(request_lines(), std::vector<std::string>{"POST /v1/charges?x=1 HTTP/1.1"});
-  EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kSecret);
+  EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kExchangeSecret);
   EXPECT_EQ(count(r.raw, "Authorization:"), 1u);
   EXPECT_EQ(r.raw.find("guest-own-token"), std::string::npos);
   EXPECT_EQ(r.raw.find("Proxy-Authorization"), std::string::npos);
   EXPECT_EQ(r.head.host, kHost);
   EXPECT_EQ(r.body, "amount=500");
-  EXPECT_EQ(got.find(kSecret), std::string::npos);
+  EXPECT_EQ(got.find(kExchangeSecret), std::string::npos);
   ASSERT_EQ(policy_->summaries.size(), 1u);
   const RequestSummary& s = policy_->summaries[0];
   EXPECT_TRUE(s.forwarded);
@@ -497,14 +500,14 @@ TEST_F(ExchangeTest, TheIdentityAndTheSecretsComeWithTheVerdict) {
     d.host = f.host_header;
     d.rule = RuleRef{2, "stripe"};
     d.injection = stripe_injection();
-    if (f.want_session_secrets) d.session_secrets = {{"stripe", kSecret}};
+    if (f.want_session_secrets) d.session_secrets = {{"stripe", kExchangeSecret}};
     return d;
   };
   policy_->injection = std::nullopt;  // a second trip would find no identity: 403
   policy_->secrets = {};              // only what the verdict itself carries
   upstream_->respond = [](const Received&) {
-    return std::string("HTTP/1.1 200 OK\r\nContent-Length: ") + std::to_string(kSecret.size()) + "\r\n\r\n" +
-           kSecret;
+    return std::string("HTTP/1.1 200 OK\r\nContent-Length: ") + std::to_string(kExchangeSecret.size()) +
+           "\r\n\r\n" + kExchangeSecret;
   };
   const std::string got = fetch({kGet + kGet}, /*tls=*/true);
   EXPECT_EQ(count(got, "HTTP/1.1 200 OK"), 2u) << got;
@@ -514,8 +517,8 @@ TEST_F(ExchangeTest, TheIdentityAndTheSecretsComeWithTheVerdict) {
   EXPECT_FALSE(policy_->requests[1].want_session_secrets);  // loaded once per connection
   ASSERT_EQ(upstream_->received.size(), 2u);
   for (const Received& r : upstream_->received)
-    EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kSecret);
-  EXPECT_EQ(got.find(kSecret), std::string::npos) << got;  // scrubbed with the secrets given
+    EXPECT_TRUE(r.head.find("Authorization") && *r.head.find("Authorization") == "Bearer " + kExchangeSecret);
+  EXPECT_EQ(got.find(kExchangeSecret), std::string::npos) << got;  // scrubbed with the secrets given
 }
 
 TEST_F(ExchangeTest, CleartextTellsTheBrokerThereIsNoSni) {
@@ -828,9 +831,9 @@ TEST_F(ExchangeTest, ResponsesAreScrubbedOfTheInjectedSecret) {
   policy_->injection = stripe_injection();
   const std::string got = fetch({request}, true);
   ASSERT_EQ(upstream_->received.size(), 1u);
-  EXPECT_NE(upstream_->received[0].raw.find(kSecret), std::string::npos);  // it was injected ...
+  EXPECT_NE(upstream_->received[0].raw.find(kExchangeSecret), std::string::npos);  // it was injected ...
   EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
-  for (const SecretPattern& p : secret_patterns(kSecret))  // ... and never came back, in any encoding
+  for (const SecretPattern& p : secret_patterns(kExchangeSecret))  // ... and never came back, in any encoding
     EXPECT_EQ(got.find(p.bytes), std::string::npos) << encoding_name(p.encoding);
   // Same-length replacement: the upstream's Content-Length still frames the body.
   const size_t body_at = got.find("\r\n\r\n") + 4;
@@ -848,20 +851,20 @@ TEST_F(ExchangeTest, ResponsesAreScrubbedOfTheInjectedSecret) {
 
 TEST_F(ExchangeTest, TheSessionsSecretsAreScrubbedEvenWhereNoneWasInjected) {
   // An upstream replaying on this connection what it got on another one.
-  const std::string leak = "{\"token\":\"" + kSecret + "\"}";
+  const std::string leak = "{\"token\":\"" + kExchangeSecret + "\"}";
   upstream_->respond = [&](const Received&) {
     return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(leak.size()) + "\r\n\r\n" + leak;
   };
   const std::string unarmed = fetch({kGet});
-  EXPECT_NE(unarmed.find(kSecret), std::string::npos);  // control: nothing to scrub for
+  EXPECT_NE(unarmed.find(kExchangeSecret), std::string::npos);  // control: nothing to scrub for
 
   reset();
   upstream_->respond = [&](const Received&) {
     return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(leak.size()) + "\r\n\r\n" + leak;
   };
-  policy_->secrets = {{"stripe", kSecret}};
+  policy_->secrets = {{"stripe", kExchangeSecret}};
   const std::string got = fetch({kGet});
-  EXPECT_EQ(got.find(kSecret), std::string::npos) << "the session's secret reached the guest";
+  EXPECT_EQ(got.find(kExchangeSecret), std::string::npos) << "the session's secret reached the guest";
   EXPECT_EQ(got.size(), unarmed.size());
   EXPECT_TRUE(policy_->injected.empty());
 }

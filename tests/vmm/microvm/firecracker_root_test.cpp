@@ -24,25 +24,21 @@
 
 #include "vmm/host/tap_device.h"
 #include "vmm/microvm/firecracker.h"
+#include "support/files.h"
 
 namespace zn::vmm {
 namespace {
 
+using ::zn::test::read_file;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr uid_t kUid = 0x7a6effb0;
+constexpr uid_t kRootUid = 0x7a6effb0;
 const std::string kGuestDir = ZN_GUEST_DIR;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string sysfs(const std::string& tap, const char* attr) {
-  std::string v = slurp(fs::path("/sys/class/net") / tap / attr);
+  std::string v = read_file(fs::path("/sys/class/net") / tap / attr);
   while (!v.empty() && v.back() == '\n') v.pop_back();
   return v;
 }
@@ -80,30 +76,30 @@ class FirecrackerRoot : public ::testing::Test {
 
 // Before any hand-over, a TAP zerod made is root's alone: no other uid can
 // attach to it and speak as the session's guest.
-TEST_F(FirecrackerRoot, AFreshTapAttachesToNoOtherUid) { EXPECT_EQ(attach_as(kUid, tap_), EPERM); }
+TEST_F(FirecrackerRoot, AFreshTapAttachesToNoOtherUid) { EXPECT_EQ(attach_as(kRootUid, tap_), EPERM); }
 
 TEST_F(FirecrackerRoot, TheTapIsTheVmsUidsWhileItRuns) {
   {
     net::UniqueFd fd = open_tap(tap_);
     EXPECT_EQ(tap_name(fd.get()), tap_);
-    set_tap_owner(fd.get(), kUid, kUid);
+    set_tap_owner(fd.get(), kRootUid, kRootUid);
   }  // let go, as the launcher does, so the VMM can attach
-  EXPECT_EQ(sysfs(tap_, "owner"), std::to_string(kUid));
-  EXPECT_EQ(sysfs(tap_, "group"), std::to_string(kUid));
-  EXPECT_EQ(attach_as(kUid + 1, tap_), EPERM) << "another VM's uid attached";
-  EXPECT_EQ(attach_as(kUid, tap_), 0);
+  EXPECT_EQ(sysfs(tap_, "owner"), std::to_string(kRootUid));
+  EXPECT_EQ(sysfs(tap_, "group"), std::to_string(kRootUid));
+  EXPECT_EQ(attach_as(kRootUid + 1, tap_), EPERM) << "another VM's uid attached";
+  EXPECT_EQ(attach_as(kRootUid, tap_), 0);
   {
     net::UniqueFd fd = open_tap(tap_);
     set_tap_owner(fd.get(), 0, 0);
   }
-  EXPECT_EQ(attach_as(kUid, tap_), EPERM) << "the VM's uid kept the TAP after it was given back";
+  EXPECT_EQ(attach_as(kRootUid, tap_), EPERM) << "the VM's uid kept the TAP after it was given back";
 }
 
 TEST_F(FirecrackerRoot, BootsTheGuestWhereFirecrackerCanRun) {
   FirecrackerBackend fc;
   const fs::path dir = fs::temp_directory_path() / ("zn-fc-vm-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  ASSERT_EQ(::chown(dir.c_str(), kUid, kUid), 0);
+  ASSERT_EQ(::chown(dir.c_str(), kRootUid, kRootUid), 0);
   ::chmod(dir.c_str(), 0700);
   VmSpec spec;
   spec.name = "zn-fc-test-" + std::to_string(::getpid());
@@ -111,8 +107,8 @@ TEST_F(FirecrackerRoot, BootsTheGuestWhereFirecrackerCanRun) {
   spec.kernel = kGuestDir + "/vmlinuz";
   spec.initrd = kGuestDir + "/initramfs.cpio.gz";
   spec.memory_mib = 128;
-  spec.uid = kUid;
-  spec.gid = kUid;
+  spec.uid = kRootUid;
+  spec.gid = kRootUid;
   spec.boot.network = guest_network(AddressPlan::lab_default(), 0);
   spec.boot.hostname = "fc-test";
   spec.tap = open_tap(tap_);
@@ -135,14 +131,14 @@ TEST_F(FirecrackerRoot, BootsTheGuestWhereFirecrackerCanRun) {
             << std::endl;
   auto vm = fc.launch(std::move(spec));
   EXPECT_EQ(vm->accel(), Accel::kKvm);
-  EXPECT_EQ(sysfs(tap_, "owner"), std::to_string(kUid));
+  EXPECT_EQ(sysfs(tap_, "owner"), std::to_string(kRootUid));
   bool ready = false;
   const auto until = std::chrono::steady_clock::now() + 60s;
   while (!ready && vm->running() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(100ms);
-    ready = slurp(vm->console_path()).find("ZN-GUEST-READY") != std::string::npos;
+    ready = read_file(vm->console_path()).find("ZN-GUEST-READY") != std::string::npos;
   }
-  EXPECT_TRUE(ready) << vm->exit_status() << "\n" << slurp(vm->console_path());
+  EXPECT_TRUE(ready) << vm->exit_status() << "\n" << read_file(vm->console_path());
   EXPECT_TRUE(vm->running());
   vm->stop(2s);
   EXPECT_FALSE(vm->running());

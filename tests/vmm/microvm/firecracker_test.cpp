@@ -16,9 +16,12 @@
 #include "vmm/microvm/firecracker.h"
 #include "vmm/microvm/qemu.h"
 #include "vmm/microvm/vm_disk.h"
+#include "support/files.h"
 
 namespace zn::vmm {
 namespace {
+
+using ::zn::test::read_file;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -121,13 +124,6 @@ std::string compress(const TempDir& dir, const std::string& tool, const std::str
   const std::string cmd = tool + " < " + in + " > " + out;
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error(cmd + " failed");
   std::ifstream f(out, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -249,7 +245,7 @@ TEST(FirecrackerKernel, UnpacksTheVmlinuxInABzImage) {
   const std::string out = (dir.path() / "vmlinux").string();
 
   write_vmlinux(dir.file("elf", vmlinux), out);
-  EXPECT_EQ(slurp(out), vmlinux);
+  EXPECT_EQ(read_file(out), vmlinux);
 
   struct Case {
     const char* tool;  // the name find_tool looks for
@@ -277,7 +273,7 @@ TEST(FirecrackerKernel, UnpacksTheVmlinuxInABzImage) {
       continue;
     }
     write_vmlinux(kernel, out);
-    EXPECT_EQ(slurp(out), vmlinux);
+    EXPECT_EQ(read_file(out), vmlinux);
     EXPECT_FALSE(fs::exists(out + ".payload"));
   }
 

@@ -10,18 +10,14 @@
 #include <sstream>
 
 #include "vmm/microvm/guest_config.h"
+#include "support/files.h"
 
 namespace zn::vmm {
 namespace {
 
-namespace fs = std::filesystem;
+using ::zn::test::read_file;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace fs = std::filesystem;
 
 class ArchiveTest : public ::testing::Test {
  protected:
@@ -48,8 +44,8 @@ TEST_F(ArchiveTest, GnuCpioReadsWhatWasWritten) {
                                  {"zn/bin", 0700, false, binary},
                                  {"zn/empty", 0600, false, ""}})),
             0);
-  EXPECT_EQ(slurp(dir_ / "out" / "zn" / "guest.conf"), "ZN_IP4=198.19.0.2/24\n");
-  EXPECT_EQ(slurp(dir_ / "out" / "zn" / "bin"), binary);
+  EXPECT_EQ(read_file(dir_ / "out" / "zn" / "guest.conf"), "ZN_IP4=198.19.0.2/24\n");
+  EXPECT_EQ(read_file(dir_ / "out" / "zn" / "bin"), binary);
   EXPECT_TRUE(fs::exists(dir_ / "out" / "zn" / "empty"));
   EXPECT_EQ(fs::status(dir_ / "out" / "zn" / "bin").permissions() & fs::perms::all, fs::perms::owner_all);
   // Lengths that need each padding (names and data of every size mod 4).
@@ -61,7 +57,7 @@ TEST_F(ArchiveTest, GnuCpioReadsWhatWasWritten) {
   fs::create_directories(dir_ / "out");
   ASSERT_EQ(unpack(newc_archive(many)), 0);
   for (int i = 1; i <= 9; ++i)
-    EXPECT_EQ(slurp(dir_ / "out" / std::string(static_cast<size_t>(i), 'f')),
+    EXPECT_EQ(read_file(dir_ / "out" / std::string(static_cast<size_t>(i), 'f')),
               std::string(static_cast<size_t>(i), 'x'));
 }
 

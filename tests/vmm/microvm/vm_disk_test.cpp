@@ -13,18 +13,14 @@
 #include <sstream>
 
 #include "userspace/net/unique_fd.h"
+#include "support/files.h"
 
 namespace zn::vmm {
 namespace {
 
-namespace fs = std::filesystem;
+using ::zn::test::read_file;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace fs = std::filesystem;
 
 class VmDiskTest : public ::testing::Test {
  protected:
@@ -92,7 +88,7 @@ TEST_F(VmDiskTest, EncryptedOverlayOpensWithItsKeyOnly) {
   const fs::path overlay = dir_ / overlay_name(true);
   ASSERT_TRUE(fs::exists(overlay));
   EXPECT_FALSE(fs::exists(dir_ / "overlay-head.qcow2"));  // the scratch qcow2 is gone
-  const std::string bytes = slurp(overlay);
+  const std::string bytes = read_file(overlay);
   EXPECT_EQ(bytes.rfind(std::string("LUKS\xba\xbe", 6), 0), 0u);
   // Nothing of the qcow2 inside shows: not its magic, not the base's path.
   EXPECT_EQ(bytes.find("QFI\xfb"), std::string::npos);

@@ -14,21 +14,17 @@
 
 #include "vmm/microvm/vm_cgroup.h"
 #include "vmm/microvm/vm_process.h"
+#include "support/files.h"
 
 namespace zn::vmm {
 namespace {
+
+using ::zn::test::read_file;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr uid_t kUid = 0x7a6effa0;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class VmProcessTest : public ::testing::Test {
  protected:
@@ -93,7 +89,7 @@ TEST_F(VmProcessTest, UnprivilegedBoundedAndAlone) {
   std::string log;
   for (int i = 0; i < 100 && log.find("zeroness/" + name_) == std::string::npos; ++i) {
     std::this_thread::sleep_for(20ms);
-    log = slurp(dir_ / "log");
+    log = read_file(dir_ / "log");
   }
   EXPECT_NE(log.find("uid=" + std::to_string(kUid) + " gid=" + std::to_string(kUid)), std::string::npos)
       << log;
@@ -129,7 +125,7 @@ TEST_F(VmProcessTest, TheLimitsHold) {
   std::string log;
   for (int i = 0; i < 200 && log.find("forked") == std::string::npos; ++i) {
     std::this_thread::sleep_for(20ms);
-    log = slurp(dir_ / "log");
+    log = read_file(dir_ / "log");
   }
   size_t procs = 0;
   std::ifstream in(cgroup.procs_files().back());
