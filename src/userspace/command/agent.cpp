@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "userspace/command/frames.h"
+#include "userspace/command/virtio_port.h"
 
 namespace zn::command {
 namespace {
@@ -45,14 +46,6 @@ bool wait_ready(int fd, short events, std::chrono::milliseconds timeout) {
 // moment later. A host gone for less than this is that, not the host leaving
 // (zerod cancels with a byte; it closes for good only when it goes away).
 constexpr auto kHostGrace = std::chrono::seconds(3);
-
-// Whether the host side of a port is connected (POLLHUP while it is not).
-bool host_connected(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
-  }
-  return !(p.revents & POLLHUP);
-}
 
 // Whether the host side comes back within kHostGrace.
 bool host_returns(int fd) {

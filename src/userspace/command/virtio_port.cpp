@@ -17,15 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether someone is connected on the host side: the port reports POLLHUP
-// while no one is.
-bool host_connected(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
-  }
-  return !(p.revents & POLLHUP);
-}
-
 // Sleeps until the host side connects. SIGIO (sent on every change of the
 // host's connection) wakes it; the one-second bound covers a change that
 // came between the check and the wait.
@@ -53,6 +44,13 @@ void drain(int fd) {
 }
 
 }  // namespace
+
+bool host_connected(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
+  }
+  return !(p.revents & POLLHUP);
+}
 
 std::vector<VirtioPort> find_virtio_ports(const std::string& prefix, const std::string& sysfs) {
   std::vector<VirtioPort> out;

@@ -34,6 +34,10 @@ struct VirtioPort {
 std::vector<VirtioPort> find_virtio_ports(const std::string& prefix,
                                           const std::string& sysfs = kVirtioPortsDir);
 
+// Whether someone is connected on the host side of a port: it reports
+// POLLHUP while no one is.
+bool host_connected(int fd);
+
 // Opens a port to serve (non-blocking, close-on-exec) and asks for SIGIO on
 // the calling thread when its host side connects; the caller must have
 // SIGIO blocked (it is waited for, never handled). Throws std::runtime_error.
