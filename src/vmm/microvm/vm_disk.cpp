@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,9 +110,19 @@ std::string find_tool(const std::string& name, const std::string& beside) {
 }
 
 ToolResult run_tool(const std::vector<std::string>& argv, const std::string& input, int pass_fd) {
-  int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text());
-  net::UniqueFd in_r(in[0]), in_w(in[1]);
+  // The input goes in a memory file written whole before the tool starts,
+  // not a pipe: a tool that exits without reading it (or fails at once)
+  // would have the write raise SIGPIPE in zerod, or block on a full pipe.
+  net::UniqueFd in(::memfd_create("zn-tool-input", MFD_CLOEXEC));
+  if (!in) throw std::runtime_error("memfd: " + errno_text());
+  for (size_t done = 0; done < input.size();) {
+    const ssize_t n = ::write(in.get(), input.data() + done, input.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("writing the tool's input: " + errno_text());
+    done += static_cast<size_t>(n);
+  }
+  if (::lseek(in.get(), 0, SEEK_SET) != 0) throw std::runtime_error("lseek: " + errno_text());
+  int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text());
   net::UniqueFd out_r(out[0]), out_w(out[1]);
   // Above 3, so that dup2 onto 3 always makes a new descriptor (one without
@@ -123,7 +134,7 @@ ToolResult run_tool(const std::vector<std::string>& argv, const std::string& inp
   }
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_adddup2(&actions, in_r.get(), 0);
+  ::posix_spawn_file_actions_adddup2(&actions, in.get(), 0);
   ::posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
   ::posix_spawn_file_actions_adddup2(&actions, out_w.get(), 2);
   if (passed) ::posix_spawn_file_actions_adddup2(&actions, passed.get(), 3);
@@ -149,14 +160,10 @@ ToolResult run_tool(const std::vector<std::string>& argv, const std::string& inp
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attr);
   if (err != 0) throw std::runtime_error("cannot run " + argv[0] + ": " + std::strerror(err));
-  in_r.reset();
+  in.reset();
   out_w.reset();
   passed.reset();
   ToolResult result;
-  // Small (a key): fits the pipe whether or not the tool reads it.
-  if (!input.empty() && ::write(in_w.get(), input.data(), input.size()) != static_cast<ssize_t>(input.size()))
-    result.output = "zeroness: writing the tool's stdin: " + errno_text() + "\n";
-  in_w.reset();
   char buf[4096];
   for (;;) {
     const ssize_t n = ::read(out_r.get(), buf, sizeof buf);

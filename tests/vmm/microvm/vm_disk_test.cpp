@@ -128,5 +128,18 @@ TEST_F(VmDiskTest, AFailedStepSaysWhyAndLeavesNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "overlay-head.qcow2"));
 }
 
+// A tool that ends without reading its input (or fails at once) neither
+// blocks nor raises SIGPIPE in the caller: the input is larger than a pipe
+// holds, so a pipe would block until the tool exits and then raise SIGPIPE.
+TEST_F(VmDiskTest, AToolThatReadsNoInputEndsCleanly) {
+  const std::string input(1 << 20, 'k');
+  const ToolResult exited = run_tool({"/bin/sh", "-c", "exit 3"}, input);
+  EXPECT_EQ(exited.status, 3) << exited.output;
+  // Positive control: a tool that reads it gets all of it.
+  const ToolResult counted = run_tool({"/bin/sh", "-c", "wc -c"}, input);
+  ASSERT_EQ(counted.status, 0) << counted.output;
+  EXPECT_NE(counted.output.find(std::to_string(input.size())), std::string::npos) << counted.output;
+}
+
 }  // namespace
 }  // namespace zn::vmm
