@@ -10,18 +10,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# --build builds both only, --run runs what was built (scripts/test.sh
-# builds them at low priority while the main tests run); neither: both.
+# --build builds only, --run runs what was built (scripts/test.sh builds
+# them at low priority while the main tests run); neither: both. A second
+# word, asan or tsan, limits it to that one (scripts/test.sh runs the TSan
+# tests as soon as their build is done, while the ASan build goes on).
 phase=all
+which=both
+usage() {
+  echo "usage: scripts/sanitize.sh [--build|--run] [asan|tsan]" >&2
+  exit 2
+}
 case "${1:-}" in
-  --build | --run) phase=${1#--} ;;
+  --build | --run)
+    phase=${1#--}
+    shift ;;
+  asan | tsan | "") ;;
+  *) usage ;;
+esac
+case "${1:-}" in
+  asan | tsan) which=$1 ;;
   "") ;;
-  *)
-    echo "usage: scripts/sanitize.sh [--build|--run]" >&2
-    exit 2 ;;
+  *) usage ;;
 esac
 building() { [ "$phase" != run ]; }
 running() { [ "$phase" != build ]; }
+doing_asan() { [ "$which" != tsan ]; }
+doing_tsan() { [ "$which" != asan ]; }
 
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
@@ -69,7 +83,7 @@ if [ ${#unit_targets[@]} -eq 0 ]; then
   echo "sanitize: found no unit test targets in tests/" >&2
   exit 1
 fi
-if building; then
+if doing_asan && building; then
   start=$SECONDS
   configure "$ASAN_BUILD_DIR" "address,undefined"
   cmake --build "$ASAN_BUILD_DIR" -j"$JOBS" --target "${unit_targets[@]}"
@@ -83,7 +97,7 @@ fi
 # zerod, and the unit tests tear everything down, so a leak is a finding.
 # detect_stack_use_after_return: completion handlers and coroutines that keep
 # a reference to a returned frame.
-if running; then
+if doing_asan && running; then
   start=$SECONDS
   asan=(halt_on_error=1 detect_leaks=1 detect_stack_use_after_return=1 check_initialization_order=1
         strict_init_order=1 "log_path=$reports/asan")
@@ -104,13 +118,13 @@ fi
 # tsan_targets, tsan_suites and tsan_regex: scripts/tsan_suites.sh.
 # shellcheck source=scripts/tsan_suites.sh
 source scripts/tsan_suites.sh
-if building; then
+if doing_tsan && building; then
   start=$SECONDS
   configure "$TSAN_BUILD_DIR" thread
   cmake --build "$TSAN_BUILD_DIR" -j"$JOBS" --target "${tsan_targets[@]}"
   echo "sanitize: TSan build of ${tsan_targets[*]}: $((SECONDS - start)) s"
 fi
-running || exit 0
+doing_tsan && running || exit 0
 
 # A suite renamed away would otherwise just stop being run.
 regex=""

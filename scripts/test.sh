@@ -48,24 +48,33 @@ sweep_test_labs() {
   done
 }
 
-# The fuzz targets (clang) and the sanitizer builds (scripts/sanitize.sh)
+# The sanitizer builds (scripts/sanitize.sh) and the fuzz targets (clang)
 # need nothing from the tests, and the tests mostly wait (labs, peers,
 # deadlines): the builds run beside them at the lowest CPU and I/O priority,
 # so they take what the tests leave and never make a test wait for a core.
+# TSan's first: its tests (mostly waiting too) start as soon as both it and
+# the main tests are done, while the ASan and fuzz builds go on beside them.
 # Their output goes to a log, printed if they fail.
 side_log=$(mktemp /tmp/zn-side-builds.XXXXXX)
+tsan_built="$side_log.tsan-built"
 side_pid=
 stop_side_builds() {
   if [ -n "$side_pid" ] && kill -0 "$side_pid" 2> /dev/null; then
     kill -- "-$side_pid" 2> /dev/null || kill "$side_pid" 2> /dev/null || true
     wait "$side_pid" 2> /dev/null || true
   fi
-  rm -f "$side_log"
+  rm -f "$side_log" "$tsan_built"
 }
 trap 'stop_side_builds; sweep_test_labs' EXIT
+side_failed() {
+  echo "test.sh: a sanitizer or fuzz build failed:" >&2
+  cat "$side_log" >&2
+  exit 1
+}
 start=$SECONDS
 set -m  # the side builds get a process group of their own (stopped as one)
-nice -n 19 ionice -c 3 bash -c 'scripts/fuzz.sh --build && scripts/sanitize.sh --build' > "$side_log" 2>&1 &
+nice -n 19 ionice -c 3 bash -c 'scripts/sanitize.sh --build tsan && touch "$1" &&
+  scripts/sanitize.sh --build asan && scripts/fuzz.sh --build' side-builds "$tsan_built" > "$side_log" 2>&1 &
 side_pid=$!
 set +m
 
@@ -98,15 +107,13 @@ done
 echo "test.sh: ctest: $((SECONDS - start)) s"
 [ "$status" -eq 0 ] || exit "$status"
 
-if ! wait "$side_pid"; then
-  side_pid=
-  echo "test.sh: the fuzz or sanitizer build failed:" >&2
-  cat "$side_log" >&2
-  exit 1
-fi
-side_pid=
+# The TSan tests, once their build is done (the ASan and fuzz builds go on).
+while [ ! -e "$tsan_built" ]; do
+  kill -0 "$side_pid" 2> /dev/null || side_failed
+  sleep 2
+done
 grep '^sanitize: ' "$side_log" || true
-echo "test.sh: side builds done $((SECONDS - start)) s after the tests started"
+echo "test.sh: TSan build done $((SECONDS - start)) s after the tests started"
 # Every test the main run left to TSan is in the TSan build (a suite name
 # shared with a binary TSan does not build would otherwise run nowhere).
 ctest --test-dir "$BUILD_DIR" -N -R "$tsan_re" | awk '/Test +#/ {print $3}' | sort > "$side_log.main"
@@ -117,10 +124,18 @@ if [ -n "$(comm -23 "$side_log.main" "$side_log.tsan")" ]; then
   exit 1
 fi
 rm -f "$side_log.main" "$side_log.tsan"
+# The proxy's and the audit's concurrency under TSan: a report fails.
+tsan_start=$SECONDS
+scripts/sanitize.sh --run tsan
+echo "test.sh: TSan run: $((SECONDS - tsan_start)) s"
 
+wait "$side_pid" || { side_pid= && side_failed; }
+side_pid=
+grep '^sanitize: ' "$side_log" | tail -n +2 || true
+echo "test.sh: side builds done $((SECONDS - start)) s after the tests started"
 # The libFuzzer targets, bounded in time, on their seed corpora: a crash fails.
 scripts/fuzz.sh --run
-# Unit tests under ASan+UBSan; the proxy's and the audit's concurrency under TSan: a report fails.
-start=$SECONDS
-scripts/sanitize.sh --run
-echo "test.sh: sanitizer runs: $((SECONDS - start)) s"
+# Unit tests under ASan+UBSan: a report fails.
+asan_start=$SECONDS
+scripts/sanitize.sh --run asan
+echo "test.sh: ASan run: $((SECONDS - asan_start)) s; all after the build: $((SECONDS - start)) s"

@@ -15,6 +15,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace agent_cli {
 
 std::string unb64(const std::string& text) {
   std::string out(text.size(), '\0');
@@ -198,10 +199,11 @@ constexpr Verb kAgentVerbs[] = {{"key", "agent key", agent_key},
                                 {"provision", "agent provision ID [--out FILE]", agent_provision},
                                 {"rotate-key", "agent rotate-key", agent_rotate}};
 
+}  // namespace agent_cli
 }  // namespace
 
-std::span<const Verb> exec_verbs() { return kExecVerbs; }
-std::span<const Verb> cp_verbs() { return kCpVerbs; }
-std::span<const Verb> agent_verbs() { return kAgentVerbs; }
+std::span<const Verb> exec_verbs() { return agent_cli::kExecVerbs; }
+std::span<const Verb> cp_verbs() { return agent_cli::kCpVerbs; }
+std::span<const Verb> agent_verbs() { return agent_cli::kAgentVerbs; }
 
 }  // namespace zn::znctl

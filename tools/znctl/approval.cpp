@@ -9,6 +9,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace approval_cli {
 
 uint64_t number(const std::string& text, const char* what) {
   if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
@@ -151,8 +152,9 @@ constexpr Verb kVerbs[] = {
     {"webhook-key", "approval webhook-key", webhook_key},
 };
 
+}  // namespace approval_cli
 }  // namespace
 
-std::span<const Verb> approval_verbs() { return kVerbs; }
+std::span<const Verb> approval_verbs() { return approval_cli::kVerbs; }
 
 }  // namespace zn::znctl

@@ -15,6 +15,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace audit_cli {
 
 std::string audit_db() { return options.state_dir + "/audit.db"; }
 
@@ -280,8 +281,9 @@ constexpr Verb kVerbs[] = {
     {"sinks", "audit sinks", sinks},
 };
 
+}  // namespace audit_cli
 }  // namespace
 
-std::span<const Verb> audit_verbs() { return kVerbs; }
+std::span<const Verb> audit_verbs() { return audit_cli::kVerbs; }
 
 }  // namespace zn::znctl

@@ -9,6 +9,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace daemon_cli {
 
 int status_show(const Args&) {
   json r = call("status");
@@ -46,10 +47,11 @@ constexpr Verb kStatusVerbs[] = {{"show", "status show", status_show}};
 constexpr Verb kStatsVerbs[] = {{"show", "stats show [ID]", stats_show}};
 constexpr Verb kEventsVerbs[] = {{"watch", "events watch", events_watch}};
 
+}  // namespace daemon_cli
 }  // namespace
 
-std::span<const Verb> status_verbs() { return kStatusVerbs; }
-std::span<const Verb> stats_verbs() { return kStatsVerbs; }
-std::span<const Verb> events_verbs() { return kEventsVerbs; }
+std::span<const Verb> status_verbs() { return daemon_cli::kStatusVerbs; }
+std::span<const Verb> stats_verbs() { return daemon_cli::kStatsVerbs; }
+std::span<const Verb> events_verbs() { return daemon_cli::kEventsVerbs; }
 
 }  // namespace zn::znctl

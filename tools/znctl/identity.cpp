@@ -7,6 +7,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace identity_cli {
 
 int jwks(const Args&) {
   json r = call("identity.jwks");
@@ -18,8 +19,9 @@ constexpr Verb kVerbs[] = {
     {"jwks", "identity jwks", jwks},
 };
 
+}  // namespace identity_cli
 }  // namespace
 
-std::span<const Verb> identity_verbs() { return kVerbs; }
+std::span<const Verb> identity_verbs() { return identity_cli::kVerbs; }
 
 }  // namespace zn::znctl

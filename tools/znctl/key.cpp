@@ -6,6 +6,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace key_cli {
 
 int show(const Args&) {
   json r = call("key.show");
@@ -30,8 +31,9 @@ constexpr Verb kVerbs[] = {
     {"rotate", "key rotate", rotate},
 };
 
+}  // namespace key_cli
 }  // namespace
 
-std::span<const Verb> key_verbs() { return kVerbs; }
+std::span<const Verb> key_verbs() { return key_cli::kVerbs; }
 
 }  // namespace zn::znctl

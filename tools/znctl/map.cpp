@@ -16,6 +16,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace map_cli {
 
 std::string ip_text(int family, const void* bytes) {
   char buf[INET6_ADDRSTRLEN] = "?";
@@ -147,8 +148,9 @@ constexpr Verb kVerbs[] = {
     {"dump", "map dump zn_sessions|zn_l4_allow|zn_listeners|zn_l4_count", dump},
 };
 
+}  // namespace map_cli
 }  // namespace
 
-std::span<const Verb> map_verbs() { return kVerbs; }
+std::span<const Verb> map_verbs() { return map_cli::kVerbs; }
 
 }  // namespace zn::znctl

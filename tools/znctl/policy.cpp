@@ -8,6 +8,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace policy_cli {
 
 // Compiles the file as zerod would, without zerod; a bad policy throws
 // PolicyError, which main prints with its JSON path.
@@ -37,8 +38,9 @@ constexpr Verb kVerbs[] = {
     {"show", "policy show ID", show},
 };
 
+}  // namespace policy_cli
 }  // namespace
 
-std::span<const Verb> policy_verbs() { return kVerbs; }
+std::span<const Verb> policy_verbs() { return policy_cli::kVerbs; }
 
 }  // namespace zn::znctl

@@ -9,6 +9,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace prog_cli {
 
 int show(const Args&) {
   json r = json::array();
@@ -40,8 +41,9 @@ int show(const Args&) {
 
 constexpr Verb kVerbs[] = {{"show", "prog show", show}};
 
+}  // namespace prog_cli
 }  // namespace
 
-std::span<const Verb> prog_verbs() { return kVerbs; }
+std::span<const Verb> prog_verbs() { return prog_cli::kVerbs; }
 
 }  // namespace zn::znctl

@@ -9,6 +9,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace session_cli {
 
 void print_session_line(const json& s) {
   std::printf("%-16s idx %-4d %-10s %-18s %-22s policy v%llu%s\n", s["id"].get<std::string>().c_str(),
@@ -143,8 +144,9 @@ constexpr Verb kVerbs[] = {
     {"ticket", "session ticket ID --port PORT [--ttl SECONDS]", ticket},
 };
 
+}  // namespace session_cli
 }  // namespace
 
-std::span<const Verb> session_verbs() { return kVerbs; }
+std::span<const Verb> session_verbs() { return session_cli::kVerbs; }
 
 }  // namespace zn::znctl

@@ -9,6 +9,7 @@
 namespace zn::znctl {
 
 namespace {
+namespace vm_cli {
 
 // "256", "256M", "1G" -> MiB.
 uint32_t mebibytes(const std::string& text) {
@@ -126,8 +127,9 @@ constexpr Verb kVerbs[] = {
     {"backends", "vm backends", backends},
 };
 
+}  // namespace vm_cli
 }  // namespace
 
-std::span<const Verb> vm_verbs() { return kVerbs; }
+std::span<const Verb> vm_verbs() { return vm_cli::kVerbs; }
 
 }  // namespace zn::znctl

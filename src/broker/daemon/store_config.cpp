@@ -12,7 +12,7 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
+[[noreturn]] void refuse(const std::string& path, const std::string& message) {
   throw PolicyError(path, message);
 }
 
@@ -28,22 +28,22 @@ class Fields {
  public:
   Fields(const json& obj, std::string at, std::initializer_list<const char*> known)
       : obj_(obj), at_(std::move(at)) {
-    if (!obj.is_object()) fail(at_, "must be an object");
+    if (!obj.is_object()) refuse(at_, "must be an object");
     for (const auto& [key, value] : obj.items()) {
       (void)value;
       bool ok = false;
       for (const char* k : known) ok = ok || key == k;
-      if (!ok) fail(at_ + "." + key, "unknown field");
+      if (!ok) refuse(at_ + "." + key, "unknown field");
     }
   }
   std::string path(const char* key, bool required) const {
     if (!obj_.contains(key)) {
-      if (required) fail(at_ + "." + key, "required");
+      if (required) refuse(at_ + "." + key, "required");
       return {};
     }
     const json& v = obj_[key];
     if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().front() != '/')
-      fail(at_ + "." + key, "must be an absolute path");
+      refuse(at_ + "." + key, "must be an absolute path");
     return v.get<std::string>();
   }
   uint64_t number(const char* key, uint64_t fallback, uint64_t min,
@@ -51,13 +51,13 @@ class Fields {
     if (!obj_.contains(key)) return fallback;
     const json& v = obj_[key];
     if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
-      fail(at_ + "." + key,
-           "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+      refuse(at_ + "." + key,
+             "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
     return v.get<uint64_t>();
   }
   bool flag(const char* key, bool fallback) const {
     if (!obj_.contains(key)) return fallback;
-    if (!obj_[key].is_boolean()) fail(at_ + "." + key, "must be true or false");
+    if (!obj_[key].is_boolean()) refuse(at_ + "." + key, "must be true or false");
     return obj_[key].get<bool>();
   }
 
@@ -73,9 +73,9 @@ void parse_kind(const json& stores, const char* kind, std::map<std::string, Conf
   if (!stores.contains(kind)) return;
   const std::string at = std::string("$.stores.") + kind;
   const json& named = stores[kind];
-  if (!named.is_object()) fail(at, "must be an object of name -> store");
+  if (!named.is_object()) refuse(at, "must be an object of name -> store");
   for (const auto& [name, spec] : named.items()) {
-    if (!valid_store_name(name)) fail(at + "." + name, "store names are [a-z0-9_-], 1-64 characters");
+    if (!valid_store_name(name)) refuse(at + "." + name, "store names are [a-z0-9_-], 1-64 characters");
     out[name] = one(Fields(spec, at + "." + name, known));
   }
 }
@@ -85,11 +85,12 @@ void parse_kind(const json& stores, const char* kind, std::map<std::string, Conf
 StoreCatalog parse_store_catalog(const json& stores, const std::string& state_dir) {
   StoreCatalog c;
   if (!stores.is_null()) {
-    if (!stores.is_object()) fail("$.stores", "must be an object with \"kv\", \"blob\", \"sql\", \"queue\"");
+    if (!stores.is_object())
+      refuse("$.stores", "must be an object with \"kv\", \"blob\", \"sql\", \"queue\"");
     for (const auto& [kind, value] : stores.items()) {
       (void)value;
       if (kind != "kv" && kind != "blob" && kind != "sql" && kind != "queue")
-        fail("$.stores." + kind, "unknown kind (\"kv\", \"blob\", \"sql\" or \"queue\")");
+        refuse("$.stores." + kind, "unknown kind (\"kv\", \"blob\", \"sql\" or \"queue\")");
     }
     parse_kind<KvStoreConfig>(stores, "kv", c.kv,
                               [](const Fields& f) {
@@ -152,17 +153,17 @@ StoreCatalog parse_store_catalog(const json& stores, const std::string& state_di
 std::vector<std::string> parse_capability_addresses(const json& addresses) {
   const std::string at = "$.capability_addresses";
   if (!addresses.is_array() || addresses.size() > 2)
-    fail(at, "must be an array of at most one IPv4 and one IPv6 address");
+    refuse(at, "must be an array of at most one IPv4 and one IPv6 address");
   std::vector<std::string> out;
   bool v4 = false, v6 = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const std::string path = at + "[" + std::to_string(i) + "]";
-    if (!addresses[i].is_string()) fail(path, "must be a string");
+    if (!addresses[i].is_string()) refuse(path, "must be a string");
     const std::string text = addresses[i].get<std::string>();
     unsigned char buf[16];
     bool& seen = inet_pton(AF_INET, text.c_str(), buf) == 1 ? v4 : v6;
-    if (&seen == &v6 && inet_pton(AF_INET6, text.c_str(), buf) != 1) fail(path, "must be an IP address");
-    if (seen) fail(path, "one address per family");
+    if (&seen == &v6 && inet_pton(AF_INET6, text.c_str(), buf) != 1) refuse(path, "must be an IP address");
+    if (seen) refuse(path, "one address per family");
     seen = true;
     out.push_back(text);
   }

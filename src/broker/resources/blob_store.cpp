@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "broker/resources/store_io.h"
+
 namespace zn::broker {
 
 namespace {
@@ -73,18 +75,6 @@ std::vector<std::string> segments(std::string_view path) {
     start = slash + 1;
   }
   return out;
-}
-
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 // Empty when the kernel has no randomness to give (never in practice): the

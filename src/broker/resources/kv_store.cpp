@@ -1,4 +1,5 @@
 #include "broker/resources/kv_store.h"
+#include "broker/resources/store_io.h"
 
 #include <optional>
 #include <stdexcept>
@@ -9,7 +10,7 @@ namespace zn::broker {
 
 namespace {
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kKvSchema = R"sql(
 CREATE TABLE IF NOT EXISTS kv (
   cap   TEXT NOT NULL,
   key   BLOB NOT NULL,
@@ -23,18 +24,6 @@ CREATE TABLE IF NOT EXISTS kv_usage (
 ) STRICT;
 )sql";
 
-struct Reset {  // a persistent statement, reset and unbound on scope exit
-  explicit Reset(sqlite3_stmt* s) : s(s) {}
-  ~Reset() {
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
-  sqlite3_stmt* s;
-};
-
-bool bind_text(sqlite3_stmt* s, int i, std::string_view v) {
-  return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8) == SQLITE_OK;
-}
 bool bind_blob(sqlite3_stmt* s, int i, std::string_view v) {
   // A zero-length blob binds as an empty blob, not NULL (the column is NOT NULL).
   return sqlite3_bind_blob64(s, i, v.empty() ? "" : v.data(), v.size(), SQLITE_STATIC) == SQLITE_OK;
@@ -67,7 +56,7 @@ KvStore::KvStore(const std::string& path) {
   try {
     sqlite3_busy_timeout(db_, 5000);
     for (const char* sql :
-         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA secure_delete=ON", kSchema})
+         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA secure_delete=ON", kKvSchema})
       if (!exec(sql)) throw std::runtime_error(std::string("kv store: setup: ") + sqlite3_errmsg(db_));
     get_ = prepare("SELECT value FROM kv WHERE cap = ?1 AND key = ?2");
     size_ = prepare("SELECT length(value) FROM kv WHERE cap = ?1 AND key = ?2");
@@ -103,7 +92,7 @@ StoreFailure KvStore::internal(const char* what) {
 }
 
 StoreResult<KvStore::Usage> KvStore::usage(std::string_view cap_id) {
-  Reset r(usage_);
+  StatementReset r(usage_);
   if (!bind_text(usage_, 1, cap_id)) return internal("bind");
   const int rc = sqlite3_step(usage_);
   if (rc == SQLITE_DONE) return Usage{};
@@ -113,7 +102,7 @@ StoreResult<KvStore::Usage> KvStore::usage(std::string_view cap_id) {
 }
 
 StoreStatus KvStore::set_usage(std::string_view cap_id, Usage u) {
-  Reset r(set_usage_);
+  StatementReset r(set_usage_);
   if (!bind_text(set_usage_, 1, cap_id) ||
       sqlite3_bind_int64(set_usage_, 2, static_cast<int64_t>(u.bytes)) != SQLITE_OK ||
       sqlite3_bind_int64(set_usage_, 3, static_cast<int64_t>(u.keys)) != SQLITE_OK)
@@ -125,7 +114,7 @@ StoreStatus KvStore::set_usage(std::string_view cap_id, Usage u) {
 StoreResult<std::string> KvStore::get(const KvCapability& cap, std::string_view key) {
   if (auto f = check_key(key)) return *f;
   std::lock_guard lock(mutex_);
-  Reset r(get_);
+  StatementReset r(get_);
   if (!bind_text(get_, 1, cap.id) || !bind_blob(get_, 2, key)) return internal("bind");
   const int rc = sqlite3_step(get_);
   if (rc == SQLITE_DONE) return store_fail(StoreError::kNotFound, "no such key");
@@ -147,7 +136,7 @@ StoreStatus KvStore::put(const KvCapability& cap, std::string_view key, std::str
     if (!now.ok()) return now.failure();
     Usage u = now.value();
     {
-      Reset r(size_);
+      StatementReset r(size_);
       if (!bind_text(size_, 1, cap.id) || !bind_blob(size_, 2, key)) return internal("bind");
       const int rc = sqlite3_step(size_);
       if (rc == SQLITE_ROW) {
@@ -166,7 +155,7 @@ StoreStatus KvStore::put(const KvCapability& cap, std::string_view key, std::str
       return store_fail(StoreError::kQuotaExceeded,
                         "byte quota (" + std::to_string(cap.quota.max_bytes) + " bytes) reached");
     {
-      Reset r(put_);
+      StatementReset r(put_);
       if (!bind_text(put_, 1, cap.id) || !bind_blob(put_, 2, key) || !bind_blob(put_, 3, value))
         return internal("bind");
       if (sqlite3_step(put_) != SQLITE_DONE) return internal("put");
@@ -188,7 +177,7 @@ StoreStatus KvStore::erase(const KvCapability& cap, std::string_view key) {
     if (!now.ok()) return now.failure();
     Usage u = now.value();
     {
-      Reset r(size_);
+      StatementReset r(size_);
       if (!bind_text(size_, 1, cap.id) || !bind_blob(size_, 2, key)) return internal("bind");
       const int rc = sqlite3_step(size_);
       if (rc == SQLITE_DONE) return store_fail(StoreError::kNotFound, "no such key");
@@ -197,7 +186,7 @@ StoreStatus KvStore::erase(const KvCapability& cap, std::string_view key) {
       u.keys -= 1;
     }
     {
-      Reset r(erase_);
+      StatementReset r(erase_);
       if (!bind_text(erase_, 1, cap.id) || !bind_blob(erase_, 2, key)) return internal("bind");
       if (sqlite3_step(erase_) != SQLITE_DONE) return internal("erase");
     }
@@ -212,7 +201,7 @@ StoreResult<uint64_t> KvStore::erase_capability(std::string_view cap_id) {
   std::lock_guard lock(mutex_);
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
   auto result = [&]() -> StoreResult<uint64_t> {
-    Reset r(erase_all_), d(drop_usage_);
+    StatementReset r(erase_all_), d(drop_usage_);
     if (!bind_text(erase_all_, 1, cap_id) || !bind_text(drop_usage_, 1, cap_id)) return internal("bind");
     if (sqlite3_step(erase_all_) != SQLITE_DONE) return internal("erase");
     const auto n = static_cast<uint64_t>(sqlite3_changes64(db_));

@@ -1,4 +1,5 @@
 #include "broker/resources/queue_store.h"
+#include "broker/resources/store_io.h"
 
 #include <sys/random.h>
 
@@ -10,7 +11,7 @@ namespace zn::broker {
 
 namespace {
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kQueueSchema = R"sql(
 CREATE TABLE IF NOT EXISTS queue (
   seq        INTEGER PRIMARY KEY,
   cap        TEXT NOT NULL,
@@ -23,19 +24,6 @@ CREATE TABLE IF NOT EXISTS queue (
 CREATE INDEX IF NOT EXISTS queue_cap_visible ON queue(cap, visible_at, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS queue_receipt ON queue(receipt) WHERE receipt IS NOT NULL;
 )sql";
-
-struct Reset {
-  explicit Reset(sqlite3_stmt* s) : s(s) {}
-  ~Reset() {
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
-  sqlite3_stmt* s;
-};
-
-bool bind_text(sqlite3_stmt* s, int i, std::string_view v) {
-  return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8) == SQLITE_OK;
-}
 
 // Empty when the kernel has no randomness to give (never in practice): the
 // data path returns kInternal rather than throwing.
@@ -76,7 +64,7 @@ QueueStore::QueueStore(const std::string& path, Clock clock) : clock_(std::move(
   try {
     sqlite3_busy_timeout(db_, 5000);
     for (const char* sql :
-         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA secure_delete=ON", kSchema})
+         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA secure_delete=ON", kQueueSchema})
       if (!exec(sql)) throw std::runtime_error(std::string("queue store: setup: ") + sqlite3_errmsg(db_));
     usage_ = prepare("SELECT count(*), coalesce(sum(length(body)), 0) FROM queue WHERE cap = ?1");
     insert_ = prepare("INSERT INTO queue(cap, id, body, visible_at) VALUES(?1, ?2, ?3, ?4)");
@@ -122,7 +110,7 @@ StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::strin
   if (!exec("BEGIN IMMEDIATE")) return internal("begin");
   auto result = [&]() -> StoreResult<std::string> {
     {
-      Reset r(usage_);
+      StatementReset r(usage_);
       if (!bind_text(usage_, 1, cap.id)) return internal("bind");
       if (sqlite3_step(usage_) != SQLITE_ROW) return internal("usage");
       const auto count = static_cast<uint64_t>(sqlite3_column_int64(usage_, 0));
@@ -136,7 +124,7 @@ StoreResult<std::string> QueueStore::send(const QueueCapability& cap, std::strin
     }
     std::string id = random_hex();
     if (id.empty()) return store_fail(StoreError::kInternal, "queue store: getrandom failed");
-    Reset r(insert_);
+    StatementReset r(insert_);
     if (!bind_text(insert_, 1, cap.id) || !bind_text(insert_, 2, id) ||
         sqlite3_bind_blob64(insert_, 3, body.empty() ? "" : body.data(), body.size(), SQLITE_STATIC) !=
             SQLITE_OK ||
@@ -162,7 +150,7 @@ StoreResult<std::optional<QueueMessage>> QueueStore::receive(const QueueCapabili
     QueueMessage m;
     int64_t seq = 0;
     {
-      Reset r(next_);
+      StatementReset r(next_);
       if (!bind_text(next_, 1, cap.id) || sqlite3_bind_int64(next_, 2, t) != SQLITE_OK)
         return internal("bind");
       const int rc = sqlite3_step(next_);
@@ -175,7 +163,7 @@ StoreResult<std::optional<QueueMessage>> QueueStore::receive(const QueueCapabili
     }
     m.receipt = random_hex();
     if (m.receipt.empty()) return store_fail(StoreError::kInternal, "queue store: getrandom failed");
-    Reset r(hide_);
+    StatementReset r(hide_);
     if (sqlite3_bind_int64(hide_, 1, seq) != SQLITE_OK ||
         sqlite3_bind_int64(hide_, 2, t + visibility.count()) != SQLITE_OK || !bind_text(hide_, 3, m.receipt))
       return internal("bind");
@@ -189,7 +177,7 @@ StoreResult<std::optional<QueueMessage>> QueueStore::receive(const QueueCapabili
 
 StoreStatus QueueStore::ack(const QueueCapability& cap, std::string_view receipt) {
   std::lock_guard lock(mutex_);
-  Reset r(ack_);
+  StatementReset r(ack_);
   if (!bind_text(ack_, 1, cap.id) || !bind_text(ack_, 2, receipt) ||
       sqlite3_bind_int64(ack_, 3, now().count()) != SQLITE_OK)
     return internal("bind");
@@ -201,7 +189,7 @@ StoreStatus QueueStore::ack(const QueueCapability& cap, std::string_view receipt
 
 StoreResult<uint64_t> QueueStore::erase_capability(std::string_view cap_id) {
   std::lock_guard lock(mutex_);
-  Reset r(erase_all_);
+  StatementReset r(erase_all_);
   if (!bind_text(erase_all_, 1, cap_id)) return internal("bind");
   if (sqlite3_step(erase_all_) != SQLITE_DONE) return internal("erase");
   return static_cast<uint64_t>(sqlite3_changes64(db_));

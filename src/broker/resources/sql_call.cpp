@@ -11,6 +11,8 @@
 
 #include <sqlite3.h>
 
+#include "broker/resources/store_io.h"
+
 namespace zn::broker {
 
 namespace {
@@ -55,16 +57,6 @@ SqlLimits limits_from(const json& j) {
 
 std::string error_reply(StoreError code, std::string_view message) {
   return json{{"error", {{"code", to_string(code)}, {"message", message}}}}.dump();
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 std::optional<std::string> read_all(int fd) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "broker/resources/sql_call.h"
+#include "broker/resources/store_io.h"
 
 namespace zn::broker {
 
@@ -41,16 +42,6 @@ struct Fd {
 
 StoreFailure failed(const char* step) {
   return store_fail(StoreError::kInternal, std::string("sql call: ") + step + ": " + std::strerror(errno));
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 // A running helper: killed and reaped however the call ends. A killed one is

@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::string_view kMagic = "ZNC1";
 constexpr uint8_t kVersion = 1;
-constexpr std::string_view kDomain = "zeroness/command/v1";
+constexpr std::string_view kEnvelopeDomain = "zeroness/command/v1";
 
 void put_be(std::string& out, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -106,7 +106,7 @@ std::string seal_envelope(CommandType type, const std::string& session, std::str
   crypto_hash_sha256(hash, reinterpret_cast<const unsigned char*>(body.data()), body.size());
   out.append(reinterpret_cast<const char*>(hash), sizeof(hash));
   out += session;
-  const Signature sig = sign(std::string(kDomain) + out);
+  const Signature sig = sign(std::string(kEnvelopeDomain) + out);
   out.append(reinterpret_cast<const char*>(sig.data()), sig.size());
   out.append(body);
   return out;
@@ -128,7 +128,7 @@ Rejection parse_and_verify_header(std::string_view bytes, const PublicKey& key, 
   if (bytes.size() < signed_size + kSignatureSize) return Rejection::kTruncated;
 
   // The signature before anything else is believed.
-  std::string message(kDomain);
+  std::string message(kEnvelopeDomain);
   message.append(bytes.substr(0, signed_size));
   if (crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(bytes.data() + signed_size),
                                   reinterpret_cast<const unsigned char*>(message.data()), message.size(),

@@ -5,7 +5,7 @@
 namespace zn::command {
 namespace {
 
-constexpr std::string_view kDomain = "zeroness/reply/v1";
+constexpr std::string_view kReplyDomain = "zeroness/reply/v1";
 
 }  // namespace
 
@@ -13,7 +13,8 @@ std::array<unsigned char, kReplyTagSize> reply_tag(const ResultKey& key, const N
                                                    FrameKind kind, std::string_view payload) {
   crypto_auth_hmacsha256_state st;
   crypto_auth_hmacsha256_init(&st, key.data(), key.size());
-  crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(kDomain.data()), kDomain.size());
+  crypto_auth_hmacsha256_update(&st, reinterpret_cast<const unsigned char*>(kReplyDomain.data()),
+                                kReplyDomain.size());
   crypto_auth_hmacsha256_update(&st, nonce.data(), nonce.size());
   unsigned char fixed[9];
   for (int i = 0; i < 8; ++i) fixed[i] = static_cast<unsigned char>(seq >> (8 * (7 - i)));

@@ -15,6 +15,7 @@
 #include "userspace/http/body.h"
 #include "userspace/proxy/stream_pipe.h"
 #include "userspace/websocket/handshake.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -25,7 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
-constexpr size_t kReadChunk = 16384;
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr size_t kLingerBytes = size_t{1} << 20;
 // Each stream is an exchange with an upstream connection of its own: fewer

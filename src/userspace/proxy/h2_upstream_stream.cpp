@@ -8,13 +8,12 @@
 
 #include "userspace/h2/stream_upstream.h"
 #include "userspace/http/rewrite.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
 
 using asio::awaitable;
-
-constexpr size_t kReadChunk = 16384;
 
 // The exchange's own forwarded head: well within these (a guest's head is
 // bounded by the proxy's limits; the injection and Host add little).

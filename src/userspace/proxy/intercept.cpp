@@ -24,6 +24,7 @@
 #include "userspace/tls/session_cache.h"
 #include "userspace/net/asio_endpoint.h"
 #include "userspace/websocket/handshake.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -34,7 +35,6 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr size_t kReadChunk = 16384;
 // A request body the broker answers itself (a blob or KV value, a SQL call)
 // is read whole into memory: bounded.
 constexpr size_t kMaxLocalBody = 8 * 1024 * 1024;

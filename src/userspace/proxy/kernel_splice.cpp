@@ -20,6 +20,7 @@
 
 #include "splice.skel.h"
 #include "zn_splice.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -27,7 +28,6 @@ namespace {
 using asio::awaitable;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto as_tuple = asio::experimental::as_tuple(asio::use_awaitable);
 
 // While a FIN waits for the bytes before it to leave, the peer's send count is
 // polled (the kernel signals nothing when its redirect backlog drains): from

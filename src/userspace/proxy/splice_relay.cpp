@@ -9,6 +9,8 @@
 #include <exception>
 #include <system_error>
 
+#include "userspace/proxy/proxy_io.h"
+
 namespace zn::proxy {
 namespace {
 
@@ -16,7 +18,6 @@ using asio::awaitable;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
 
 // The relay's pipe: 4x the default 64 KiB, so fewer splice calls per byte,
 // with kernel memory per connection still bounded (two pipes).

@@ -25,6 +25,7 @@
 #include "userspace/tls/leaf_certs.h"
 #include "userspace/tls/contexts.h"
 #include "userspace/net/transparent_socket.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -33,7 +34,6 @@ using asio::awaitable;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto as_tuple = asio::experimental::as_tuple(use_awaitable);
 constexpr uint16_t kHttpsPort = 443;
 // What a ClientHello read may take past its bound (records cut mid-way).
 constexpr size_t kHelloChunk = 4096;

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "userspace/websocket/frame.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -17,7 +18,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 namespace ws = zn::websocket;
 
-constexpr size_t kReadChunk = 16384;
 // After a Close went one way, or one side ended its stream, the other has
 // this long to finish.
 constexpr Clock::duration kClosingGrace = 10s;

@@ -25,7 +25,7 @@ constexpr std::string_view kHttp11 = "http/1.1";
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 // Leave no error on this thread's OpenSSL queue (see leaf_certs.cpp).
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void context_fail(const std::string& what) {
   ERR_clear_error();
   throw std::runtime_error("tls: " + what);
 }
@@ -66,28 +66,29 @@ void add_bundle(SSL_CTX* ctx, const std::string& path) {
   BioPtr bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     int err = errno;
-    fail("cannot read upstream CA bundle " + path + ": " + std::strerror(err));
+    context_fail("cannot read upstream CA bundle " + path + ": " + std::strerror(err));
   }
   X509InfoStackPtr infos(PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr));
-  if (!infos) fail("upstream CA bundle " + path + " is not valid PEM");
+  if (!infos) context_fail("upstream CA bundle " + path + " is not valid PEM");
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
   int added = 0;
   for (int i = 0; i < sk_X509_INFO_num(infos.get()); ++i) {
     X509* cert = sk_X509_INFO_value(infos.get(), i)->x509;
     if (!cert) continue;
     if (X509_STORE_add_cert(store, cert) != 1)
-      fail("cannot add a certificate of " + path + " to the trust store");
+      context_fail("cannot add a certificate of " + path + " to the trust store");
     ++added;
   }
-  if (added == 0) fail("upstream CA bundle " + path + " holds no certificate");
+  if (added == 0) context_fail("upstream CA bundle " + path + " holds no certificate");
 }
 
 }  // namespace
 
 SslCtxPtr make_guest_facing_ctx(bool http2) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
-  if (!ctx) fail("SSL_CTX_new (guest-facing)");
-  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) fail("guest-facing minimum version");
+  if (!ctx) context_fail("SSL_CTX_new (guest-facing)");
+  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1)
+    context_fail("guest-facing minimum version");
   // One connection, one handshake: no tickets, no server-side cache, no
   // renegotiation.
   SSL_CTX_set_options(ctx.get(),
@@ -100,22 +101,23 @@ SslCtxPtr make_guest_facing_ctx(bool http2) {
 
 void use_leaf(SSL* ssl, const LeafCert& leaf, X509* ca) {
   X509StackPtr chain(sk_X509_new_null());
-  if (!chain || (ca && !sk_X509_push(chain.get(), ca))) fail("leaf chain");
+  if (!chain || (ca && !sk_X509_push(chain.get(), ca))) context_fail("leaf chain");
   // Copies (up-refs) cert, key and chain; checks the key matches the cert.
   if (SSL_use_cert_and_key(ssl, leaf.cert(), leaf.key(), chain.get(), 1) != 1)
-    fail("setting the leaf certificate");
+    context_fail("setting the leaf certificate");
 }
 
 UpstreamTls make_upstream_ctx(const std::string& extra_bundle_path) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
-  if (!ctx) fail("SSL_CTX_new (upstream)");
-  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) fail("upstream minimum version");
+  if (!ctx) context_fail("SSL_CTX_new (upstream)");
+  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) context_fail("upstream minimum version");
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-  if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) fail("loading the system trust store");
+  if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) context_fail("loading the system trust store");
   if (!extra_bundle_path.empty()) add_bundle(ctx.get(), extra_bundle_path);
   // SSL_CTX_set_alpn_protos returns 0 on success.
-  if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof(kAlpnHttp11)) != 0) fail("upstream ALPN");
+  if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof(kAlpnHttp11)) != 0)
+    context_fail("upstream ALPN");
   enable_session_resumption(ctx.get());
   return UpstreamTls(std::move(ctx));
 }
@@ -127,18 +129,18 @@ void prepare_upstream(SSL* ssl, const std::string& host) {
   LeafName name = canonical_leaf_name(h);  // throws std::invalid_argument
   if (name.is_ip) {
     if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.text.c_str()) != 1)
-      fail("upstream IP check for " + name.text);
+      context_fail("upstream IP check for " + name.text);
     return;
   }
-  if (SSL_set_tlsext_host_name(ssl, name.text.c_str()) != 1) fail("upstream SNI for " + name.text);
+  if (SSL_set_tlsext_host_name(ssl, name.text.c_str()) != 1) context_fail("upstream SNI for " + name.text);
   SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-  if (SSL_set1_host(ssl, name.text.c_str()) != 1) fail("upstream name check for " + name.text);
+  if (SSL_set1_host(ssl, name.text.c_str()) != 1) context_fail("upstream name check for " + name.text);
 }
 
 void offer_upstream_alpn(SSL* ssl) {
   static constexpr unsigned char kProtocols[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   // 0 is success here (OpenSSL's ALPN setters invert the usual convention).
-  if (SSL_set_alpn_protos(ssl, kProtocols, sizeof(kProtocols)) != 0) fail("upstream ALPN");
+  if (SSL_set_alpn_protos(ssl, kProtocols, sizeof(kProtocols)) != 0) context_fail("upstream ALPN");
 }
 
 bool upstream_chose_h2(const SSL* ssl) {

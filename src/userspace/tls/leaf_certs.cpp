@@ -32,7 +32,7 @@ constexpr int kMaxCommonName = 64;                       // ub-common-name (RFC 
 
 // OpenSSL keeps a per-thread error queue; a failure left on it would make a
 // later, unrelated SSL_get_error on this thread report SSL_ERROR_SSL.
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void leaf_fail(const std::string& what) {
   ERR_clear_error();
   throw std::runtime_error("leaf certificates: " + what);
 }
@@ -45,14 +45,14 @@ BioPtr open_file(const std::string& what, const std::string& path) {
   BioPtr bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     int err = errno;
-    fail("cannot read " + what + " " + path + ": " + std::strerror(err));
+    leaf_fail("cannot read " + what + " " + path + ": " + std::strerror(err));
   }
   return bio;
 }
 
 std::time_t to_time_t(const ASN1_TIME* t) {
   struct tm tm {};
-  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) fail("CA certificate has an invalid validity time");
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) leaf_fail("CA certificate has an invalid validity time");
   return timegm(&tm);
 }
 
@@ -61,7 +61,7 @@ ExtensionPtr make_extension(X509* issuer, X509* subject, int nid, const char* va
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, issuer, subject, nullptr, nullptr, 0);
   ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
-  if (!ext) fail(std::string("cannot encode extension ") + OBJ_nid2sn(nid));
+  if (!ext) leaf_fail(std::string("cannot encode extension ") + OBJ_nid2sn(nid));
   return ext;
 }
 
@@ -88,7 +88,7 @@ EvpPkeyPtr public_key_for_certificates(EVP_PKEY* key) {
     if (EVP_PKEY_eq(out.get(), key) == 1) return out;
   }
   ERR_clear_error();
-  if (EVP_PKEY_up_ref(key) != 1) fail("leaf key reference");
+  if (EVP_PKEY_up_ref(key) != 1) leaf_fail("leaf key reference");
   return EvpPkeyPtr(key);
 }
 #pragma GCC diagnostic pop
@@ -157,7 +157,7 @@ LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, const std:
   {
     BioPtr bio = open_file("CA key", ca_key_path);
     ca_key_.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
-    if (!ca_key_) fail(ca_key_path + " does not hold an unencrypted PEM private key");
+    if (!ca_key_) leaf_fail(ca_key_path + " does not hold an unencrypted PEM private key");
   }
   init(ca_cert_path, ca_key_path);
 }
@@ -165,7 +165,7 @@ LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, const std:
 LeafCertAuthority::LeafCertAuthority(const std::string& ca_cert_path, EVP_PKEY* ca_key,
                                      std::size_t cache_capacity, Clock clock)
     : capacity_(cache_capacity), clock_(std::move(clock)) {
-  if (!ca_key || EVP_PKEY_up_ref(ca_key) != 1) fail("no CA key");
+  if (!ca_key || EVP_PKEY_up_ref(ca_key) != 1) leaf_fail("no CA key");
   ca_key_.reset(ca_key);
   init(ca_cert_path, "in memory");
 }
@@ -177,23 +177,23 @@ void LeafCertAuthority::init(const std::string& ca_cert_path, const std::string&
   {
     BioPtr bio = open_file("CA certificate", ca_cert_path);
     ca_cert_.reset(PEM_read_bio_X509(bio.get(), nullptr, no_passphrase, nullptr));
-    if (!ca_cert_) fail(ca_cert_path + " does not hold a PEM certificate");
+    if (!ca_cert_) leaf_fail(ca_cert_path + " does not hold a PEM certificate");
   }
   if (X509_check_private_key(ca_cert_.get(), ca_key_.get()) != 1)
-    fail("CA key " + ca_key_name + " does not match CA certificate " + ca_cert_path);
-  if (X509_check_ca(ca_cert_.get()) < 1) fail(ca_cert_path + " is not a CA certificate");
+    leaf_fail("CA key " + ca_key_name + " does not match CA certificate " + ca_cert_path);
+  if (X509_check_ca(ca_cert_.get()) < 1) leaf_fail(ca_cert_path + " is not a CA certificate");
   ca_not_before_ = to_time_t(X509_get0_notBefore(ca_cert_.get()));
   ca_not_after_ = to_time_t(X509_get0_notAfter(ca_cert_.get()));
-  if (ca_not_after_ <= clock_()) fail("CA certificate " + ca_cert_path + " has expired");
+  if (ca_not_after_ <= clock_()) leaf_fail("CA certificate " + ca_cert_path + " has expired");
 
   leaf_key_.reset(EVP_EC_gen("P-256"));
-  if (!leaf_key_) fail("leaf key generation");
+  if (!leaf_key_) leaf_fail("leaf key generation");
   cert_public_key_ = public_key_for_certificates(leaf_key_.get());
 
   // The extensions are the same for every leaf (one key, one issuer): encode
   // them once against a template carrying the leaf public key.
   X509Ptr tmpl(X509_new());
-  if (!tmpl || X509_set_pubkey(tmpl.get(), cert_public_key_.get()) != 1) fail("leaf template");
+  if (!tmpl || X509_set_pubkey(tmpl.get(), cert_public_key_.get()) != 1) leaf_fail("leaf template");
   shared_ext_ = std::make_unique<SharedExtensions>();
   auto add = [&](int nid, const char* value) {
     shared_ext_->all.push_back(make_extension(ca_cert_.get(), tmpl.get(), nid, value));
@@ -215,56 +215,57 @@ bool LeafCertAuthority::fresh(const LeafCert& leaf, std::time_t now) const {
 std::shared_ptr<const LeafCert> LeafCertAuthority::mint(const LeafName& name, std::time_t now) const {
   std::time_t not_before = std::max(now - kBackdate, ca_not_before_);
   std::time_t not_after = std::min(now + kLeafLifetime, ca_not_after_);
-  if (not_after <= now) fail("the deployment CA has expired; cannot mint a leaf for " + name.text);
+  if (not_after <= now) leaf_fail("the deployment CA has expired; cannot mint a leaf for " + name.text);
 
   X509Ptr x(X509_new());
-  if (!x || X509_set_version(x.get(), X509_VERSION_3) != 1) fail("leaf allocation");
+  if (!x || X509_set_version(x.get(), X509_VERSION_3) != 1) leaf_fail("leaf allocation");
 
   BignumPtr serial(BN_new());
   do {
-    if (!serial || BN_rand(serial.get(), 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1) fail("leaf serial");
+    if (!serial || BN_rand(serial.get(), 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1)
+      leaf_fail("leaf serial");
   } while (BN_is_zero(serial.get()));
-  if (!BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(x.get()))) fail("leaf serial");
+  if (!BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(x.get()))) leaf_fail("leaf serial");
 
-  if (X509_set_issuer_name(x.get(), X509_get_subject_name(ca_cert_.get())) != 1) fail("leaf issuer");
+  if (X509_set_issuer_name(x.get(), X509_get_subject_name(ca_cert_.get())) != 1) leaf_fail("leaf issuer");
   // CN is limited to 64 bytes; a longer name rides in the SAN alone (then
   // the subject is empty and RFC 5280 wants the SAN critical).
   bool with_cn = name.text.size() <= kMaxCommonName;
   if (with_cn &&
       X509_NAME_add_entry_by_txt(X509_get_subject_name(x.get()), "CN", MBSTRING_ASC,
                                  reinterpret_cast<const unsigned char*>(name.text.c_str()), -1, -1, 0) != 1)
-    fail("leaf subject for " + name.text);
+    leaf_fail("leaf subject for " + name.text);
   if (!ASN1_TIME_set(X509_getm_notBefore(x.get()), not_before) ||
       !ASN1_TIME_set(X509_getm_notAfter(x.get()), not_after))
-    fail("leaf validity");
-  if (X509_set_pubkey(x.get(), cert_public_key_.get()) != 1) fail("leaf public key");
+    leaf_fail("leaf validity");
+  if (X509_set_pubkey(x.get(), cert_public_key_.get()) != 1) leaf_fail("leaf public key");
 
   GeneralNamesPtr sans(GENERAL_NAMES_new());
   GeneralNamePtr gn(GENERAL_NAME_new());
-  if (!sans || !gn) fail("leaf subjectAltName");
+  if (!sans || !gn) leaf_fail("leaf subjectAltName");
   if (name.is_ip) {
     ASN1_OCTET_STRING* ip = a2i_IPADDRESS(name.text.c_str());
-    if (!ip) fail("leaf subjectAltName IP " + name.text);
+    if (!ip) leaf_fail("leaf subjectAltName IP " + name.text);
     GENERAL_NAME_set0_value(gn.get(), GEN_IPADD, ip);
   } else {
     ASN1_IA5STRING* dns = ASN1_IA5STRING_new();
     if (!dns || ASN1_STRING_set(dns, name.text.data(), static_cast<int>(name.text.size())) != 1) {
       ASN1_IA5STRING_free(dns);
-      fail("leaf subjectAltName DNS " + name.text);
+      leaf_fail("leaf subjectAltName DNS " + name.text);
     }
     GENERAL_NAME_set0_value(gn.get(), GEN_DNS, dns);
   }
-  if (!sk_GENERAL_NAME_push(sans.get(), gn.get())) fail("leaf subjectAltName");
+  if (!sk_GENERAL_NAME_push(sans.get(), gn.get())) leaf_fail("leaf subjectAltName");
   static_cast<void>(gn.release());  // owned by sans
   if (X509_add1_ext_i2d(x.get(), NID_subject_alt_name, sans.get(), with_cn ? 0 : 1, X509V3_ADD_DEFAULT) != 1)
-    fail("leaf subjectAltName");
+    leaf_fail("leaf subjectAltName");
 
   for (const auto& ext : shared_ext_->all)
-    if (X509_add_ext(x.get(), ext.get(), -1) != 1) fail("leaf extensions");
+    if (X509_add_ext(x.get(), ext.get(), -1) != 1) leaf_fail("leaf extensions");
 
-  if (X509_sign(x.get(), ca_key_.get(), EVP_sha256()) <= 0) fail("signing the leaf for " + name.text);
+  if (X509_sign(x.get(), ca_key_.get(), EVP_sha256()) <= 0) leaf_fail("signing the leaf for " + name.text);
 
-  if (EVP_PKEY_up_ref(leaf_key_.get()) != 1) fail("leaf key reference");
+  if (EVP_PKEY_up_ref(leaf_key_.get()) != 1) leaf_fail("leaf key reference");
   EvpPkeyPtr key(leaf_key_.get());
   return std::make_shared<const LeafCert>(std::move(x), std::move(key), not_before, not_after);
 }

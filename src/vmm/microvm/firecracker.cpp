@@ -29,6 +29,7 @@
 #include "vmm/microvm/qemu.h"
 #include "vmm/microvm/vm_disk.h"
 #include "vmm/microvm/vm_process.h"
+#include "vmm/microvm/vm_files.h"
 
 extern char** environ;
 
@@ -57,13 +58,6 @@ bool executable_file(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string head(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes(n, '\0');
@@ -87,16 +81,6 @@ bool is_x86_64_elf(const std::string& b) {
 }
 
 bool is_bzimage(const std::string& b) { return b.size() >= 0x250 && b.compare(0x202, 4, "HdrS") == 0; }
-
-void write_owned(const fs::path& p, const std::string& bytes, uid_t uid, gid_t gid) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << bytes;
-    if (!out.flush()) throw std::runtime_error("cannot write " + p.string());
-  }
-  if (::chown(p.c_str(), uid, gid) != 0 || ::chmod(p.c_str(), 0600) != 0)
-    throw std::runtime_error("cannot hand " + p.string() + " to the VM: " + std::strerror(errno));
-}
 
 // A bzImage's payload format, by its magic: the tool and its arguments that
 // decompress it from stdin to stdout.
@@ -143,7 +127,7 @@ int run_filter(const std::vector<std::string>& argv, const std::string& in, cons
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  err = slurp(err_path);
+  err = read_whole_file(err_path);
   ::unlink(err_path.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -336,7 +320,7 @@ std::optional<std::string> firecracker_refuses(const VmSpec& spec) {
 }
 
 void write_vmlinux(const std::string& kernel, const std::string& out) {
-  const std::string bytes = slurp(kernel);
+  const std::string bytes = read_whole_file(kernel);
   if (is_x86_64_elf(bytes)) {
     std::ofstream o(out, std::ios::binary | std::ios::trunc);
     o << bytes;
@@ -494,7 +478,8 @@ std::unique_ptr<MicroVm> FirecrackerBackend::launch(VmSpec spec) {
   if (::chown((root / kFcKernel).c_str(), spec.uid, spec.gid) != 0 ||
       ::chmod((root / kFcKernel).c_str(), 0600) != 0)
     throw std::runtime_error("cannot hand the kernel to the VM: " + std::string(std::strerror(errno)));
-  write_owned(root / kFcInitrd, slurp(spec.initrd) + guest_config_archive(spec.boot), spec.uid, spec.gid);
+  write_owned(root / kFcInitrd, read_whole_file(spec.initrd) + guest_config_archive(spec.boot), spec.uid,
+              spec.gid);
   if (spec.disk) {
     // No backing files in Firecracker: the VM's disk is a copy of the base
     // sharing its blocks (a reflink), opened once as zerod.

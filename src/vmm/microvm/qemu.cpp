@@ -17,6 +17,7 @@
 
 #include "vmm/microvm/vm_disk.h"
 #include "vmm/microvm/vm_process.h"
+#include "vmm/microvm/vm_files.h"
 
 namespace zn::vmm {
 namespace {
@@ -34,24 +35,6 @@ std::string find_binary(const std::string& configured) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Written for the VM's uid only: its directory is 0700 and its own.
-void write_owned(const fs::path& p, const std::string& bytes, uid_t uid, gid_t gid) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << bytes;
-    if (!out.flush()) throw std::runtime_error("cannot write " + p.string());
-  }
-  if (::chown(p.c_str(), uid, gid) != 0 || ::chmod(p.c_str(), 0600) != 0)
-    throw std::runtime_error("cannot hand " + p.string() + " to the VM: " + std::strerror(errno));
 }
 
 // What a verdict is kept for: the binary, the kernel and the image as they
@@ -246,9 +229,9 @@ bool QemuBackend::kvm_boots(const VmSpec& spec) {
   probe.boot.poweroff_after = true;
   fs::create_directories(probe.directory);
   ::chown(probe.directory.c_str(), spec.uid, spec.gid);
-  write_owned(fs::path(probe.directory) / "vmlinuz", slurp(spec.kernel), spec.uid, spec.gid);
-  write_owned(fs::path(probe.directory) / "initrd", slurp(spec.initrd) + guest_config_archive(probe.boot),
-              spec.uid, spec.gid);
+  write_owned(fs::path(probe.directory) / "vmlinuz", read_whole_file(spec.kernel), spec.uid, spec.gid);
+  write_owned(fs::path(probe.directory) / "initrd",
+              read_whole_file(spec.initrd) + guest_config_archive(probe.boot), spec.uid, spec.gid);
   const fs::path console = fs::path(probe.directory) / "console.log";
   bool booted = false;
   {
@@ -267,7 +250,7 @@ bool QemuBackend::kvm_boots(const VmSpec& spec) {
     const auto until = std::chrono::steady_clock::now() + options_.probe_timeout;
     while (!booted && vm.running() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(50ms);
-      booted = slurp(console).find("ZN-GUEST-READY") != std::string::npos;
+      booted = read_whole_file(console).find("ZN-GUEST-READY") != std::string::npos;
     }
     vm.stop(1s);
   }
@@ -284,7 +267,7 @@ Accel QemuBackend::accel_for(const VmSpec& spec) {
   const fs::path cache =
       options_.cache_dir.empty() ? fs::path() : fs::path(options_.cache_dir) / "qemu-accel";
   if (!cache.empty()) {
-    std::istringstream lines(slurp(cache));
+    std::istringstream lines(read_whole_file(cache));
     std::string verdict, cached_key;
     while (lines >> verdict && std::getline(lines >> std::ws, cached_key))
       if (cached_key == key) return verdict == "kvm" ? Accel::kKvm : Accel::kTcg;
@@ -324,8 +307,9 @@ std::unique_ptr<MicroVm> QemuBackend::launch(VmSpec spec) {
   // The VMM reads copies in its own directory: the operator's files need
   // not be readable by the VM's uid, and the initrd carries this VM's
   // configuration after the shared image.
-  write_owned(dir / "vmlinuz", slurp(spec.kernel), spec.uid, spec.gid);
-  write_owned(dir / "initrd", slurp(spec.initrd) + guest_config_archive(spec.boot), spec.uid, spec.gid);
+  write_owned(dir / "vmlinuz", read_whole_file(spec.kernel), spec.uid, spec.gid);
+  write_owned(dir / "initrd", read_whole_file(spec.initrd) + guest_config_archive(spec.boot), spec.uid,
+              spec.gid);
   const uint64_t memory = (static_cast<uint64_t>(spec.memory_mib) + options_.overhead_mib) << 20;
   auto cgroup = std::make_unique<VmCgroup>(spec.name, CgroupLimits{memory, 64}, options_.cgroup_root);
   VmProcessSpec ps;

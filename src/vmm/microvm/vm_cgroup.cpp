@@ -13,17 +13,12 @@
 #include <stdexcept>
 #include <thread>
 
+#include "vmm/microvm/vm_files.h"
+
 namespace zn::vmm {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 bool has_word(const std::string& list, const std::string& word) {
   std::istringstream in(list);
@@ -50,8 +45,8 @@ void make_dir(const fs::path& p) {
 VmCgroup::VmCgroup(const std::string& name, const CgroupLimits& limits, const std::string& root) {
   const fs::path r(root);
   try {
-    if (has_word(slurp(r / "cgroup.controllers"), "memory") &&
-        has_word(slurp(r / "cgroup.controllers"), "pids")) {
+    if (has_word(read_whole_file(r / "cgroup.controllers"), "memory") &&
+        has_word(read_whole_file(r / "cgroup.controllers"), "pids")) {
       // v2: controllers must be enabled for the children of each level.
       write_file(r / "cgroup.subtree_control", "+memory +pids");
       make_dir(r / "zeroness");
