@@ -33,6 +33,11 @@
 #                   (each stream one request, identity injected, HTTP/1.1 to the
 #                   upstream) vs the nginx reverse proxy serving h2 the same way;
 #                   no target (issue 17 asks for the ratio)
+#   (f) ic_handshakes new TLS connections per second from a guest, each with
+#                   one request (bench/tls_connect_rate.py: Python's ssl, SNI,
+#                   verification, Connection: close), full handshakes and
+#                   resumed ones (the previous connection's session offered),
+#                   through zerod vs the nginx reverse proxy; target >= 1.0x
 # (a) and (c) are measured twice: from lab guests (TAP + the lab's userspace
 # frame pump, which caps a guest near 1 Gbit/s and adds latency) and from
 # veth guests (a veth pair into the host namespace, no pump), labelled
@@ -129,7 +134,8 @@ ic_skip_all() {
     "wrk keep-alive (small, 64 KiB) vs squid ssl-bump" "wrk keep-alive (small, 64 KiB) vs mitmproxy" \
     "bulk MB/s vs openssl speed aes-128-gcm" "connect+first-byte latency (warm, new-host)" \
     "h2load (HTTP/2, 4 conns x 10 streams) through zerod (identity)" \
-    "wrk keep-alive and connect+first-byte latency (veth)" "audit on vs off"; do
+    "wrk keep-alive and connect+first-byte latency (veth)" "audit on vs off" \
+    "new TLS connections/s from a guest (full, resumed; lab and veth)"; do
     record_status interception "$f" skipped "$why"
   done
 }
@@ -544,6 +550,50 @@ ic_audit() {
     "$(variant_median "$f" off)" "$(paired_ratio "$f" on off)"
 }
 
+# tls_rate_ns NETNS CA MODE SECONDS: connections/s (each one request) or
+# null; "null" too when any failed, or when MODE=resumed and fewer than 90 %
+# resumed (a figure for full handshakes under the name of resumed ones).
+tls_rate_ns() {
+  local out
+  out=$(timeout $(($4 + 60)) ip netns exec "$1" python3 "$REPO/bench/tls_connect_rate.py" \
+    "$IC_NAME" 443 /small "$4" "$2" "$3" 2> /dev/null) || true
+  awk -v mode="$3" 'NF == 4 {rate = $1; n = $2; resumed = $3; failed = $4}
+    END {if (rate == "" || failed != 0 || n == 0 || (mode == "resumed" && resumed < 0.9 * n)) print "null"
+         else print rate}' <<< "$out"
+}
+
+# ic_handshakes SECONDS: zerod and the nginx reverse proxy, full and resumed,
+# from lab and veth guests, alternated per round.
+ic_handshakes() {
+  local secs=$1 round f="$IC_DIR/handshakes.txt" kind mode z p name
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for kind in "" veth-; do
+      for mode in full resumed; do
+        z=$kind"zerod" p=$kind"nginx"
+        [ -n "${IC_BROKEN[$z]:-}" ] || echo "$round $z-$mode $(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$z]}" \
+          "$IC_GUEST_CA" "$mode" "$secs")" >> "$f"
+        [ -n "${IC_BROKEN[$p]:-}" ] || echo "$round $p-$mode $(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$p]}" \
+          "$IC_DIR/pki/rpca.pem" "$mode" "$secs")" >> "$f"
+      done
+    done
+  done
+  for kind in "" veth-; do
+    for mode in full resumed; do
+      z=$kind"zerod" p=$kind"nginx"
+      name="new TLS connections/s from a guest, $mode handshakes, one request each$([ -n "$kind" ] && echo " (veth)")"
+      if [ -n "${IC_BROKEN[$z]:-${IC_BROKEN[$p]:-}}" ]; then
+        record_status interception "$name" skipped "${IC_BROKEN[$z]:-${IC_BROKEN[$p]:-}}"
+      elif [ "$(variant_median "$f" "$z-$mode")" = null ] || [ "$(variant_median "$f" "$p-$mode")" = null ]; then
+        record_status interception "$name" error "a connection failed (or did not resume) in every round"
+      else
+        record_figure interception "$name" conn/s "$(variant_median "$f" "$z-$mode")" "${IC_PEER_NAME[nginx]}" \
+          "$(variant_median "$f" "$p-$mode")" "$(paired_ratio "$f" "$z-$mode" "$p-$mode")" ">=" 1.0 \
+          "bench/tls_connect_rate.py ${secs}s"
+      fi
+    done
+  done
+}
+
 section_interception() {
   local mark secs=10 n=1000 why
   mark=$(cleanup_mark)
@@ -558,6 +608,7 @@ section_interception() {
   ic_peer_checks
   ic_wrk "$secs"
   ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
+  ic_handshakes "$secs"
   ic_bulk
   # The interception peers are done: stopped before the latency runs. An
   # idle mitmdump was measured busy on one of the two cores (perf sched: 95%

@@ -156,6 +156,39 @@ TEST_F(InterceptTest, AHostOtherThanTheSniIsMisdirected) {
   EXPECT_NE(egress_events({"\"status\":421"}).find("\"status\":421"), std::string::npos);
 }
 
+// A guest resumes its TLS session (a ticket from the first connection; the
+// real openssl s_client): the second handshake skips the certificate, and
+// every request on it is still decided. The same session offered for
+// another name is not resumed, and that name's verdict stands.
+TEST_F(InterceptTest, AResumedTlsSessionSkipsTheCertificateButNotTheDecision) {
+  const std::string session = (dir_ / "guest-tls.session").string();
+  const auto s_client = [&](const std::string& sni, const std::string& ip, const std::string& sess,
+                            const std::string& target) {
+    const fs::path req = dir_ / ("resume-req-" + std::to_string(raw_count_++));
+    std::ofstream(req, std::ios::binary)
+        << "GET " << target << " HTTP/1.1\r\nHost: " << sni << "\r\nConnection: close\r\n\r\n";
+    return guest("timeout 10 openssl s_client -ign_eof -CAfile " + p("guest-trust.pem") + " -connect " + ip +
+                 ":443 -servername " + sni + " " + sess + " < " + req.string() + " 2>&1")
+        .output;
+  };
+  const std::string first = s_client("api.github.com", "198.18.0.10", "-sess_out " + session, "/repos/a");
+  EXPECT_NE(first.find("New, TLSv1.3"), std::string::npos) << first;
+  EXPECT_NE(first.find("HTTP/1.1 200"), std::string::npos) << first;
+  const std::string second = s_client("api.github.com", "198.18.0.10", "-sess_in " + session, "/repos/b");
+  EXPECT_NE(second.find("Reused, TLSv1.3"), std::string::npos) << second;
+  EXPECT_NE(second.find("HTTP/1.1 200"), std::string::npos) << second;
+  // Still decided: a path the rule does not allow, on a resumed session.
+  const std::string refused = s_client("api.github.com", "198.18.0.10", "-sess_in " + session, "/orgs/a");
+  EXPECT_NE(refused.find("Reused, TLSv1.3"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("HTTP/1.1 403"), std::string::npos) << refused;
+  // Another name: a full handshake, and its own verdict.
+  const std::string other = s_client("evil.example", "198.18.0.13", "-sess_in " + session, "/");
+  EXPECT_EQ(other.find("Reused,"), std::string::npos) << other;
+  EXPECT_NE(other.find("HTTP/1.1 403"), std::string::npos) << other;
+  EXPECT_NE(upstream_log().find("/repos/b"), std::string::npos);
+  EXPECT_EQ(upstream_log().find("/orgs/a"), std::string::npos);
+}
+
 TEST_F(InterceptTest, SmugglingAndFramingTricksAreRefusedBeforeAnyByteGoesUpstream) {
   const std::string h = "Host: api.stripe.com\r\n";
   struct Case {

@@ -285,6 +285,17 @@ class WebSocketTest : public ProxyTest {
         .output;
   }
   std::string ws_log() const { return slurp(pki_ / "ws-upstream.log"); }
+  // raw_ws("split"): the messages echoed in order, and the pong. The pong
+  // is its own line anywhere among them: the upstream's WebSocket library
+  // answers a ping as it reads it, its echo of the messages comes from the
+  // application, and under load either can be written first (seen in a
+  // TSan run beside a CPU hog).
+  std::string raw_ws_split(const std::string& host = "ws.example") {
+    std::string r = raw_ws("split", host);
+    const size_t pong = r.find("pong p1\n");
+    if (pong == std::string::npos) return r + "(no pong)";
+    return r.erase(pong, std::string_view("pong p1\n").size());
+  }
 };
 
 // A rule with "websocket": true lets the handshake through with the rule's
@@ -426,7 +437,7 @@ TEST_F(WebSocketTest, ATripwireInAFrameEndsTheWebSocket) {
 // handshake are never read as an HTTP request. Positive control: a message
 // written a byte at a time and one fragmented around a ping arrive whole.
 TEST_F(WebSocketTest, MalformedFramesEndTheWebSocket) {
-  EXPECT_EQ(raw_ws("split"), "status 101\ntext hello split world\npong p1\ntext frag-ment\n");
+  EXPECT_EQ(raw_ws_split(), "status 101\ntext hello split world\ntext frag-ment\n");
   for (const char* mode : {"unmasked", "rsv", "http", "continuation", "bigping", "tail"}) {
     const std::string r = raw_ws(mode);
     EXPECT_EQ(r, "status 101\ntext before\nclose 1002\n") << mode;
@@ -439,7 +450,7 @@ TEST_F(WebSocketTest, MalformedFramesEndTheWebSocket) {
 
 // The same over IPv6 from the guest: relayed with a rule, refused without.
 TEST_F(WebSocketTest, OverIpv6) {
-  EXPECT_EQ(raw_ws("split", "ws6"), "status 101\ntext hello split world\npong p1\ntext frag-ment\n");
+  EXPECT_EQ(raw_ws_split("ws6"), "status 101\ntext hello split world\ntext frag-ment\n");
   EXPECT_EQ(raw_ws("plain", "ws6"), "status 403\n");
   EXPECT_EQ(raw_ws("unmasked", "ws6"), "status 101\ntext before\nclose 1002\n");
   EXPECT_EQ(ws_log().find("/plain/"), std::string::npos);

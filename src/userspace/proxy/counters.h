@@ -26,6 +26,7 @@
   X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")          \
   X(mint_refused, "mint_budget", "intercepted connections reset: the session's leaf minting budget")  \
   X(upstream_failures, "", "spliced connections whose upstream could not be connected")               \
+  X(tls_resumed, "", "intercepted guests whose TLS handshake resumed an earlier session")             \
   X(kernel_spliced, "kernel_spliced", "connections relayed by the kernel's sockmap")
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's

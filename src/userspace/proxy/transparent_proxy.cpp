@@ -305,6 +305,8 @@ struct TransparentProxy::Impl {
       co_return;
     }
     use_leaf(ssl.get(), *leaf, leaves->ca_cert());
+    // A session resumes only on this sandbox's connections for this name.
+    bind_guest_session(ssl.get(), decision.session, decision.host);
     TlsStream tls(guest, std::move(ssl), true,
                   std::string_view(reinterpret_cast<const char*>(hello.data()), hello.size()));
     try {
@@ -320,6 +322,7 @@ struct TransparentProxy::Impl {
     const unsigned char* alpn = nullptr;
     unsigned alpn_length = 0;
     SSL_get0_alpn_selected(tls.ssl(), &alpn, &alpn_length);
+    if (SSL_session_reused(tls.ssl())) counters.tls_resumed++;
     if (alpn_length == 2 && alpn[0] == 'h' && alpn[1] == '2')
       co_await serve_intercepted_h2(tls, decision, *interception);
     else
@@ -367,6 +370,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     impl_->leaves = c.ca_key ? std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key.get())
                              : std::make_unique<LeafCertAuthority>(c.ca_cert_path, c.ca_key_path);
     impl_->guest_tls = make_guest_facing_ctx(c.http2);
+    if (c.guest_tls_resumption) enable_guest_resumption(impl_->guest_tls.get(), c.guest_resumption);
     impl_->upstream_tls = make_upstream_ctx(c.upstream_ca_bundle);
     impl_->interception.reset(new InterceptContext{impl_->policy, impl_->pool, impl_->upstream_tls->get(),
                                                    http::HttpLimits{}, c.header_timeout, c.idle_timeout,

@@ -19,6 +19,7 @@
 #include "userspace/proxy/mint_budget.h"
 #include "userspace/proxy/upstream_pool.h"
 #include "userspace/proxy/websocket_relay.h"
+#include "userspace/tls/ticket_keys.h"
 #include "userspace/proxy/policy.h"
 #include "zn_abi.h"
 
@@ -47,6 +48,12 @@ struct ProxyConfig {
   // The CA key in memory instead of ca_key_path (zerod's is sealed at rest).
   std::shared_ptr<EVP_PKEY> ca_key;
   std::string upstream_ca_bundle;
+  // Guest connections may resume their TLS sessions (tickets under keys
+  // rotated every `rotation`, TLS 1.2 session ids), each bound to its sandbox
+  // session and name (userspace/tls/ticket_keys.h). Off: every connection a
+  // full handshake.
+  bool guest_tls_resumption = true;
+  GuestResumption guest_resumption;
   // Leaves not in the cache are minted on the worker pool, at most this
   // many per session (a guest cycling SNIs slows only itself).
   MintBudgetConfig mint_budget;

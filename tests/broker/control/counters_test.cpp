@@ -63,6 +63,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.accept_errors += 10;
   c.mint_refused += 12;
   c.upstream_failures += 11;
+  c.tls_resumed += 12;
   c.kernel_spliced += 13;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"accepted", 1},
                                           {"allowed", 2},
@@ -76,6 +77,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
                                           {"accept_errors", 10},
                                           {"mint_refused", 12},
                                           {"upstream_failures", 11},
+                                          {"tls_resumed", 12},
                                           {"kernel_spliced", 13}}));
 }
 

@@ -18,6 +18,7 @@
 
 #include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
+#include "support/tls_bio_pair.h"
 #include "userspace/tls/leaf_certs.h"
 
 namespace zn::proxy {
@@ -51,28 +52,7 @@ int record_offer_prefer_h2(SSL*, const unsigned char** out, unsigned char* outle
 
 Outcome run_handshake(SSL* client, SSL* server) {
   Outcome out;
-  BIO* cbio = nullptr;
-  BIO* sbio = nullptr;
-  BIO_new_bio_pair(&cbio, 0, &sbio, 0);
-  SSL_set_bio(client, cbio, cbio);
-  SSL_set_bio(server, sbio, sbio);
-  SSL_set_connect_state(client);
-  SSL_set_accept_state(server);
-  bool cdone = false, sdone = false, failed = false;
-  for (int i = 0; i < 50 && !(cdone && sdone) && !failed; ++i) {
-    for (auto [ssl, done] : {std::pair{client, &cdone}, std::pair{server, &sdone}}) {
-      if (*done || failed) continue;
-      int rc = SSL_do_handshake(ssl);
-      if (rc == 1) {
-        *done = true;
-      } else {
-        int err = SSL_get_error(ssl, rc);
-        failed = err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE;
-      }
-    }
-  }
-  ERR_clear_error();
-  out.ok = cdone && sdone;
+  out.ok = test::handshake_over_bio_pair(client, server);
   out.verify = SSL_get_verify_result(client);
   const unsigned char* proto = nullptr;
   unsigned len = 0;

@@ -24,6 +24,7 @@
 
 #include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
+#include "support/tls_bio_pair.h"
 #include "userspace/tls/contexts.h"
 
 namespace zn::proxy {
@@ -63,28 +64,8 @@ Handshake connect_to_leaf(const LeafCert& leaf, X509* ca, const std::string& hos
     SSL_set_tlsext_host_name(client.get(), host.c_str());
     SSL_set1_host(client.get(), host.c_str());
   }
-  BIO* cbio = nullptr;
-  BIO* sbio = nullptr;
-  BIO_new_bio_pair(&cbio, 0, &sbio, 0);
-  SSL_set_bio(client.get(), cbio, cbio);
-  SSL_set_bio(server.get(), sbio, sbio);
-  SSL_set_connect_state(client.get());
-  SSL_set_accept_state(server.get());
-  bool cdone = false, sdone = false, failed = false;
-  for (int i = 0; i < 50 && !(cdone && sdone) && !failed; ++i) {
-    for (auto [ssl, done] : {std::pair{client.get(), &cdone}, std::pair{server.get(), &sdone}}) {
-      if (*done || failed) continue;
-      int rc = SSL_do_handshake(ssl);
-      if (rc == 1) {
-        *done = true;
-      } else {
-        int err = SSL_get_error(ssl, rc);
-        failed = err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE;
-      }
-    }
-  }
-  ERR_clear_error();
-  return {cdone && sdone, SSL_get_verify_result(client.get()), SSL_get_version(client.get())};
+  const bool ok = test::handshake_over_bio_pair(client.get(), server.get());
+  return {ok, SSL_get_verify_result(client.get()), SSL_get_version(client.get())};
 }
 
 class LeafCertsTest : public ::testing::Test {

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""New TLS connections per second from one client, each carrying one HTTP/1.1
+request (GET PATH, Connection: close) read to its end: the cost a guest pays
+for a connection it did not keep alive. Python's ssl module (OpenSSL) with
+SNI and verification, like any guest's client.
+
+usage: tls_connect_rate.py HOST PORT PATH SECONDS CAFILE full|resumed
+
+full: every connection a full handshake (no session offered).
+resumed: each connection offers the session the previous one was given
+(TLS 1.3 tickets arrive after the handshake, hence the read to the end).
+Prints "<connections/s> <connections> <resumed> <failed>"; exits 1 when
+any connection failed or answered other than 200.
+"""
+import socket
+import ssl
+import sys
+import time
+
+
+def main() -> int:
+    if len(sys.argv) != 7 or sys.argv[6] not in ("full", "resumed"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    host, port, path, seconds, cafile, mode = sys.argv[1:]
+    port, seconds = int(port), float(seconds)
+    ctx = ssl.create_default_context(cafile=cafile)
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    session = None
+    done = resumed = failed = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            with socket.create_connection((host, port), timeout=10) as raw:
+                with ctx.wrap_socket(raw, server_hostname=host,
+                                     session=session if mode == "resumed" else None) as tls:
+                    tls.sendall(request)
+                    answer = b""
+                    while chunk := tls.recv(65536):
+                        answer += chunk
+                    if not answer.startswith(b"HTTP/1.1 200"):
+                        failed += 1
+                    resumed += tls.session_reused
+                    if mode == "resumed":
+                        session = tls.session
+        except (OSError, ssl.SSLError):
+            failed += 1
+        done += 1
+    elapsed = time.monotonic() - start
+    print(f"{done / elapsed:.1f} {done} {resumed} {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
