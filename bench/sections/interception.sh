@@ -37,7 +37,8 @@
 #                   one request (bench/tls_connect_rate.py: Python's ssl, SNI,
 #                   verification, Connection: close), full handshakes and
 #                   resumed ones (the previous connection's session offered),
-#                   through zerod vs the nginx reverse proxy; target >= 1.0x
+#                   through zerod (proxy_tls_resumption on for this section)
+#                   vs the nginx reverse proxy; target >= 1.0x
 # (a) and (c) are measured twice: from lab guests (TAP + the lab's userspace
 # frame pump, which caps a guest near 1 Gbit/s and adds latency) and from
 # veth guests (a veth pair into the host namespace, no pump), labelled
@@ -169,7 +170,8 @@ ic_setup() {
   # guest never used).
   zextra=$(jq -cn --arg up "$IC_UPSTREAM" --arg name "$IC_NAME" --argjson n "$((2 * IC_NEW_HOSTS))" \
     --argjson extra "$ic_extra" \
-    '{metrics_port: 0, dns_static: ({($name): [$up]} + ([range(0; $n) | {key: "n\(.).bench.example", value: [$up]}] | from_entries))} + $extra')
+    '{metrics_port: 0, proxy_tls_resumption: true,
+      dns_static: ({($name): [$up]} + ([range(0; $n) | {key: "n\(.).bench.example", value: [$up]}] | from_entries))} + $extra')
   IC_ZEROD_CONFIG_EXTRA=$zextra
   SSL_CERT_FILE="$IC_DIR/pki/trust-bundle.pem" zerod_start "$IC_PREFIX-host" "$IC_DIR/zerod" \
     "/sys/fs/bpf/zeroness-$IC_PREFIX" "$zextra"
@@ -580,7 +582,7 @@ ic_handshakes() {
   for kind in "" veth-; do
     for mode in full resumed; do
       z=$kind"zerod" p=$kind"nginx"
-      name="new TLS connections/s from a guest, $mode handshakes, one request each$([ -n "$kind" ] && echo " (veth)")"
+      name="new TLS connections/s from a guest, $mode handshakes, one request each${kind:+ (veth)}"
       if [ -n "${IC_BROKEN[$z]:-${IC_BROKEN[$p]:-}}" ]; then
         record_status interception "$name" skipped "${IC_BROKEN[$z]:-${IC_BROKEN[$p]:-}}"
       elif [ "$(variant_median "$f" "$z-$mode")" = null ] || [ "$(variant_median "$f" "$p-$mode")" = null ]; then

@@ -124,6 +124,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_kernel_splice",
                                  "proxy_http2",
                                  "proxy_upstream_http2",
+                                 "proxy_tls_resumption",
                                  "proxy_websocket_idle_timeout_ms",
                                  "proxy_websocket_max_message",
                                  "host_key",
@@ -202,6 +203,10 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   if (doc.contains("proxy_upstream_http2")) {
     if (!doc["proxy_upstream_http2"].is_boolean()) fail("$.proxy_upstream_http2", "must be true or false");
     c.proxy_upstream_http2 = doc["proxy_upstream_http2"].get<bool>();
+  }
+  if (doc.contains("proxy_tls_resumption")) {
+    if (!doc["proxy_tls_resumption"].is_boolean()) fail("$.proxy_tls_resumption", "must be true or false");
+    c.proxy_tls_resumption = doc["proxy_tls_resumption"].get<bool>();
   }
   if (doc.contains("proxy_kernel_splice")) {
     if (!doc["proxy_kernel_splice"].is_boolean()) fail("$.proxy_kernel_splice", "must be true or false");

@@ -340,6 +340,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_config.kernel_splice = config_.proxy_kernel_splice;
   proxy_config.http2 = config_.proxy_http2;
   proxy_config.upstream_http2 = config_.proxy_upstream_http2;
+  proxy_config.guest_tls_resumption = config_.proxy_tls_resumption;
   proxy_config.websocket.idle_timeout = std::chrono::milliseconds(config_.proxy_websocket_idle_timeout_ms);
   proxy_config.websocket.max_message = config_.proxy_websocket_max_message;
   proxy_config.ca_cert_path = ca_.paths.cert;

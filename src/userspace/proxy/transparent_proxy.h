@@ -52,7 +52,7 @@ struct ProxyConfig {
   // rotated every `rotation`, TLS 1.2 session ids), each bound to its sandbox
   // session and name (userspace/tls/ticket_keys.h). Off: every connection a
   // full handshake.
-  bool guest_tls_resumption = true;
+  bool guest_tls_resumption = false;
   GuestResumption guest_resumption;
   // Leaves not in the cache are minted on the worker pool, at most this
   // many per session (a guest cycling SNIs slows only itself).
