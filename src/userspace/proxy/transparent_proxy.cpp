@@ -305,8 +305,9 @@ struct TransparentProxy::Impl {
       co_return;
     }
     use_leaf(ssl.get(), *leaf, leaves->ca_cert());
-    // A session resumes only on this sandbox's connections for this name.
-    bind_guest_session(ssl.get(), decision.session, decision.host);
+    // A session resumes only on this sandbox's connections for this name
+    // (without resumption there is nothing to bind: no digest per handshake).
+    if (config.guest_tls_resumption) bind_guest_session(ssl.get(), decision.session, decision.host);
     TlsStream tls(guest, std::move(ssl), true,
                   std::string_view(reinterpret_cast<const char*>(hello.data()), hello.size()));
     try {

@@ -54,23 +54,17 @@ void TicketKeys::rotate() {
 void TicketKeys::rotate_locked(Clock::time_point now) {
   Key next;
   // OpenSSL's DRBG: user space, never blocks once seeded (it was, to make
-  // the deployment CA's leaves).
-  if (RAND_bytes(next.name.data(), static_cast<int>(next.name.size())) != 1 ||
-      RAND_bytes(next.aes.data(), static_cast<int>(next.aes.size())) != 1 ||
-      RAND_bytes(next.hmac.data(), static_cast<int>(next.hmac.size())) != 1) {
-    ERR_clear_error();
-    // No new key: the old ones age out, and without a valid key no ticket
-    // is issued or honoured (full handshakes, never a weak key).
-    OPENSSL_cleanse(&previous_, sizeof previous_);
-    previous_ = current_;
-    current_ = Key{};
-    return;
-  }
+  // the deployment CA's leaves). Should it fail, the new current key is an
+  // invalid one: no ticket is issued until a rotation succeeds, and the old
+  // keys age out (full handshakes, never a weak key).
+  next.valid = RAND_bytes(next.name.data(), static_cast<int>(next.name.size())) == 1 &&
+               RAND_bytes(next.aes.data(), static_cast<int>(next.aes.size())) == 1 &&
+               RAND_bytes(next.hmac.data(), static_cast<int>(next.hmac.size())) == 1;
+  if (!next.valid) ERR_clear_error();
   next.made = now;
-  next.valid = true;
   OPENSSL_cleanse(&previous_, sizeof previous_);
   previous_ = current_;
-  current_ = next;
+  current_ = next.valid ? next : Key{};
   OPENSSL_cleanse(&next, sizeof next);
 }
 
