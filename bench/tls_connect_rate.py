@@ -4,11 +4,14 @@ request (GET PATH, Connection: close) read to its end: the cost a guest pays
 for a connection it did not keep alive. Python's ssl module (OpenSSL) with
 SNI and verification, like any guest's client.
 
-usage: tls_connect_rate.py HOST PORT PATH SECONDS CAFILE full|resumed
+usage: tls_connect_rate.py HOST PORT PATH SECONDS CAFILE full|resumed|resumed-tls1.2
 
 full: every connection a full handshake (no session offered).
 resumed: each connection offers the session the previous one was given
 (TLS 1.3 tickets arrive after the handshake, hence the read to the end).
+resumed-tls1.2: the same at most TLS 1.2, whose abbreviated handshake ends
+with the client's Finished (the server's ACK of it is what lets a client with
+Nagle on send its request).
 Prints "<connections/s> <connections> <resumed> <failed>"; exits 1 when
 any connection failed or answered other than 200.
 """
@@ -17,14 +20,19 @@ import ssl
 import sys
 import time
 
+MODES = ("full", "resumed", "resumed-tls1.2")
+
 
 def main() -> int:
-    if len(sys.argv) != 7 or sys.argv[6] not in ("full", "resumed"):
+    if len(sys.argv) != 7 or sys.argv[6] not in MODES:
         print(__doc__, file=sys.stderr)
         return 2
     host, port, path, seconds, cafile, mode = sys.argv[1:]
     port, seconds = int(port), float(seconds)
     ctx = ssl.create_default_context(cafile=cafile)
+    if mode == "resumed-tls1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    resuming = mode != "full"
     request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
     session = None
     done = resumed = failed = 0
@@ -33,7 +41,7 @@ def main() -> int:
         try:
             with socket.create_connection((host, port), timeout=10) as raw:
                 with ctx.wrap_socket(raw, server_hostname=host,
-                                     session=session if mode == "resumed" else None) as tls:
+                                     session=session if resuming else None) as tls:
                     tls.sendall(request)
                     answer = b""
                     while chunk := tls.recv(65536):
@@ -41,7 +49,7 @@ def main() -> int:
                     if not answer.startswith(b"HTTP/1.1 200"):
                         failed += 1
                     resumed += tls.session_reused
-                    if mode == "resumed":
+                    if resuming:
                         session = tls.session
         except (OSError, ssl.SSLError):
             failed += 1

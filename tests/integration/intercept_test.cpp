@@ -17,12 +17,6 @@ namespace {
 
 class InterceptTest : public ProxyTest {
  protected:
-  void configure(json& config) override {
-    ProxyTest::configure(config);
-    // Off by default (docs/operator-guide.md); this suite checks it end to
-    // end (AResumedTlsSession...) and every other request with it on.
-    config["proxy_tls_resumption"] = true;
-  }
   void SetUp() override {
     ProxyTest::SetUp();
     if (HasFatalFailure()) return;

@@ -83,9 +83,7 @@ struct DaemonConfig {
   bool proxy_http2 = true;
   bool proxy_upstream_http2 = true;  // offer h2 to TLS upstreams
   // Guests may resume their TLS sessions (ProxyConfig::guest_tls_resumption).
-  // Off by default: measured, a resumed connection through zerod took ~50 ms
-  // where a full one took ~4 (cause not found yet).
-  bool proxy_tls_resumption = false;
+  bool proxy_tls_resumption = true;
   // A WebSocket a rule allowed ("websocket": true): its largest message
   // either way, and its idle bound (no byte either way).
   uint32_t proxy_websocket_idle_timeout_ms = 300000;

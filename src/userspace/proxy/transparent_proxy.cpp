@@ -1,6 +1,8 @@
 #include "userspace/proxy/transparent_proxy.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -323,7 +325,15 @@ struct TransparentProxy::Impl {
     const unsigned char* alpn = nullptr;
     unsigned alpn_length = 0;
     SSL_get0_alpn_selected(tls.ssl(), &alpn, &alpn_length);
-    if (SSL_session_reused(tls.ssl())) counters.tls_resumed++;
+    if (SSL_session_reused(tls.ssl())) {
+      counters.tls_resumed++;
+      // A TLS 1.2 abbreviated handshake ends with the guest's Finished and
+      // nothing from zerod, so the kernel delays its ACK (~40 ms) while a
+      // guest with Nagle on holds its request behind that ACK (measured:
+      // 20 resumed connections/s against 230 full ones). Send it now.
+      const int on = 1;
+      (void)::setsockopt(guest.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
+    }
     if (alpn_length == 2 && alpn[0] == 'h' && alpn[1] == '2')
       co_await serve_intercepted_h2(tls, decision, *interception);
     else

@@ -72,6 +72,14 @@ TEST(ZerodConfigHostKey, OutsideTheStateDirectoryOnly) {
   EXPECT_EQ(config_error(R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn.key"})"), "accepted");
 }
 
+// Guest TLS resumption is on unless the operator turns it off.
+TEST(ZerodConfigTlsResumption, OnByDefault) {
+  EXPECT_TRUE(parse_daemon_config("{}").proxy_tls_resumption);
+  EXPECT_FALSE(parse_daemon_config(R"({"proxy_tls_resumption": false})").proxy_tls_resumption);
+  EXPECT_NE(config_error(R"({"proxy_tls_resumption": "no"})").find("$.proxy_tls_resumption"),
+            std::string::npos);
+}
+
 TEST(ZerodConfigJwks, AnIpv4AndAPortOrNothing) {
   EXPECT_EQ(parse_daemon_config("{}").jwks_port, 0u);
   for (const char* bad : {R"({"jwks_listen":"198.18.255.1"})", R"({"jwks_listen":"host.example:80"})",

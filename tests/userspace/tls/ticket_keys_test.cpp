@@ -97,6 +97,25 @@ TEST_F(TicketKeysTest, AGuestResumesItsOwnSessionForTheSameName) {
   }
 }
 
+// TLS 1.3: every resumption ends with a ticket never seen before (a ticket
+// is used once, and its flight acknowledges the guest's Finished at once).
+TEST_F(TicketKeysTest, ATls13ResumptionEndsWithAFreshTicket) {
+  Resumption first = connect("s1", "api.github.com");
+  ASSERT_TRUE(first.new_ticket);
+  const unsigned char* bytes = nullptr;
+  size_t length = 0;
+  SSL_SESSION_get0_ticket(first.session.get(), &bytes, &length);
+  const std::string first_ticket(reinterpret_cast<const char*>(bytes), length);
+  Resumption second = connect("s1", "api.github.com", first.session.get());
+  ASSERT_TRUE(second.reused);
+  ASSERT_TRUE(second.session);
+  SSL_SESSION_get0_ticket(second.session.get(), &bytes, &length);
+  const std::string second_ticket(reinterpret_cast<const char*>(bytes), length);
+  EXPECT_FALSE(second_ticket.empty());
+  EXPECT_NE(second_ticket, first_ticket);
+  EXPECT_TRUE(connect("s1", "api.github.com", second.session.get()).reused);
+}
+
 // TLS 1.2 without tickets: the session id, from the server's cache.
 TEST_F(TicketKeysTest, ATls12ClientWithoutTicketsResumesBySessionId) {
   Resumption first = connect("s1", "api.github.com", nullptr, TLS1_2_VERSION, false);
