@@ -110,7 +110,7 @@ bool is_audit_event_prefix(std::string_view prefix) {
   return false;
 }
 
-void validate_audit_event(const AuditEvent& ev) {
+void validate_audit_event(const AuditEvent& ev, std::string* detail_json) {
   if (!is_audit_event_name(ev.event)) throw std::invalid_argument("audit: unknown event name");
   if (ev.sid.size() > kAuditMaxSidLen) throw std::invalid_argument("audit: sid longer than 128 bytes");
   if (!valid_text(ev.sid, /*reject_controls=*/true))
@@ -125,6 +125,7 @@ void validate_audit_event(const AuditEvent& ev) {
     throw std::invalid_argument("audit: detail is not valid UTF-8 JSON");
   }
   if (dumped.size() > kAuditMaxDetailBytes) throw std::invalid_argument("audit: detail too large");
+  if (detail_json) *detail_json = std::move(dumped);
 }
 
 std::string format_audit_ts(std::chrono::system_clock::time_point tp) {
@@ -142,34 +143,46 @@ std::string format_audit_ts(std::chrono::system_clock::time_point tp) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+namespace {
+
+// `,"key":value` pieces of a record's JSON text: a string value escaped as
+// dump() escapes it, a number or a serialised object as it is.
+void put_string(std::string& out, std::string_view key, const std::string& value) {
+  out += key;
+  out += nlohmann::json(value).dump();
+}
+void put_raw(std::string& out, std::string_view key, const std::string& value) {
+  out += key;
+  out += value;
+}
+
+}  // namespace
+
 std::string AuditRecord::canonical_payload() const {
-  nlohmann::json o = nlohmann::json::object();
-  o["seq"] = seq;
-  o["ts"] = ts;
-  o["event"] = event;
-  o["sid"] = sid;
-  o["detail"] = detail;
-  return o.dump();
+  // What dump() writes for {"seq","ts","event","sid","detail"} (keys in
+  // std::map order, no whitespace), without copying the detail into a new
+  // object to dump it again (tests compare the two byte for byte).
+  std::string out;
+  out.reserve(96 + detail_json.size());
+  put_raw(out, R"({"detail":)", detail_json.empty() ? detail.dump() : detail_json);
+  put_string(out, R"(,"event":)", event);
+  put_raw(out, R"(,"seq":)", std::to_string(seq));
+  put_string(out, R"(,"sid":)", sid);
+  put_string(out, R"(,"ts":)", ts);
+  out += '}';
+  return out;
 }
 
 std::string AuditRecord::json_line() const {
-  using nlohmann::json;
   std::string out;
-  out.reserve(160 + detail.size() * 16);
-  out += R"({"zn":"audit","seq":)";
-  out += std::to_string(seq);
-  out += R"(,"ts":)";
-  out += json(ts).dump();
-  out += R"(,"event":)";
-  out += json(event).dump();
-  out += R"(,"sid":)";
-  out += json(sid).dump();
-  out += R"(,"detail":)";
-  out += detail.dump();
-  out += R"(,"prev":)";
-  out += json(prev).dump();
-  out += R"(,"hash":)";
-  out += json(hash).dump();
+  out.reserve(224 + detail_json.size());
+  put_raw(out, R"({"zn":"audit","seq":)", std::to_string(seq));
+  put_string(out, R"(,"ts":)", ts);
+  put_string(out, R"(,"event":)", event);
+  put_string(out, R"(,"sid":)", sid);
+  put_raw(out, R"(,"detail":)", detail_json.empty() ? detail.dump() : detail_json);
+  put_string(out, R"(,"prev":)", prev);
+  put_string(out, R"(,"hash":)", hash);
   out += '}';
   return out;
 }

@@ -27,8 +27,13 @@ struct AuditRecord {
   std::string event;
   std::string sid;
   nlohmann::json detail;  // object (after secret redaction)
-  std::string prev;       // hex SHA-256 of the previous record (64 zeros for seq 1)
-  std::string hash;       // hex SHA-256(prev || canonical_payload())
+  // detail as dump() writes it, when the writer made the record (serialised
+  // once, on the caller's thread, for the hash, the store and the line);
+  // empty in a record read back. detail may then be left empty too: only an
+  // append()'s caller gets it.
+  std::string detail_json;
+  std::string prev;  // hex SHA-256 of the previous record (64 zeros for seq 1)
+  std::string hash;  // hex SHA-256(prev || canonical_payload())
 
   // {"detail":..,"event":..,"seq":..,"sid":..,"ts":..} with keys sorted and no
   // whitespace (nlohmann::json dump() of a std::map-backed object).
@@ -52,7 +57,8 @@ bool is_audit_event_prefix(std::string_view prefix);
 // recorded: unknown name, sid > 128 bytes / control characters / invalid
 // UTF-8, detail not an object, detail too large or too deep or not
 // serialisable (invalid UTF-8 strings).
-void validate_audit_event(const AuditEvent& ev);
+// detail_json, if given, receives the detail as dump() writes it.
+void validate_audit_event(const AuditEvent& ev, std::string* detail_json = nullptr);
 
 // RFC 3339 UTC, millisecond precision (truncated), 'Z' suffix. Fixed width for
 // years 0000-9999, so string order is time order.

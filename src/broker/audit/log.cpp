@@ -61,7 +61,8 @@ bool AuditLog::add_secret(std::string value) {
 }
 
 AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
-  validate_audit_event(ev);  // throws, nothing queued
+  std::string detail_json;
+  validate_audit_event(ev, &detail_json);  // throws, nothing queued
   // Redacted on the caller's thread, with the secrets known now: the queue,
   // and the store, never hold a registered secret.
   std::shared_ptr<const AuditRedactor> red;
@@ -74,9 +75,10 @@ AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
   if (red->empty()) {
     it.sid = std::move(ev.sid);
     it.detail = std::move(ev.detail);
+    it.detail_json = std::move(detail_json);
   } else {
     it.detail = std::move(ev.detail);
-    red->redact_in_place(it.detail);
+    it.detail_json = red->redact_in_place(it.detail) ? it.detail.dump() : std::move(detail_json);
     it.sid = red->redact(ev.sid);
     // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
     if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;
@@ -160,7 +162,10 @@ std::exception_ptr AuditLog::commit(std::vector<Item>& batch, std::vector<AuditR
       r.ts = format_audit_ts(it.ts);
       r.event = it.event;
       r.sid = it.sid;
-      r.detail = it.detail;
+      r.detail_json = it.detail_json;
+      // The object itself only for append()'s caller; the hash, the store
+      // and the line use the serialised form.
+      if (it.waiter) r.detail = it.detail;
       r.prev = last_hash;
       r.hash = audit_chain_hash(r.prev, r);
       return r;

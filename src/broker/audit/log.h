@@ -150,6 +150,7 @@ class AuditLog {
     std::string event;
     std::string sid;
     nlohmann::json detail;
+    std::string detail_json;                   // detail serialised, once
     std::chrono::system_clock::time_point ts;  // when accepted
     Waiter* waiter = nullptr;                  // append()'s, or none for post()
   };

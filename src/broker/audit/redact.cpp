@@ -46,8 +46,8 @@ nlohmann::json AuditRedactor::redact(const nlohmann::json& j) const {
   return out;
 }
 
-void AuditRedactor::redact_in_place(nlohmann::json& j) const {
-  if (secrets_.empty()) return;
+bool AuditRedactor::redact_in_place(nlohmann::json& j) const {
+  if (secrets_.empty()) return false;
   const auto has_secret = [this](const std::string& s) {
     return s.size() >= kMinSecretLen &&
            std::any_of(secrets_.begin(), secrets_.end(),
@@ -56,28 +56,31 @@ void AuditRedactor::redact_in_place(nlohmann::json& j) const {
   switch (j.type()) {
     case nlohmann::json::value_t::string: {
       auto& s = j.get_ref<std::string&>();
-      if (has_secret(s)) s = redact(s);
-      return;
+      if (!has_secret(s)) return false;
+      s = redact(s);
+      return true;
     }
     case nlohmann::json::value_t::object: {
-      bool key_has_secret = false;
+      bool key_has_secret = false, changed = false;
       for (auto& [k, v] : j.items()) {
         key_has_secret = key_has_secret || has_secret(k);
-        redact_in_place(v);
+        changed = redact_in_place(v) || changed;
       }
-      if (!key_has_secret) return;
+      if (!key_has_secret) return changed;
       // Keys are immutable in place: rebuild, in iteration order, so keys
       // that collide after redaction keep the last value.
       nlohmann::json out = nlohmann::json::object();
       for (auto& [k, v] : j.items()) out[redact(k)] = std::move(v);
       j = std::move(out);
-      return;
+      return true;
     }
-    case nlohmann::json::value_t::array:
-      for (auto& v : j) redact_in_place(v);
-      return;
+    case nlohmann::json::value_t::array: {
+      bool changed = false;
+      for (auto& v : j) changed = redact_in_place(v) || changed;
+      return changed;
+    }
     default:
-      return;
+      return false;
   }
 }
 

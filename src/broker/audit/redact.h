@@ -27,8 +27,9 @@ class AuditRedactor {
   nlohmann::json redact(const nlohmann::json& j) const;
   std::string redact(const std::string& s) const;
   // The same, in place: what has no secret is neither copied nor rebuilt
-  // (an audit detail usually has none, and is posted per request).
-  void redact_in_place(nlohmann::json& j) const;
+  // (an audit detail usually has none, and is posted per request). True if
+  // anything was replaced.
+  bool redact_in_place(nlohmann::json& j) const;
 
   bool empty() const { return secrets_.empty(); }
 

@@ -168,7 +168,7 @@ std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& bu
       bind_text(db_, ins.s, 2, rec.ts);
       bind_text(db_, ins.s, 3, rec.event);
       bind_text(db_, ins.s, 4, rec.sid);
-      bind_text(db_, ins.s, 5, rec.detail.dump());
+      bind_text(db_, ins.s, 5, rec.detail_json.empty() ? rec.detail.dump() : rec.detail_json);
       bind_text(db_, ins.s, 6, rec.prev);
       bind_text(db_, ins.s, 7, rec.hash);
       if (sqlite3_step(ins.s) != SQLITE_DONE) fail(db_, "insert");

@@ -128,6 +128,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "proxy_websocket_idle_timeout_ms",
                                  "proxy_websocket_max_message",
                                  "host_key",
+                                 "secret_read_linger_ms",
                                  "jwt_issuer",
                                  "jwt_lifetime_s",
                                  "jwks_listen",
@@ -212,6 +213,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
     if (!doc["proxy_kernel_splice"].is_boolean()) fail("$.proxy_kernel_splice", "must be true or false");
     c.proxy_kernel_splice = doc["proxy_kernel_splice"].get<bool>();
   }
+  c.secret_read_linger_ms = get_uint(doc, "secret_read_linger_ms", c.secret_read_linger_ms, 0, 10000);
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
   c.approval_grant_max_s = get_uint(doc, "approval_grant_max_s", c.approval_grant_max_s, 1, 7 * 24 * 3600);
   c.expose_address = get_string(doc, "expose_address", c.expose_address);

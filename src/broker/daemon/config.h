@@ -41,6 +41,10 @@ struct DaemonConfig {
   // the first start). Outside state_dir on purpose: a copy of the state
   // directory without it reveals nothing.
   std::string host_key = "/etc/zeroness/host.key";
+  // How long a secret's guarded pages stay readable after their last read
+  // (GuardedBytes::set_read_linger): one mprotect pair per burst of
+  // requests, not per request. 0: no-access at once after every read.
+  uint32_t secret_read_linger_ms = 100;
   // Minted identities ("identity": "jwt"): the tokens' "iss", and how long
   // each lives (seconds, 1..3600). Their keys rotate daily; `znctl identity
   // jwks` publishes them.

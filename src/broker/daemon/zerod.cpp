@@ -20,6 +20,7 @@
 #include "vmm/microvm/firecracker.h"
 #include "vmm/microvm/qemu.h"
 #include "broker/policy/parser.h"
+#include "broker/secrets/guarded_bytes.h"
 #include "broker/session/sealed_policy.h"
 #include "broker/session/state_file.h"
 #include "common/netns.h"
@@ -121,6 +122,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   std::filesystem::create_directories(config_.state_dir);
   std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
+  GuardedBytes::set_read_linger(std::chrono::milliseconds(config_.secret_read_linger_ms));
   // Before anything is restored: a missing key is made only when nothing is
   // sealed yet, else zerod refuses to start (never an empty store).
   host_keys_ = std::make_unique<HostKeys>(

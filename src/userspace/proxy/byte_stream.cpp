@@ -2,6 +2,8 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
+
 #include <asio/experimental/as_tuple.hpp>
 
 #include <stdexcept>
@@ -106,11 +108,16 @@ awaitable<void> TlsStream::flush() {
       if (s.flushed_) s.flushed_->cancel();
     }
   } done{*this};
-  char buf[16384];
+  // What is pending goes in one send (up to 64 KiB of records: a 64 KiB
+  // write was four sends of 16 KiB), from a buffer held only while it goes.
+  constexpr size_t kMaxWireWrite = 64 * 1024 + 4 * 256;
   for (;;) {
-    int n = BIO_read(out_, buf, sizeof(buf));
+    const size_t pending = std::min(BIO_ctrl_pending(out_), kMaxWireWrite);
+    if (pending == 0) co_return;
+    std::unique_ptr<char[]> wire(new char[pending]);
+    const int n = BIO_read(out_, wire.get(), static_cast<int>(pending));
     if (n <= 0) co_return;
-    co_await asio::async_write(socket_, asio::buffer(buf, static_cast<size_t>(n)), use_awaitable);
+    co_await asio::async_write(socket_, asio::buffer(wire.get(), static_cast<size_t>(n)), use_awaitable);
   }
 }
 

@@ -790,15 +790,25 @@ class Exchange {
     if (scrubber_.armed() && http::is_partial_response(resp))
       throw std::runtime_error(
           "upstream sent a partial response where responses must be scanned for secrets");
-    std::string out_head = http::forwarded_response_head(resp, chunk_out, close_after_);
+    // What goes to the guest is gathered and written when the exchange would
+    // otherwise wait (for the upstream, or at the end): a small response is
+    // one TLS record and one send, head and body together, not one each.
+    std::string& pending = pending_out_;
+    pending = http::forwarded_response_head(resp, chunk_out, close_after_);
     // Names, values, the reason phrase: same-length replacement keeps the
     // head well-formed.
-    note_reflections(summary, scrubber_.scrub(out_head), true);
-    response_started = true;
+    note_reflections(summary, scrubber_.scrub(pending), true);
     summary.status = resp.status;
-    // A guest that stops reading holds the exchange no longer than an idle one.
-    co_await with_deadline(guest_.write_all(out_head), ctx_.idle_timeout);
-    summary.bytes_to_guest += out_head.size();
+    // Until the head is written, a failure still gets the guest a 502.
+    const auto flush_to_guest = [&]() -> awaitable<void> {
+      if (pending.empty()) co_return;
+      response_started = true;
+      // A guest that stops reading holds the exchange no longer than an idle one.
+      co_await with_deadline(guest_.write_all(pending), ctx_.idle_timeout);
+      summary.bytes_to_guest += pending.size();
+      pending.clear();
+    };
+    if (resp.framing == http::BodyFraming::kNone) co_await flush_to_guest();
     if (resp.framing != http::BodyFraming::kNone) {
       // The decoded payload is one stream for the scrubber, whatever the
       // upstream's chunk or read boundaries: a match split across them is
@@ -817,17 +827,18 @@ class Exchange {
           if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
           scrub.feed(piece, clean);
           if (step.done) scrub.finish(clean);
+          append_body(pending, clean, chunk_out);
+          if (step.done) break;
           // Sent before the next read: a streamed response is not delayed
           // beyond the partial match held back.
-          co_await send_body(clean, chunk_out, summary);
-          if (step.done) break;
+          co_await flush_to_guest();
           size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
           if (n == 0) {
             if (resp.framing != http::BodyFraming::kUntilClose)
               throw std::runtime_error("upstream body truncated");
             clean.clear();
             scrub.finish(clean);
-            co_await send_body(clean, chunk_out, summary);
+            append_body(pending, clean, chunk_out);
             break;
           }
           upstream_.buffered.append(buf_, n);
@@ -837,8 +848,9 @@ class Exchange {
           // scrubbed like a head (same-length replacement).
           std::string last = http::last_chunk(http::forwarded_trailer_fields(decoder.trailers()));
           note_reflections(summary, scrubber_.scrub(last), false);
-          co_await with_deadline(guest_.write_all(last), ctx_.idle_timeout);
+          pending += last;
         }
+        co_await flush_to_guest();
       } catch (...) {
         failed = std::current_exception();
       }
@@ -1112,11 +1124,13 @@ class Exchange {
     co_await refuse(refusal);
   }
 
-  awaitable<void> send_body(std::string& clean, bool chunk_out, RequestSummary& summary) {
-    if (clean.empty()) co_return;
-    if (chunk_out) clean = http::chunk_frame(clean);
-    co_await with_deadline(guest_.write_all(clean), ctx_.idle_timeout);
-    summary.bytes_to_guest += clean.size();
+  // A scrubbed piece of a response body, framed as the guest gets it.
+  static void append_body(std::string& out, const std::string& clean, bool chunk_out) {
+    if (clean.empty()) return;
+    if (chunk_out)
+      out += http::chunk_frame(clean);
+    else
+      out += clean;
   }
 
   // What the scrubber replaced, for the audit (secret:reflected): counts,
@@ -1175,6 +1189,9 @@ class Exchange {
   std::string body_;
   bool body_whole_ = false;
   std::optional<http::BodyDecoder> body_decoder_;
+  // A response's bytes gathered for the guest (scrubbed, framed), written
+  // whenever the exchange would wait; kept for its capacity.
+  std::string pending_out_;
   char buf_[kReadChunk];
 };
 

@@ -120,6 +120,29 @@ TEST(AuditCanonical, PayloadShape) {
             R"("seq":7,"sid":"user-1","ts":"2026-11-29T12:00:00.123Z"})");
 }
 
+// The payload is written by hand from the serialised detail: byte for byte
+// what dumping the whole object writes (the chain's definition), for
+// escapes, UTF-8, nesting and numbers, from detail or from detail_json.
+TEST(AuditCanonical, PayloadIsTheWholeObjectDumped) {
+  for (const json& detail :
+       {json::object(), json{{"s", "\"q\"\n\xC3\xA9\x01"}, {"n", -5}, {"f", 0.5}, {"z", nullptr}},
+        json{
+            {"a", json::array({1, "x", json{{"k", true}}})}, {"Z", json::object()}, {"\xE2\x82\xAC", "e"}}}) {
+    AuditRecord r;
+    r.seq = 18446744073709551615ull;
+    r.ts = "2026-11-29T12:00:00.123Z";
+    r.event = "egress:allow";
+    r.sid = "s\"\\1";
+    r.detail = detail;
+    const json whole = {{"seq", r.seq}, {"ts", r.ts}, {"event", r.event}, {"sid", r.sid}, {"detail", detail}};
+    EXPECT_EQ(r.canonical_payload(), whole.dump());
+    r.detail_json = detail.dump();
+    r.detail = json();  // only the serialised form, as the writer keeps it
+    EXPECT_EQ(r.canonical_payload(), whole.dump());
+    EXPECT_NE(r.json_line().find(R"("detail":)" + detail.dump() + R"(,"prev")"), std::string::npos);
+  }
+}
+
 TEST(AuditCanonical, JsonLineKeyOrder) {
   AuditRecord r;
   r.seq = 3;

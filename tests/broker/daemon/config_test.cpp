@@ -72,6 +72,13 @@ TEST(ZerodConfigHostKey, OutsideTheStateDirectoryOnly) {
   EXPECT_EQ(config_error(R"({"state_dir":"/var/lib/zn","host_key":"/var/lib/zn.key"})"), "accepted");
 }
 
+TEST(ZerodConfigSecrets, ReadLingerWithinItsBounds) {
+  EXPECT_EQ(parse_daemon_config("{}").secret_read_linger_ms, 100u);
+  EXPECT_EQ(parse_daemon_config(R"({"secret_read_linger_ms": 0})").secret_read_linger_ms, 0u);
+  EXPECT_NE(config_error(R"({"secret_read_linger_ms": 10001})").find("$.secret_read_linger_ms"),
+            std::string::npos);
+}
+
 // Guest TLS resumption is on unless the operator turns it off.
 TEST(ZerodConfigTlsResumption, OnByDefault) {
   EXPECT_TRUE(parse_daemon_config("{}").proxy_tls_resumption);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <string>
 #include <thread>
@@ -67,6 +68,60 @@ TEST_F(GuardedBytesDeathTest, ReadingInsideWithBytesWorks) {
   EXPECT_EQ(first, 's');
   EXPECT_EXIT(b.with_bytes([&](std::span<const unsigned char>) { touch(b.address_for_tests()); }),
               ::testing::ExitedWithCode(0), "");
+}
+
+// With a read linger the pages stay readable after a read (the positive
+// control: the same touch that crashes elsewhere exits cleanly), then go
+// no-access by themselves once nobody has read them for the linger.
+TEST_F(GuardedBytesDeathTest, ALingerKeepsPagesReadableForAWhileThenNoAccess) {
+  GuardedBytes::set_read_linger(std::chrono::milliseconds(50));
+  struct Reset {
+    ~Reset() { GuardedBytes::set_read_linger(std::chrono::milliseconds(0)); }
+  } reset;
+  GuardedBytes b(std::string_view("sk_live_guarded"));
+  EXPECT_FALSE(b.readable_for_tests());
+  b.with_bytes([](std::span<const unsigned char> s) { return s.size(); });
+  EXPECT_TRUE(b.readable_for_tests());
+  EXPECT_EXIT(
+      {
+        b.with_bytes([](std::span<const unsigned char> s) { return s.size(); });
+        touch(b.address_for_tests());
+      },
+      ::testing::ExitedWithCode(0), "");
+  // Expired by the sweeper (polled: a loaded machine may run it late).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (b.readable_for_tests() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_FALSE(b.readable_for_tests());
+  EXPECT_EXIT(
+      {
+        b.with_bytes([](std::span<const unsigned char> s) { return s.size(); });
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (b.readable_for_tests() && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        touch(b.address_for_tests());
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+  // Reads that overlap the sweep keep the pages readable while they last.
+  b.with_bytes([&](std::span<const unsigned char>) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(*static_cast<const volatile unsigned char*>(b.address_for_tests()), 's');
+  });
+}
+
+// Destroyed while lingering: the sweeper forgets it (ASan/TSan would see a
+// use after free otherwise); and a linger set back to 0 protects at once.
+TEST(GuardedBytes, DestroyedWhileLingeringAndLingerOff) {
+  GuardedBytes::set_read_linger(std::chrono::milliseconds(30));
+  for (int i = 0; i < 50; ++i) {
+    GuardedBytes b(std::string_view("sk_live_guarded"));
+    b.with_bytes([](std::span<const unsigned char> s) { return s.size(); });
+    if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  GuardedBytes::set_read_linger(std::chrono::milliseconds(0));
+  GuardedBytes b(std::string_view("sk_live_guarded"));
+  b.with_bytes([](std::span<const unsigned char> s) { return s.size(); });
+  EXPECT_FALSE(b.readable_for_tests());
 }
 
 TEST(GuardedBytes, HoldsACopyOfItsInput) {
