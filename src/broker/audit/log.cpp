@@ -216,6 +216,12 @@ void AuditLog::writer_loop() {
         // and a duplicate record. The store remains the source of truth.
       }
     }
+    if (!recs.empty() && opts_.batch_done) {
+      try {
+        opts_.batch_done();
+      } catch (...) {
+      }
+    }
 
     lk.lock();
     in_flight_ = 0;

@@ -38,6 +38,9 @@ struct AuditLogOptions {
   std::string db_path;  // SQLite file; created if missing, chain continued if present
   Clock clock;          // default: std::chrono::system_clock::now
   LineSink sink;        // default: the line plus '\n' to stdout, flushed
+  // Once a batch's lines have all gone to the sink (one flush of a buffered
+  // sink per batch, not per record). Exceptions are ignored, as the sink's.
+  std::function<void()> batch_done;
   // Records accepted but not yet committed, at most; past it post() refuses.
   size_t queue_limit = 100000;
   // admits() is false from this many records not yet committed.

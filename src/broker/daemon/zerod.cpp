@@ -132,11 +132,14 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   ca_ = open_deployment_ca(ca_dir(), *host_keys_->current(), host_keys_->pending().get());
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
-  // Each committed line goes to stdout (the journal) and wakes the
-  // exporters, which read the store themselves.
-  audit_options.sink = [this](const std::string& line) {
+  // Each committed line goes to stdout (the journal); each batch is then
+  // flushed and wakes the exporters, which read the store themselves (one
+  // write and one wake-up per batch, not per record).
+  audit_options.sink = [](const std::string& line) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);
+  };
+  audit_options.batch_done = [this] {
     std::fflush(stdout);
     std::lock_guard lk(export_mu_);
     if (audit_export_live_) audit_export_live_->notify();

@@ -66,7 +66,11 @@ void ApprovalBook::watch(uint64_t ticket, std::function<void()> wake) {
 }
 
 ApprovalState ApprovalBook::take(uint64_t ticket, Clock::time_point now) {
-  std::optional<HeldRequest> expired;
+  return settle(ticket, now, false);
+}
+
+ApprovalState ApprovalBook::settle(uint64_t ticket, Clock::time_point now, bool cancel) {
+  std::optional<HeldRequest> ended;
   ApprovalState s;
   {
     std::lock_guard lock(mu_);
@@ -74,11 +78,15 @@ ApprovalState ApprovalBook::take(uint64_t ticket, Clock::time_point now) {
     if (it == entries_.end()) return ApprovalState::kUnknown;
     expire(it->second, now);
     s = it->second.state;
-    if (s == ApprovalState::kExpired) expired = std::move(it->second.request);
+    if (cancel && s == ApprovalState::kPending) s = ApprovalState::kCancelled;
+    // A decision was reported when it was made; an expiry or a cancel is
+    // reported here, once: the ticket is gone now.
+    if (s == ApprovalState::kCancelled || s == ApprovalState::kExpired) ended = std::move(it->second.request);
     if (s != ApprovalState::kPending) entries_.erase(it);
   }
-  // Reported once: the ticket is gone now.
-  if (expired) report(*expired, TicketEvent::kExpired, std::nullopt);
+  if (ended)
+    report(*ended, s == ApprovalState::kCancelled ? TicketEvent::kCancelled : TicketEvent::kExpired,
+           std::nullopt);
   return s;
 }
 
@@ -99,24 +107,7 @@ std::optional<HeldRequest> ApprovalBook::decide(uint64_t ticket, bool approve, C
 }
 
 ApprovalState ApprovalBook::cancel(uint64_t ticket, Clock::time_point now) {
-  std::optional<HeldRequest> ended;
-  ApprovalState s;
-  {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(ticket);
-    if (it == entries_.end()) return ApprovalState::kUnknown;
-    expire(it->second, now);
-    s = it->second.state;
-    if (s == ApprovalState::kPending) s = ApprovalState::kCancelled;
-    // A decision was reported when it was made; an expiry or a cancel is
-    // reported here, once: the ticket is gone now.
-    if (s == ApprovalState::kCancelled || s == ApprovalState::kExpired) ended = std::move(it->second.request);
-    entries_.erase(it);
-  }
-  if (ended)
-    report(*ended, s == ApprovalState::kCancelled ? TicketEvent::kCancelled : TicketEvent::kExpired,
-           std::nullopt);
-  return s;
+  return settle(ticket, now, true);
 }
 
 std::vector<HeldRequest> ApprovalBook::pending(Clock::time_point now) {

@@ -102,6 +102,9 @@ class ApprovalBook {
     std::function<void()> wake;  // the proxy's, while it waits
   };
   void expire(Entry& e, Clock::time_point now);
+  // take (cancel = false) and cancel: a pending ticket stays, or ends
+  // cancelled; an ended one is removed, its expiry or cancel reported once.
+  ApprovalState settle(uint64_t ticket, Clock::time_point now, bool cancel);
   void report(const HeldRequest& h, TicketEvent event, std::optional<uint32_t> uid) const {
     if (on_ticket_) on_ticket_(h, event, uid);
   }

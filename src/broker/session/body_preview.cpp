@@ -32,6 +32,27 @@ void escape_into(std::string& out, unsigned char c) {
 std::string redact_body_preview(std::string_view raw, const std::vector<std::string_view>& secrets) {
   raw = raw.substr(0, std::min(raw.size(), BodyPreview::kMax));
   std::vector<char> hidden(raw.size(), 0);
+  // By rule, as the proxy's scrubber finds them: any subset of the bytes
+  // percent-, backslash- or entity-escaped in either case, line-wrapped
+  // base64, UTF-16, quoted-printable (secret_scrubber.h). A secret the
+  // scrubber cannot hold hides the whole preview.
+  if (!secrets.empty()) {
+    proxy::SecretScrubber scrubber;
+    bool held = true;
+    for (std::string_view secret : secrets)
+      if (!secret.empty()) held = scrubber.add_secret(secret, "resource") && held;
+    if (!held) return std::string(BodyPreview::kRedacted);
+    proxy::SecretScrubber::Stream stream(scrubber, proxy::SecretScrubber::Stream::Mode::kDetect);
+    std::vector<std::pair<uint64_t, uint64_t>> found;
+    stream.record_matches(&found);
+    std::string passed;
+    passed.reserve(raw.size());  // no reallocation leaves a copy unwiped
+    stream.feed(raw, passed);
+    stream.finish(passed);
+    OPENSSL_cleanse(passed.data(), passed.size());
+    for (const auto& [from, to] : found)
+      if (from < raw.size()) hide(hidden, static_cast<size_t>(from), std::min<size_t>(to, raw.size()));
+  }
   for (std::string_view secret : secrets) {
     std::vector<proxy::SecretPattern> patterns = proxy::secret_patterns(secret);
     for (proxy::SecretPattern& p : patterns) {

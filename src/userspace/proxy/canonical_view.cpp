@@ -6,6 +6,29 @@
 #include <map>
 
 namespace zn::proxy {
+
+size_t encode_utf8(uint32_t cp, unsigned char out[4]) {
+  if (cp < 0x80) {
+    out[0] = static_cast<unsigned char>(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = static_cast<unsigned char>(0xc0 | (cp >> 6));
+    out[1] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<unsigned char>(0xe0 | (cp >> 12));
+    out[1] = static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f));
+    out[2] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
+    return 3;
+  }
+  out[0] = static_cast<unsigned char>(0xf0 | (cp >> 18));
+  out[1] = static_cast<unsigned char>(0x80 | ((cp >> 12) & 0x3f));
+  out[2] = static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f));
+  out[3] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
+  return 4;
+}
 namespace {
 
 int hex(unsigned char c) {
@@ -40,29 +63,6 @@ void Canonicaliser::reset() {
   len_ = 0;
   dropped_ = 0;
   cp_ = 0;
-}
-
-size_t Canonicaliser::utf8(uint32_t cp, unsigned char out[4]) {
-  if (cp < 0x80) {
-    out[0] = static_cast<unsigned char>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<unsigned char>(0xc0 | (cp >> 6));
-    out[1] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<unsigned char>(0xe0 | (cp >> 12));
-    out[1] = static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f));
-    out[2] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
-    return 3;
-  }
-  out[0] = static_cast<unsigned char>(0xf0 | (cp >> 18));
-  out[1] = static_cast<unsigned char>(0x80 | ((cp >> 12) & 0x3f));
-  out[2] = static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f));
-  out[3] = static_cast<unsigned char>(0x80 | (cp & 0x3f));
-  return 4;
 }
 
 Canonicaliser::Verdict Canonicaliser::judge() {

@@ -36,6 +36,9 @@
 
 namespace zn::proxy {
 
+// The UTF-8 bytes of code point cp (at most 0x10FFFF) in out; their count.
+size_t encode_utf8(uint32_t cp, unsigned char out[4]);
+
 namespace canonical_detail {
 // Bytes that are their own canonical byte when no escape is pending, per
 // mode: not an escape lead, not dropped.
@@ -139,7 +142,7 @@ class Canonicaliser {
     if (byte_) {
       out[n++] = static_cast<unsigned char>(cp_);
     } else {
-      n = utf8(cp_, out);
+      n = encode_utf8(cp_, out);
     }
     for (size_t i = 0; i < n; ++i) {
       if (out[i] == 0 || out[i] == '\r' || out[i] == '\n') {
@@ -163,7 +166,6 @@ class Canonicaliser {
     len_ = 0;
     for (size_t i = 0; i < n; ++i) push(rest[i], rest_pos[i], emit);
   }
-  static size_t utf8(uint32_t cp, unsigned char out[4]);
 
   Mode mode_;
   unsigned char esc_[kMaxEscape] = {};

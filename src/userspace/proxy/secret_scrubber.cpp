@@ -123,6 +123,7 @@ std::optional<std::string> json_escaped(std::string_view secret, const JsonStyle
   auto cps = utf8_code_points(secret);
   if (!cps) return std::nullopt;  // no JSON encoder emits invalid UTF-8 as is
   std::string out;
+  unsigned char bytes[4];
   for (uint32_t cp : *cps) {
     switch (cp) {
       case '"':
@@ -164,22 +165,9 @@ std::optional<std::string> json_escaped(std::string_view secret, const JsonStyle
       continue;
     }
     // Unescaped: the code point's own UTF-8 bytes.
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
+    out.append(reinterpret_cast<const char*>(bytes), encode_utf8(cp, bytes));
   }
+  OPENSSL_cleanse(bytes, sizeof bytes);
   cleanse(*cps);
   return out;
 }
@@ -542,6 +530,7 @@ void SecretScrubber::Stream::redact(uint64_t start, uint64_t end) {
 }
 
 void SecretScrubber::Stream::matched(uint32_t state, uint64_t start, uint64_t end, bool canonical) {
+  if (matches_out_) matches_out_->emplace_back(start, end);
   uint32_t enc = s_.match_enc_[state];
   if (canonical) {
     // Already redacted as sent (the same bytes, a standard spelling): one

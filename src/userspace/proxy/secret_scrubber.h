@@ -153,6 +153,10 @@ class SecretScrubber {
     // Appends the bytes held back; the stream can then start again.
     void finish(std::string& out);
     const ScrubReport& report() const { return report_; }
+    // Every match found from now on, in any view, as [start, end) offsets
+    // into the stream's source bytes (for a caller that hides them its own
+    // way: the approval's body preview).
+    void record_matches(std::vector<std::pair<uint64_t, uint64_t>>* sink) { matches_out_ = sink; }
     size_t held() const { return pending_.size(); }
 
    private:
@@ -182,6 +186,7 @@ class SecretScrubber {
     // Redacted runs not yet all out, sorted, merged: [start, end).
     std::vector<std::pair<uint64_t, uint64_t>> runs_;
     ScrubReport report_;
+    std::vector<std::pair<uint64_t, uint64_t>>* matches_out_ = nullptr;
   };
 
   // How long a partial match held at end_message must be to be redacted:

@@ -505,6 +505,39 @@ TEST_F(AuditLogTest, PostReturnsWhileACommitIsStuck) {
   for (size_t i = 0; i < sink.lines.size(); ++i) EXPECT_EQ(json::parse(sink.lines[i])["seq"], i + 1);
 }
 
+// batch_done runs once per committed batch, after all of that batch's lines
+// (zerod flushes stdout and wakes its exporters there, not per record).
+TEST_F(AuditLogTest, BatchDoneFollowsEachBatchsLines) {
+  Gate gate;
+  gate.close();
+  std::mutex mu;
+  std::vector<size_t> lines_at_batch_done;
+  AuditLogOptions o = opts();
+  o.before_commit = [&] { gate.pass(); };
+  o.batch_done = [&] {
+    std::lock_guard sl(sink.mu);
+    std::lock_guard lk(mu);
+    lines_at_batch_done.push_back(sink.lines.size());
+  };
+  AuditLog log(o);
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));
+  ASSERT_TRUE(gate.wait_arrived(1));
+  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", i}})));
+  gate.open();
+  // Counted after the batch is done: both seen, the count is final.
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lk(mu);
+    return !lines_at_batch_done.empty() && lines_at_batch_done.back() == 1001 &&
+           log.stats().committed == 1001;
+  }));
+  std::lock_guard lk(mu);
+  EXPECT_EQ(lines_at_batch_done.size(), log.stats().batches);
+  EXPECT_LT(lines_at_batch_done.size(), 10u);  // batched: 1, then up to 512 at a time
+  EXPECT_EQ(lines_at_batch_done.front(), 1u);
+  for (size_t i = 1; i < lines_at_batch_done.size(); ++i)
+    EXPECT_GT(lines_at_batch_done[i], lines_at_batch_done[i - 1]);
+}
+
 TEST_F(AuditLogTest, MoreAppendersThanABatchWhileACommitIsStuck) {
   constexpr int kThreads = 64;
   Gate gate;

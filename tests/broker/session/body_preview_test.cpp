@@ -63,6 +63,42 @@ TEST(BodyPreview, EachEncodingOfASecretIsRedacted) {
       << redact("Basic " + basic);
 }
 
+// By rule, not by list (the proxy scrubber's views): spellings no encoder
+// list names are hidden too; the text around them is kept.
+TEST(BodyPreview, SpellingsByRuleAreRedactedToo) {
+  const std::string s(kSecret);
+  std::string odd_percent;  // every other byte escaped, lower-case hex
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i % 2) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      odd_percent += '%';
+      odd_percent += kHex[static_cast<unsigned char>(s[i]) >> 4];
+      odd_percent += kHex[static_cast<unsigned char>(s[i]) & 0xf];
+    } else {
+      odd_percent += s[i];
+    }
+  }
+  std::string utf16le;
+  for (char c : s) utf16le += std::string{c, '\0'};
+  std::string wrapped = base64(s, sodium_base64_VARIANT_ORIGINAL);
+  wrapped.insert(16, "\r\n");
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"percent, odd bytes", odd_percent},
+      {"utf-16le", utf16le},
+      {"base64 wrapped", wrapped},
+      {"json \\u", "sk_live\\u002fpreview\\u002bTe5t\\u003d\\u00200042"},
+  };
+  for (const auto& [name, form] : forms) {
+    const std::string out = redact("before " + form + " after");
+    EXPECT_NE(out.find("<redacted>"), std::string::npos) << name << ": " << out;
+    EXPECT_EQ(out.find("preview"), std::string::npos) << name << ": " << out;
+    EXPECT_EQ(out.rfind("before ", 0), 0u) << name << ": " << out;
+    EXPECT_EQ(out.substr(out.size() - 6), " after") << name << ": " << out;
+  }
+  // Positive control: the same spellings of another value are shown.
+  EXPECT_EQ(redact("sk_live%2fother"), "sk_live%2fother");
+}
+
 TEST(BodyPreview, ASecretCutOffAtThePreviewsEndLeavesNoPrefix) {
   for (size_t kept = 1; kept < kSecret.size(); ++kept) {
     const std::string body = std::string(256 - kept, 'x') + std::string(kSecret);  // 256 - kept + full
