@@ -203,7 +203,7 @@ SH
 GUEST=$(realpath "$BUILD_DIR/guest")
 $ZNCTL vm run vm-1 --kernel "$GUEST/vmlinuz" --initrd "$GUEST/initramfs.cpio.gz" \
   --memory 256M --user-data "$WORK/user-data" | sed 's/^/  /'
-for _ in $(seq 600); do $ZNCTL vm console vm-1 | grep -q ZN-USER-DATA-END && break; sleep 0.2; done
+for _ in $(seq 600); do grep -q ZN-USER-DATA-END <<< "$($ZNCTL vm console vm-1)" && break; sleep 0.2; done
 $ZNCTL vm console vm-1 | sed -n '/ZN-USER-DATA-BEGIN/,/ZN-USER-DATA-END/p' | sed 's/^/  /'
 echo "$ znctl exec vm-1 -- sh -c 'echo \"in the VM as uid \$(id -u)\"; cat /run/zn-agent/agent.conf'   (the agent's key: root's alone)"
 $ZNCTL exec vm-1 -- sh -c 'echo "in the VM as uid $(id -u)"; cat /run/zn-agent/agent.conf' < /dev/null 2>&1 |

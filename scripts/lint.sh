@@ -35,7 +35,7 @@ case "${1:-}" in
     trap 'rm -rf "$db"' EXIT
     python3 scripts/split_unity_db.py "$build" "$db"
     out=$(git ls-files 'src/*.cpp' 'tools/*.cpp' | xargs -P"$(nproc)" -n4 clang-tidy -p "$db" --quiet 2>/dev/null || true)
-    if echo "$out" | grep -q "warning:"; then
+    if grep -q "warning:" <<< "$out"; then
       echo "$out" | grep -A3 "warning:" >&2
       echo "lint.sh: clang-tidy findings above" >&2
       exit 1

@@ -16,7 +16,11 @@ deb=$(ls "$scratch"/out/zeroness_*.deb 2>/dev/null | head -1)
 dpkg-deb --info "$deb" > "$scratch/info"
 grep -q "Package: zeroness" "$scratch/info" || fail "not the zeroness package"
 grep -q "Depends:.*libc6" "$scratch/info" || fail "no shared-library dependencies (shlibdeps)"
-dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -q postinst || fail "no postinst"
+# Listings are read whole before they are searched: `producer | grep -q`
+# under pipefail fails when grep stops reading at its match while the
+# producer still writes (SIGPIPE; seen under load).
+controls=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t)
+grep -q postinst <<< "$controls" || fail "no postinst"
 
 root="$scratch/root"
 dpkg-deb -x "$deb" "$root"
@@ -35,8 +39,10 @@ if out=$("$root/usr/sbin/zerod" --check-config --config "$scratch/bad.json" 2>&1
   fail "zerod --check-config accepted a file sink without a path"
 fi
 grep -q 'audit_sinks\[0\].path' <<< "$out" || fail "the refusal does not name the field: $out"
-"$root/usr/sbin/znctl" --help 2>&1 | grep -q "audit verify" || fail "znctl --help lacks audit verify"
-zcat "$root/usr/share/man/man8/znctl.8.gz" | grep -q "audit" || fail "znctl's man page lacks its verbs"
+help=$("$root/usr/sbin/znctl" --help 2>&1)
+grep -q "audit verify" <<< "$help" || fail "znctl --help lacks audit verify"
+man=$(zcat "$root/usr/share/man/man8/znctl.8.gz")
+grep -q "audit" <<< "$man" || fail "znctl's man page lacks its verbs"
 grep -q '^Type=notify' "$root/usr/lib/systemd/system/zerod.service" || fail "the unit is not Type=notify"
 grep -q '^ExecStart=/usr/sbin/zerod' "$root/usr/lib/systemd/system/zerod.service" || fail "ExecStart does not run /usr/sbin/zerod"
 # bash completion completes objects and an object's verbs from the packaged znctl.
