@@ -793,8 +793,7 @@ class Exchange {
     // What goes to the guest is gathered and written when the exchange would
     // otherwise wait (for the upstream, or at the end): a small response is
     // one TLS record and one send, head and body together, not one each.
-    std::string& pending = pending_out_;
-    pending = http::forwarded_response_head(resp, chunk_out, close_after_);
+    std::string pending = http::forwarded_response_head(resp, chunk_out, close_after_);
     // Names, values, the reason phrase: same-length replacement keeps the
     // head well-formed.
     note_reflections(summary, scrubber_.scrub(pending), true);
@@ -1189,9 +1188,6 @@ class Exchange {
   std::string body_;
   bool body_whole_ = false;
   std::optional<http::BodyDecoder> body_decoder_;
-  // A response's bytes gathered for the guest (scrubbed, framed), written
-  // whenever the exchange would wait; kept for its capacity.
-  std::string pending_out_;
   char buf_[kReadChunk];
 };
 
