@@ -552,16 +552,24 @@ TEST_F(IngressTest, AGuessingClientIsBoundedAndItsRefusalsSummarised) {
   EXPECT_EQ(refused + throttled, 300) << r;
   EXPECT_GE(refused, 20) << r;
   EXPECT_LE(refused, 21) << r;
-  // Still throttled: a valid ticket from it is refused unread ...
+  // Still throttled: a valid ticket from it is refused unread, told when
+  // its next refusal is due (one a minute: within 60 s) ...
   const std::string t = ticket(8080);
-  r = get("-H 'Zn-Ticket: " + t + "' " + url(listen, "/throttled"));
+  r = get("-i -H 'Zn-Ticket: " + t + "' " + url(listen, "/throttled"));
   EXPECT_NE(r.find("status=429"), std::string::npos) << r;
+  int retry_after = 0;
+  if (const size_t at = r.find("Retry-After: "); at != std::string::npos)
+    std::sscanf(r.c_str() + at, "Retry-After: %d", &retry_after);
+  EXPECT_GE(retry_after, 1) << r;
+  EXPECT_LE(retry_after, 60) << r;
   // ... and unspent: another client redeems it. That client's own made-up
   // ticket is refused as any (403), not throttled.
   r = get("-H 'Zn-Ticket: " + t + "' " + url(listen, "/other"), "127.0.0.2");
   EXPECT_NE(r.find("status=200"), std::string::npos) << r;
-  r = get("-H 'Zn-Ticket: znt_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' " + url(listen, "/other-guess"), "127.0.0.2");
+  r = get("-i -H 'Zn-Ticket: znt_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' " + url(listen, "/other-guess"),
+          "127.0.0.2");
   EXPECT_NE(r.find("status=403"), std::string::npos) << r;
+  EXPECT_EQ(r.find("Retry-After"), std::string::npos) << r;  // a refusal, not a throttle
 
   // The audit: one record per refusal within the budget; the rest summed in
   // "rate_limited" records with counts (within a few seconds of the flood).

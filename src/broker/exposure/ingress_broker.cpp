@@ -69,10 +69,13 @@ ingress::AdmitDecision IngressBroker::admit(const ingress::AdmitFacts& facts) {
   const ExposedPort& exposure = it->second;
   // A client that used up its refusals is refused unread (no ticket lookup,
   // no record of its own: counted for flush_refusals), whatever it carries.
-  if (!exposure.public_mode && throttle_.throttled(facts.session, facts.port, client_key(facts.client))) {
+  if (std::optional<std::chrono::seconds> wait;
+      !exposure.public_mode &&
+      (wait = throttle_.throttled(facts.session, facts.port, client_key(facts.client)))) {
     ingress::AdmitDecision throttled;
     throttled.status = 429;
     throttled.reason = kThrottledBody;
+    throttled.retry_after = *wait;
     return throttled;
   }
 

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "userspace/net/address.h"
@@ -22,11 +23,14 @@ double RefusalThrottle::refill(Bucket& b, std::chrono::steady_clock::time_point 
   return b.tokens;
 }
 
-bool RefusalThrottle::throttled(const std::string& session, uint16_t port, const std::string& client) {
+std::optional<std::chrono::seconds> RefusalThrottle::throttled(const std::string& session, uint16_t port,
+                                                               const std::string& client) {
   const auto now = clock_();
   std::lock_guard lock(mu_);
   auto it = buckets_.find(client);
-  if (it == buckets_.end() || refill(it->second, now) >= 1) return false;
+  if (it == buckets_.end()) return std::nullopt;
+  const double tokens = refill(it->second, now);
+  if (tokens >= 1) return std::nullopt;
   auto key = std::make_tuple(session, port, client);
   auto c = counted_.find(key);
   if (c == counted_.end() && counted_.size() >= limits_.max_clients)
@@ -34,7 +38,11 @@ bool RefusalThrottle::throttled(const std::string& session, uint16_t port, const
   else if (c == counted_.end())
     c = counted_.emplace(std::move(key), 0).first;
   ++c->second;
-  return true;
+  // Whole seconds, rounded up: a client that comes back sooner is refused
+  // again. A zero rate never refills: a day, as long as is worth saying.
+  constexpr double kMaxWait = 86400;
+  const double wait = limits_.per_second > 0 ? std::ceil((1 - tokens) / limits_.per_second) : kMaxWait;
+  return std::chrono::seconds(static_cast<int64_t>(std::clamp(wait, 1.0, kMaxWait)));
 }
 
 void RefusalThrottle::charge(const std::string& client) {
@@ -42,20 +50,16 @@ void RefusalThrottle::charge(const std::string& client) {
   std::lock_guard lock(mu_);
   auto it = buckets_.find(client);
   if (it == buckets_.end()) {
-    if (buckets_.size() >= limits_.max_clients) {
-      // A full bucket is as good as none; else the one refused longest ago.
-      auto gone = buckets_.begin();
-      for (auto b = buckets_.begin(); b != buckets_.end(); ++b) {
-        if (refill(b->second, now) >= limits_.burst) {
-          gone = b;
-          break;
-        }
-        if (b->second.at < gone->second.at) gone = b;
-      }
-      buckets_.erase(gone);
+    if (!by_refusal_.empty() && buckets_.size() >= limits_.max_clients) {
+      // The client refused longest ago.
+      buckets_.erase(by_refusal_.back());
+      by_refusal_.pop_back();
       ++evictions_;
     }
-    it = buckets_.emplace(client, Bucket{limits_.burst, now}).first;
+    by_refusal_.push_front(client);
+    it = buckets_.emplace(client, Bucket{limits_.burst, now, by_refusal_.begin()}).first;
+  } else {
+    by_refusal_.splice(by_refusal_.begin(), by_refusal_, it->second.order);
   }
   refill(it->second, now);
   it->second.tokens = std::max(0.0, it->second.tokens - 1);

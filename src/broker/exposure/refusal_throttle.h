@@ -6,9 +6,11 @@
 // client's requests are refused at once (429), their tickets never looked
 // at, and without a record each: counted, and summarised in one record per
 // (session, port, client) each time take_summaries() is called (once a
-// second, like packet:deny). The tables are bounded: past max_clients the
-// client refused longest ago is forgotten (an eviction, counted); past it
-// in the summaries, the rest are counted under the client "*".
+// second, like packet:deny). A throttled client is told when its next
+// refusal is due (Retry-After). The tables are bounded: past max_clients
+// the client refused longest ago is forgotten (an eviction, counted; found
+// in constant time, so a stream of new addresses costs no scan of the
+// table); past it in the summaries, the rest are counted under "*".
 // Thread-safe (the ingress loop and the periodic thread), short locks only.
 #pragma once
 
@@ -17,8 +19,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -37,9 +41,11 @@ class RefusalThrottle {
   RefusalThrottle();
   RefusalThrottle(Limits limits, Clock clock);
 
-  // Whether `client` (a key: client_key()) has used up its refusals. When
-  // it has, the attempt is counted for the summary of (session, port).
-  bool throttled(const std::string& session, uint16_t port, const std::string& client);
+  // Whether `client` (a key: client_key()) has used up its refusals: if so
+  // how long until it has one again (at least 1 s), and the attempt is
+  // counted for the summary of (session, port); nullopt if it has not.
+  std::optional<std::chrono::seconds> throttled(const std::string& session, uint16_t port,
+                                                const std::string& client);
   // A refusal of `client`'s request: one token.
   void charge(const std::string& client);
 
@@ -58,6 +64,7 @@ class RefusalThrottle {
   struct Bucket {
     double tokens = 0;
     std::chrono::steady_clock::time_point at;  // when `tokens` was right
+    std::list<std::string>::iterator order;    // its place in by_refusal_
   };
   double refill(Bucket& b, std::chrono::steady_clock::time_point now) const;
 
@@ -65,6 +72,7 @@ class RefusalThrottle {
   Clock clock_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Bucket> buckets_;
+  std::list<std::string> by_refusal_;  // clients, refused most recently first
   std::map<std::tuple<std::string, uint16_t, std::string>, uint64_t> counted_;
   uint64_t evictions_ = 0;
 };

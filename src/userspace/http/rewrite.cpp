@@ -319,9 +319,10 @@ std::string forwarded_response_head(const ResponseHead& response, bool chunked, 
   return out;
 }
 
-std::string proxy_response(int status, std::string_view body) {
+std::string proxy_response(int status, std::string_view body, std::chrono::seconds retry_after) {
   std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
   out.append(reason_phrase(status)).append("\r\n");
+  if (retry_after.count() > 0) append_header(out, "Retry-After", std::to_string(retry_after.count()));
   append_header(out, "Content-Type", "text/plain; charset=utf-8");
   append_header(out, "Content-Length", std::to_string(body.size()));
   append_header(out, "Connection", "close");

@@ -4,6 +4,7 @@
 // identity replaces whatever credential the guest supplied.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,8 +82,10 @@ std::vector<Header> forwarded_trailer_fields(const std::vector<Header>& trailers
 std::string forwarded_response_head(const ResponseHead& response, bool chunked, bool close);
 
 // A complete response the proxy itself answers with (403, 421, 429, 400,
-// 431, 502, ...), always closing the connection.
-std::string proxy_response(int status, std::string_view body);
+// 431, 502, ...), always closing the connection; with a Retry-After
+// field when `retry_after` is more than zero.
+std::string proxy_response(int status, std::string_view body,
+                           std::chrono::seconds retry_after = std::chrono::seconds(0));
 
 // A complete response the proxy serves on the broker's behalf (the
 // capability gateway): framed by its length; `close` ends the connection.

@@ -255,8 +255,8 @@ struct ExposureServer::Impl {
     const AdmitDecision d = policy.admit(facts);
     if (!d.allow) {
       const int status = facts.error.empty() || d.status == 429 ? d.status : error_status;
-      co_await asio::async_write(conn->client, asio::buffer(http::proxy_response(status, d.reason + "\n")),
-                                 as_tuple);
+      co_await asio::async_write(
+          conn->client, asio::buffer(http::proxy_response(status, d.reason + "\n", d.retry_after)), as_tuple);
       co_return "refused";
     }
     summary.via = d.via;

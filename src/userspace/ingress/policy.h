@@ -34,6 +34,8 @@ struct AdmitDecision {
   int status = 403;    // when refused
   std::string reason;  // shown to the client; never a ticket
   std::string via;     // "ticket", "binding", "public"
+  // Refused 429: when the client may ask again (a Retry-After field).
+  std::chrono::seconds retry_after{0};
   // Allowed: connect from `source` (the gateway's address on the session's
   // TAP) to `guest` (its address and the declared port).
   sockaddr_storage source{}, guest{};

@@ -22,8 +22,9 @@ TEST_F(RefusalThrottleTest, AClientsRefusalsAreBoundedAndCountedPastTheBurst) {
     EXPECT_FALSE(throttle.throttled("s", 8080, guesser)) << i;
     throttle.charge(guesser);
   }
-  // Past the burst: throttled, each attempt counted for one summary.
-  for (int i = 0; i < 50; ++i) EXPECT_TRUE(throttle.throttled("s", 8080, guesser));
+  // Past the burst: throttled, each attempt counted for one summary, told
+  // when its next refusal is due (one a second here).
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(throttle.throttled("s", 8080, guesser), 1s);
   // The positive control: another client is not throttled by the first.
   EXPECT_FALSE(throttle.throttled("s", 8080, "192.0.2.2"));
   const auto summaries = throttle.take_summaries();
@@ -45,6 +46,25 @@ TEST_F(RefusalThrottleTest, AClientsRefusalsAreBoundedAndCountedPastTheBurst) {
   EXPECT_TRUE(throttle.throttled("s", 8080, guesser));
 }
 
+TEST_F(RefusalThrottleTest, AThrottledClientIsToldWhenToComeBack) {
+  RefusalThrottle slow{RefusalThrottle::Limits{2, 1.0 / 60, 4}, [this] { return now; }};
+  const std::string c = "192.0.2.9";
+  slow.charge(c);
+  EXPECT_FALSE(slow.throttled("s", 80, c));  // one refusal left: not throttled
+  slow.charge(c);
+  EXPECT_EQ(slow.throttled("s", 80, c), 60s);
+  now += 30s;
+  EXPECT_EQ(slow.throttled("s", 80, c), 30s);
+  now += 29s + 500ms;
+  EXPECT_EQ(slow.throttled("s", 80, c), 1s);  // rounded up, never 0
+  now += 500ms;
+  EXPECT_FALSE(slow.throttled("s", 80, c));
+  // A rate of zero never refills: the longest wait worth saying.
+  RefusalThrottle never{RefusalThrottle::Limits{1, 0, 4}, [this] { return now; }};
+  never.charge(c);
+  EXPECT_EQ(never.throttled("s", 80, c), 24h);
+}
+
 TEST_F(RefusalThrottleTest, TheTablesAreBounded) {
   // More clients than the table holds: the one refused longest ago goes.
   for (int i = 0; i < 10; ++i) {
@@ -54,6 +74,14 @@ TEST_F(RefusalThrottleTest, TheTablesAreBounded) {
   }
   EXPECT_EQ(throttle.clients(), 4u);
   EXPECT_EQ(throttle.evictions(), 6u);
+  // The ones refused most recently stayed (still throttled); the rest went.
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(throttle.throttled("s", 1, "192.0.2." + std::to_string(i)).has_value(), i >= 6) << i;
+  // A refusal makes a client the most recent: the next eviction spares it.
+  throttle.charge("192.0.2.6");
+  throttle.charge("198.51.100.99");
+  EXPECT_TRUE(throttle.throttled("s", 1, "192.0.2.6"));
+  EXPECT_FALSE(throttle.throttled("s", 1, "192.0.2.7"));  // refused longest ago: evicted
   // The summaries too: past the bound, one "*" per (session, port).
   RefusalThrottle small{RefusalThrottle::Limits{1, 0.001, 2}, [this] { return now; }};
   for (int i = 0; i < 5; ++i) {
