@@ -282,7 +282,9 @@ TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
     return run_in_netns(lab_->host_netns(), filter).output.find("bpf") != std::string::npos;
   };
   auto gateway_answers = [&] { return guest("ping -c 1 -W 1 198.19.0.1").exit_code == 0; };
+  auto parked = [&] { return run_in_netns(lab_->host_netns(), znctl + " session parked").output; };
   create_session();
+  EXPECT_EQ(parked(), "");  // a session's device is not parked
   // Positive control: governed DNS answers while the session lives; the
   // datapath (not the lack of a route) is what drops the ping.
   EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
@@ -291,13 +293,18 @@ TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
   EXPECT_TRUE(attached());
   EXPECT_EQ(dig("api.github.com").find("198.18.0.10"), std::string::npos);
   EXPECT_FALSE(gateway_answers());
-  // A restart of zerod changes nothing: still parked.
+  EXPECT_NE(parked().find("zn-tap0 "), std::string::npos) << parked();
+  // A restart of zerod changes nothing: still parked, and listed so.
   stop_zerod(SIGTERM);
   start_zerod();
   EXPECT_TRUE(attached());
   EXPECT_FALSE(gateway_answers());
+  const json listed = json::parse(run_in_netns(lab_->host_netns(), znctl + " -j session parked").output);
+  ASSERT_EQ(listed.size(), 1u) << listed;
+  EXPECT_EQ(listed[0]["device"], "zn-tap0");
   // Adopted again: governed again.
   create_session();
+  EXPECT_EQ(parked(), "");
   EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
   // A bad --detach value is a usage error that deletes nothing.
   EXPECT_EQ(run_in_netns(lab_->host_netns(), znctl + " session delete user-1 --detach maybe").exit_code, 2);
@@ -309,6 +316,7 @@ TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
   ASSERT_EQ(run_in_netns(lab_->host_netns(), znctl + " session delete user-1 --detach yes").exit_code, 0);
   EXPECT_FALSE(attached());
   EXPECT_TRUE(gateway_answers());
+  EXPECT_EQ(parked(), "");  // detached: ungoverned, not parked
   stop_zerod(SIGTERM);
   const std::string db = (dir_ / "state" / "audit.db").string();
   broker::AuditLog log({db, {}, [](const std::string&) {}});

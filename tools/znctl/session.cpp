@@ -28,6 +28,18 @@ int list(const Args&) {
   return 0;
 }
 
+// Devices zerod keeps denying for no session (an adopted device whose
+// session was deleted): adopt one again, or remove it, to end that.
+int parked(const Args&) {
+  json r = call("session.parked");
+  print(r, [&] {
+    for (const auto& d : r)
+      std::printf("%-16s ifindex %-6d parked (all traffic dropped)\n", d["device"].get<std::string>().c_str(),
+                  d["ifindex"].get<int>());
+  });
+  return 0;
+}
+
 int show(const Args& a) {
   json r = call("session.show", {{"id", arg(a, 0, "ID")}});
   print(r, [&] { std::cout << r.dump(2) << "\n"; });
@@ -132,6 +144,7 @@ int ticket(const Args& a) {
 
 constexpr Verb kVerbs[] = {
     {"list", "session list", list},
+    {"parked", "session parked", parked},
     {"show", "session show ID", show},
     {"create", "session create ID --policy FILE [--device TAP] [--slot N]", create},
     {"update", "session update ID --policy FILE", update},

@@ -143,6 +143,12 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
       out.push_back(session_json(*s, verbs.ca_certificate, false));
     return out;
   });
+  server.handle("session.parked", [verbs](const json&) {
+    json out = json::array();
+    for (const SessionRegistry::ParkedDevice& d : verbs.registry.parked())
+      out.push_back({{"device", d.name}, {"ifindex", d.ifindex}});
+    return out;
+  });
   server.handle("session.show", [verbs](const json& args) {
     auto s = verbs.registry.get(require(args, "id"));
     if (!s) throw SessionError("no session '" + args["id"].get<std::string>() + "'");

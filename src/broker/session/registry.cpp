@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <system_error>
 
 #include "broker/policy/parser.h"
 #include "broker/session/datapath_entry.h"
@@ -351,6 +353,23 @@ void SessionRegistry::remove(const std::string& id, bool detach) {
   }
   persist_erase_locked(id);
   emit("session:delete", id, detail);
+}
+
+std::vector<SessionRegistry::ParkedDevice> SessionRegistry::parked() const {
+  // Under the control lock: a device a create is adopting right now is
+  // either still parked or already its session's, never both or neither.
+  std::lock_guard lock(control_mu_);
+  std::vector<ParkedDevice> out;
+  std::unique_ptr<struct if_nameindex, decltype(&if_freenameindex)> names(if_nameindex(), &if_freenameindex);
+  if (!names) throw std::system_error(errno, std::generic_category(), "if_nameindex");
+  for (const struct if_nameindex* n = names.get(); n->if_index != 0; ++n) {
+    const int ifindex = static_cast<int>(n->if_index);
+    if (index_.by_ifindex(ifindex) || !dp::TcAttachment::is_attached(ifindex)) continue;
+    out.push_back({n->if_name, ifindex});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ParkedDevice& a, const ParkedDevice& b) { return a.name < b.name; });
+  return out;
 }
 
 std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* failed,

@@ -124,6 +124,15 @@ class SessionRegistry : public SessionDirectory {
 
   // Id order. Never waits for a change in progress.
   std::vector<SessionPtr> list() const { return index_.all(); }
+  // The parked devices: those of zerod's network namespace that carry the
+  // datapath's filters but belong to no session (an adopted device whose
+  // session was deleted, kept denying; remove()). Read from the kernel, so
+  // a restart of zerod forgets none. Name order.
+  struct ParkedDevice {
+    std::string name;
+    int ifindex = 0;
+  };
+  std::vector<ParkedDevice> parked() const;
   size_t size() const { return index_.size(); }
   SessionPtr get(const std::string& id) const override { return index_.by_id(id); }
   // The session a guest source address belongs to (DNS, proxy).

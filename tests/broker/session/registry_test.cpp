@@ -178,6 +178,38 @@ TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
   EXPECT_TRUE(load_session_records(state_path()).empty());
 }
 
+// What an operator is shown as parked is what the kernel has: a device
+// with the filters and no session, after a restart too; not a session's
+// own device, not one detached, not one gone.
+TEST_F(SessionRegistryTest, ParkedDevicesAreListed) {
+  const int parked_ifindex = vmm::create_tap("vm-nic0");
+  vmm::create_tap("vm-nic1");
+  vmm::create_tap("vm-plain");  // never adopted: no filters
+  registry_->create({"user-1", kPolicy, std::string("vm-nic0"), {}});
+  registry_->create({"user-2", kPolicy, std::string("vm-nic1"), {}});
+  registry_->create({"user-3", kPolicy, {}, {}});  // a TAP of zerod's own
+  EXPECT_TRUE(registry_->parked().empty());        // the positive control: all are sessions'
+  registry_->remove("user-1");
+  registry_->remove("user-2", /*detach=*/true);
+  auto parked = registry_->parked();
+  ASSERT_EQ(parked.size(), 1u);
+  EXPECT_EQ(parked[0].name, "vm-nic0");
+  EXPECT_EQ(parked[0].ifindex, parked_ifindex);
+  // A restart knows it from the kernel.
+  registry_ = make_registry();
+  registry_->restore();
+  parked = registry_->parked();
+  ASSERT_EQ(parked.size(), 1u);
+  EXPECT_EQ(parked[0].name, "vm-nic0");
+  // Adopted again: a session's, no longer parked; deleted: gone with it.
+  registry_->create({"user-4", kPolicy, std::string("vm-nic0"), {}});
+  EXPECT_TRUE(registry_->parked().empty());
+  registry_->remove("user-4");
+  EXPECT_EQ(registry_->parked().size(), 1u);
+  vmm::delete_tap("vm-nic0");
+  EXPECT_TRUE(registry_->parked().empty());
+}
+
 TEST_F(SessionRegistryTest, RestoreReadoptsTapsAndRecreatesLostOnes) {
   Session a = *registry_->create({"user-1", kL4Policy, {}, {}});
   Session b = *registry_->create({"user-2", kPolicy, {}, {}});
