@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "integration/proxy_fixture.h"
+#include "support/deflated.h"
 
 namespace zn::test {
 namespace {
@@ -34,21 +35,6 @@ std::string shape_policy(bool with_secret) {
   std::string out = R"({"policy":{"allow":[)" + allow + "]}";
   if (with_secret) out += std::string(R"(,"resources":{"stripe":{"accessToken":")") + kSecret + R"("}})";
   return out + R"(,"canaries":[")" + kShapeCanary + R"("]})";
-}
-
-// window_bits: 15 zlib, 31 gzip, -15 raw deflate.
-std::string deflated(const std::string& in, int window_bits) {
-  z_stream zs{};
-  deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
 }
 
 class RequestShapeTest : public ProxyTest {

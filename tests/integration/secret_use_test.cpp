@@ -15,6 +15,7 @@
 
 #include "broker/identity/jwt_verifier.h"
 #include "integration/proxy_fixture.h"
+#include "support/deflated.h"
 #include "support/secret_encodings.h"
 
 namespace zn::test {
@@ -174,6 +175,70 @@ TEST_F(SecretUseTest, APlaceholderIsSwappedOnlyForItsOwnRule) {
   // Positive control: the same requests without the placeholder pass.
   EXPECT_EQ(status("-H 'X-Sdk-Key: zn_ph_nothing' https://api.github.com/repos/a"), "200");
   EXPECT_EQ(status("-d 'k=plain' https://api.stripe.com/open/b"), "200");
+}
+
+// The upstream log keeps a body as Latin-1 text: its bytes again.
+std::string latin1_bytes(const std::string& utf8) {
+  std::string out;
+  for (size_t i = 0; i < utf8.size(); ++i) {
+    const auto c = static_cast<unsigned char>(utf8[i]);
+    if (c < 0x80 || i + 1 == utf8.size()) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back(static_cast<char>(((c & 0x1f) << 6) | (static_cast<unsigned char>(utf8[i + 1]) & 0x3f)));
+      ++i;
+    }
+  }
+  return out;
+}
+
+// A placeholder in a coded body (gzip, zlib or raw deflate, stacked) is
+// swapped in its decoded bytes and the body coded again the way it came,
+// in both protocols; to a rule that does not name it, refused coded as
+// plain.
+TEST_F(SecretUseTest, APlaceholderInACodedBodyIsSwappedAsInAPlainOne) {
+  const std::string body = "{\"key\":\"" + placeholder_ + "\",\"n\":2}";
+  const std::string want = std::string("{\"key\":\"") + kToken + "\",\"n\":2}";
+  struct Coding {
+    std::string name;
+    int outer, inner;  // window bits; 0: no inner layer
+  };
+  int i = 0;
+  for (const std::string version : {"--http1.1", "--http2"})
+    for (const Coding& c : {Coding{"gzip", 31, 0}, Coding{"deflate", 15, 0}, Coding{"deflate", -15, 0},
+                            Coding{"deflate, gzip", 31, 15}}) {
+      const std::string what = version + " " + c.name + " " + std::to_string(c.outer);
+      const std::string coded = deflated(c.inner ? deflated(body, c.inner) : body, c.outer);
+      const fs::path f = dir_ / ("coded-" + std::to_string(i++));
+      std::ofstream(f, std::ios::binary) << coded;
+      ASSERT_EQ(status(version + " -H 'Content-Type: application/json' -H 'Content-Encoding: " + c.name +
+                       "' --data-binary @" + f.string() + " https://api.stripe.com/hdr/coded"),
+                "200")
+          << what;
+      const json req = last_upstream_request();
+      EXPECT_EQ(header(req, "Content-Encoding") == "<absent>" ? header(req, "content-encoding")
+                                                              : header(req, "Content-Encoding"),
+                c.name)
+          << what << req.dump();
+      const std::string arrived = latin1_bytes(req["body"].get<std::string>());
+      const std::string outer = inflated(arrived, c.outer);
+      EXPECT_EQ(c.inner ? inflated(outer, c.inner) : outer, want) << what;
+      EXPECT_EQ(arrived.find(placeholder_), std::string::npos) << what;
+      // Elsewhere the same coded placeholder is refused, not passed coded.
+      EXPECT_EQ(status(version + " -H 'Content-Type: application/json' -H 'Content-Encoding: " + c.name +
+                       "' --data-binary @" + f.string() + " https://api.stripe.com/open/coded"),
+                "403")
+          << what;
+    }
+  // A body that is not JSON or a form is not rewritten (as plain): it goes
+  // as it came, the placeholder in it, to the rule that names it.
+  const fs::path text = dir_ / "coded-text";
+  std::ofstream(text, std::ios::binary) << deflated("k " + placeholder_, 31);
+  ASSERT_EQ(status("-H 'Content-Type: text/plain' -H 'Content-Encoding: gzip' --data-binary @" +
+                   text.string() + " https://api.stripe.com/hdr/coded"),
+            "200");
+  EXPECT_EQ(inflated(latin1_bytes(last_upstream_request()["body"].get<std::string>()), 31),
+            "k " + placeholder_);
 }
 
 TEST_F(SecretUseTest, ACanaryIsCaughtWhereverItLeaves) {

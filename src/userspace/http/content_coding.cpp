@@ -3,6 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
 
 namespace zn::http {
 namespace {
@@ -20,10 +23,12 @@ std::string_view trimmed(std::string_view s) {
   return s;
 }
 
-enum class Inflated { kOk, kTooBig, kCorrupt };
+// kTrailing: a complete zlib or raw deflate stream with bytes after it
+// (what a lenient reader takes as that stream).
+enum class Inflated { kOk, kTooBig, kCorrupt, kTrailing };
 
-// windowBits: 15 + 32 reads a zlib or a gzip stream (header detected);
-// -15 reads raw deflate. Concatenated gzip members are read in turn.
+// windowBits: 15 + 16 reads gzip, 15 zlib, -15 raw deflate. Concatenated
+// gzip members are read in turn.
 Inflated inflate_all(std::string_view in, int window_bits, size_t max_out, std::string& out) {
   z_stream zs{};
   if (inflateInit2(&zs, window_bits) != Z_OK) return Inflated::kCorrupt;
@@ -43,8 +48,13 @@ Inflated inflate_all(std::string_view in, int window_bits, size_t max_out, std::
     out.append(chunk, produced);
     if (r == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
-      // Another gzip member follows (RFC 1952 allows several).
-      if (window_bits < 0 || inflateReset(&zs) != Z_OK) {
+      // Another gzip member follows (RFC 1952 allows several); a zlib or
+      // raw stream is one.
+      if (window_bits != 15 + 16) {
+        result = Inflated::kTrailing;
+        break;
+      }
+      if (inflateReset(&zs) != Z_OK) {
         result = Inflated::kCorrupt;
         break;
       }
@@ -84,19 +94,36 @@ std::vector<std::string> content_codings(const std::vector<Header>& headers) {
 DecodedBody decode_content(std::string_view body, const std::vector<std::string>& codings,
                            size_t max_decoded) {
   DecodedBody d;
+  if (codings.size() > kMaxCodingLayers) {
+    d.status = 415;
+    d.error = "request body has more than " + std::to_string(kMaxCodingLayers) + " content-codings";
+    return d;
+  }
   std::string current(body);
   for (auto it = codings.rbegin(); it != codings.rend(); ++it) {
     const std::string& c = *it;
     std::string next;
     Inflated r;
+    DeflateFormat format = DeflateFormat::kZlib;
     if (c == "gzip" || c == "x-gzip") {
-      r = inflate_all(current, 15 + 32, max_decoded, next);
+      format = DeflateFormat::kGzip;
+      r = inflate_all(current, 15 + 16, max_decoded, next);
     } else if (c == "deflate") {
-      // RFC 9110 says zlib; some clients send raw deflate.
-      r = inflate_all(current, 15 + 32, max_decoded, next);
-      if (r == Inflated::kCorrupt) {
-        next.clear();
-        r = inflate_all(current, -15, max_decoded, next);
+      // RFC 9110 says zlib; some clients send raw deflate, and a reader
+      // that expects it may take a zlib stream's bytes as a raw one.
+      std::string raw;
+      const Inflated as_raw = inflate_all(current, -15, max_decoded, raw);
+      r = inflate_all(current, 15, max_decoded, next);
+      if (as_raw == Inflated::kTooBig) {
+        r = as_raw;  // either reading unscreened is one too many
+      } else if (r == Inflated::kOk && (as_raw == Inflated::kOk || as_raw == Inflated::kTrailing)) {
+        d.status = 400;
+        d.error = "request body reads as both zlib and raw deflate";
+        return d;
+      } else if (r != Inflated::kOk && r != Inflated::kTooBig && as_raw == Inflated::kOk) {
+        r = as_raw;
+        next.swap(raw);
+        format = DeflateFormat::kRaw;
       }
     } else {
       d.status = 415;
@@ -108,16 +135,39 @@ DecodedBody decode_content(std::string_view body, const std::vector<std::string>
       d.error = "request body decodes past " + std::to_string(max_decoded) + " bytes";
       return d;
     }
-    if (r == Inflated::kCorrupt) {
+    if (r == Inflated::kCorrupt || r == Inflated::kTrailing) {
       d.status = 400;
       d.error = "request body is not valid " + c;
       return d;
     }
     current.swap(next);
+    d.layers.push_back(format);
   }
   d.ok = true;
   d.bytes = std::move(current);
   return d;
+}
+
+std::string encode_content(std::string_view bytes, const std::vector<DeflateFormat>& layers) {
+  std::string current(bytes);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const int window_bits = *it == DeflateFormat::kGzip ? 15 + 16 : *it == DeflateFormat::kZlib ? 15 : -15;
+    z_stream zs{};
+    if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw std::bad_alloc();
+    std::string out(deflateBound(&zs, static_cast<uLong>(current.size())) + 32, '\0');
+    zs.next_in = reinterpret_cast<Bytef*>(current.data());
+    zs.avail_in = static_cast<uInt>(current.size());
+    zs.next_out = reinterpret_cast<Bytef*>(out.data());
+    zs.avail_out = static_cast<uInt>(out.size());
+    const int r = deflate(&zs, Z_FINISH);
+    out.resize(zs.total_out);
+    deflateEnd(&zs);
+    if (r != Z_STREAM_END) throw std::runtime_error("deflate did not finish within its bound");
+    explicit_bzero(current.data(), current.size());
+    current.swap(out);
+  }
+  return current;
 }
 
 }  // namespace zn::http

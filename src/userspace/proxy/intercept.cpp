@@ -682,6 +682,10 @@ class Exchange {
       // so it must be read whole (within its bound) or it does not go.
       const std::vector<std::string> codings = http::content_codings(req.headers);
       co_await read_body_upto(req, codings.empty() ? kMaxSwappedBody : kMaxCodedBody);
+      // A coded body's decoded bytes, with a placeholder swapped in, coded
+      // again in its own layers' formats (within the bound plain bodies are
+      // swapped in); wiped when done.
+      std::string recoded;
       if (!codings.empty()) {
         if (!body_whole_) {
           summary.error = "request body with a content coding too large to screen";
@@ -693,13 +697,23 @@ class Exchange {
           co_return Refusal{decoded.status, "zeroness: " + decoded.error + "\n"};
         }
         std::vector<std::string> hits = screen_.check(decoded.bytes, subs);
+        const BodyKind kind = body_kind(req);
+        if (hits.empty() && !subs.empty() && kind != BodyKind::kOther &&
+            decoded.bytes.size() <= kMaxSwappedBody && swap_placeholders(decoded.bytes, subs, kind) > 0)
+          recoded = http::encode_content(decoded.bytes, decoded.layers);
         OPENSSL_cleanse(decoded.bytes.data(), decoded.bytes.size());
         if (!hits.empty()) throw TripwireInBody(std::move(hits));
       }
       if (body_whole_) {
         std::vector<std::string> hits = screen_.check(body_, subs);
-        if (!hits.empty()) throw TripwireInBody(std::move(hits));
-        // A coded body goes as it came: swapping would mean re-encoding it.
+        if (!hits.empty()) {
+          OPENSSL_cleanse(recoded.data(), recoded.size());
+          throw TripwireInBody(std::move(hits));
+        }
+        if (!recoded.empty()) {
+          OPENSSL_cleanse(body_.data(), body_.size());
+          body_.swap(recoded);  // the old bytes, wiped, go with `recoded`
+        }
         const BodyKind kind = codings.empty() ? body_kind(req) : BodyKind::kOther;
         if (!subs.empty() && kind != BodyKind::kOther) swap_placeholders(body_, subs, kind);
         if (!changed_req) changed_req = req;

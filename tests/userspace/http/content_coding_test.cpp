@@ -5,23 +5,13 @@
 
 #include <random>
 
+#include "support/deflated.h"
+
 namespace zn::http {
 namespace {
 
-// window_bits: 15 zlib, 31 gzip, -15 raw deflate.
-std::string deflated(const std::string& in, int window_bits) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+using test::deflated;
+using test::inflated;
 
 const std::string kText = "{\"note\":\"the planted AKIAZNCANARY00001 inside\"}";
 
@@ -83,6 +73,105 @@ TEST(ContentCoding, WhatCannotBeScreenedIsRefused) {
     EXPECT_FALSE(d.ok);
     EXPECT_EQ(d.status, 400) << d.error;
   }
+}
+
+// A "deflate" body one reader takes as zlib and another as raw deflate
+// (both readings exist: RFC 9110 says zlib, some clients and servers use
+// raw): the zlib stream opens with a stored block whose bytes also start a
+// raw stream, which carries the canary compressed where the zlib reading
+// shows only filler. The screen cannot know which one the upstream reads:
+// refused.
+std::string zlib_and_raw(const std::string& raw_payload) {
+  // 78 01: a zlib header, and as raw deflate a stored block (BFINAL 0) of
+  // LEN 01 00, with the zlib stream's first byte 00 the high byte.
+  std::string z = {'\x78', '\x01', '\x00'};
+  // zlib: a stored block of 0xfffe bytes follows (fe ff / 01 00); raw: its
+  // NLEN (fe ff), one stored byte (01), then at 00 another stored block of
+  // LEN 0 (00 00 / ff ff), then the raw stream proper.
+  z += std::string{'\xfe', '\xff', '\x01', '\x00', '\x00', '\x00', '\xff', '\xff'};
+  std::string stored = z.substr(7);  // what the zlib stored block holds so far
+  stored += raw_payload;
+  stored.resize(0xfffe, 'f');
+  std::string out = z.substr(0, 7) + stored;
+  out += std::string{'\x01', '\x00', '\x00', '\xff', '\xff'};  // a last, empty stored block
+  const uLong sum = adler32(adler32(0, nullptr, 0), reinterpret_cast<const Bytef*>(stored.data()),
+                            static_cast<uInt>(stored.size()));
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((sum >> shift) & 0xff));
+  return out;
+}
+
+TEST(ContentCoding, ADeflateBodyThatReadsTwoWaysIsRefused) {
+  const std::string body = zlib_and_raw(deflated(kText, -15));
+  // The construction holds: as zlib only filler, no canary; as raw (what
+  // follows the raw stream left unread) the canary.
+  const std::string as_zlib = inflated(body, 15), as_raw = inflated(body, -15);
+  ASSERT_EQ(as_zlib.size(), 0xfffeu);
+  EXPECT_EQ(as_zlib.find("AKIAZNCANARY00001"), std::string::npos);
+  EXPECT_NE(as_raw.find("AKIAZNCANARY00001"), std::string::npos) << as_raw.size();
+  DecodedBody d = decode_content(body, {"deflate"}, 1 << 20);
+  EXPECT_FALSE(d.ok);
+  EXPECT_EQ(d.status, 400);
+  EXPECT_NE(d.error.find("both zlib and raw"), std::string::npos) << d.error;
+  // Under gzip too, and as the inner layer.
+  d = decode_content(deflated(body, 31), {"deflate", "gzip"}, 1 << 20);
+  EXPECT_EQ(d.status, 400);
+  // Positive control: honest zlib and raw bodies read one way each.
+  for (int bits : {15, -15}) {
+    d = decode_content(deflated(kText, bits), {"deflate"}, 1 << 20);
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_EQ(d.bytes, kText);
+    EXPECT_EQ(d.layers, std::vector<DeflateFormat>{bits == 15 ? DeflateFormat::kZlib : DeflateFormat::kRaw});
+  }
+}
+
+// Bytes a lenient reader would skip and a strict one refuse, or another
+// format under a coding's name: one reading only, or none.
+TEST(ContentCoding, TrailingBytesAndMislabelledStreamsAreRefused) {
+  for (const auto& [body, coding] : std::vector<std::pair<std::string, std::string>>{
+           {deflated(kText, 15) + "AKIAZNCANARY00001", "deflate"},
+           {deflated(kText, -15) + deflated("AKIAZNCANARY00001", -15), "deflate"},
+           {deflated(kText, 31) + "trailing", "gzip"},
+           {deflated(kText, 15), "gzip"},     // zlib named gzip
+           {deflated(kText, 31), "deflate"},  // gzip named deflate
+       }) {
+    DecodedBody d = decode_content(body, {coding}, 1 << 20);
+    EXPECT_FALSE(d.ok) << coding << " " << body.size();
+    EXPECT_EQ(d.status, 400) << d.error;
+  }
+  DecodedBody d = decode_content(deflated(kText, 31), {"gzip"}, 1 << 20);
+  EXPECT_TRUE(d.ok);  // the positive control
+  // More layers than any client stacks.
+  std::string deep = kText;
+  std::vector<std::string> codings;
+  for (size_t i = 0; i <= kMaxCodingLayers; ++i) {
+    deep = deflated(deep, 31);
+    codings.push_back("gzip");
+  }
+  EXPECT_EQ(decode_content(deep, codings, 1 << 20).status, 415);
+  codings.pop_back();
+  EXPECT_TRUE(decode_content(inflated(deep, 31), codings, 1 << 20).ok);
+}
+
+// A body changed after decoding goes coded again in its own layers'
+// formats, and reads back as the change.
+TEST(ContentCoding, ABodyIsCodedAgainLayerByLayer) {
+  for (const auto& [body, codings] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {deflated(kText, 31), {"gzip"}},
+           {deflated(kText, 15), {"deflate"}},
+           {deflated(kText, -15), {"deflate"}},
+           {deflated(deflated(kText, -15), 31), {"deflate", "gzip"}},
+           {deflated(deflated(kText, 31), 15), {"gzip", "deflate"}},
+       }) {
+    DecodedBody d = decode_content(body, codings, 1 << 20);
+    ASSERT_TRUE(d.ok) << d.error;
+    const std::string changed = d.bytes + " changed";
+    const std::string again = encode_content(changed, d.layers);
+    DecodedBody back = decode_content(again, codings, 1 << 20);
+    ASSERT_TRUE(back.ok) << back.error;
+    EXPECT_EQ(back.bytes, changed);
+    EXPECT_EQ(back.layers, d.layers);
+  }
+  EXPECT_EQ(encode_content(kText, {}), kText);
 }
 
 // Random data cut anywhere still decodes or fails cleanly: never a crash,
