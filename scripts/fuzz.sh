@@ -16,7 +16,7 @@ case "${1:-}" in
 esac
 SECONDS_PER_TARGET=${1:-${ZN_FUZZ_SECONDS:-20}}
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
-TARGETS=(client_hello http1 policy ingress_ticket command_envelope export_verifier h2_server websocket_frame)
+TARGETS=(client_hello http1 policy ingress_ticket command_envelope export_verifier h2_server websocket_frame content_coding)
 
 # Only the fuzz targets: no tests or benchmarks to build with clang.
 if [ "$phase" != run ]; then
