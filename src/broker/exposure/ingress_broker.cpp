@@ -69,9 +69,10 @@ ingress::AdmitDecision IngressBroker::admit(const ingress::AdmitFacts& facts) {
   const ExposedPort& exposure = it->second;
   // A client that used up its refusals is refused unread (no ticket lookup,
   // no record of its own: counted for flush_refusals), whatever it carries.
-  if (std::optional<std::chrono::seconds> wait;
-      !exposure.public_mode &&
-      (wait = throttle_.throttled(facts.session, facts.port, client_key(facts.client)))) {
+  const std::optional<std::chrono::seconds> wait =
+      exposure.public_mode ? std::nullopt
+                           : throttle_.throttled(facts.session, facts.port, client_key(facts.client));
+  if (wait) {
     ingress::AdmitDecision throttled;
     throttled.status = 429;
     throttled.reason = kThrottledBody;

@@ -682,40 +682,40 @@ class Exchange {
       // so it must be read whole (within its bound) or it does not go.
       const std::vector<std::string> codings = http::content_codings(req.headers);
       co_await read_body_upto(req, codings.empty() ? kMaxSwappedBody : kMaxCodedBody);
-      // A coded body's decoded bytes, with a placeholder swapped in, coded
-      // again in its own layers' formats (within the bound plain bodies are
-      // swapped in); wiped when done.
-      std::string recoded;
+      // A coded body as the upstream will read it: screened, and where a
+      // placeholder is swapped in, coded again in its own layers' formats.
+      // It may hold the credential by then: wiped when done.
+      std::optional<http::DecodedBody> decoded;
+      struct WipeDecoded {
+        std::optional<http::DecodedBody>& d;
+        ~WipeDecoded() {
+          if (d) OPENSSL_cleanse(d->bytes.data(), d->bytes.size());
+        }
+      } wipe_decoded{decoded};
       if (!codings.empty()) {
         if (!body_whole_) {
           summary.error = "request body with a content coding too large to screen";
           co_return Refusal{413, "zeroness: request body too large to screen\n"};
         }
-        http::DecodedBody decoded = http::decode_content(body_, codings, kMaxDecodedBody);
-        if (!decoded.ok) {
-          summary.error = decoded.error;
-          co_return Refusal{decoded.status, "zeroness: " + decoded.error + "\n"};
+        decoded = http::decode_content(body_, codings, kMaxDecodedBody);
+        if (!decoded->ok) {
+          summary.error = decoded->error;
+          co_return Refusal{decoded->status, "zeroness: " + decoded->error + "\n"};
         }
-        std::vector<std::string> hits = screen_.check(decoded.bytes, subs);
-        const BodyKind kind = body_kind(req);
-        if (hits.empty() && !subs.empty() && kind != BodyKind::kOther &&
-            decoded.bytes.size() <= kMaxSwappedBody && swap_placeholders(decoded.bytes, subs, kind) > 0)
-          recoded = http::encode_content(decoded.bytes, decoded.layers);
-        OPENSSL_cleanse(decoded.bytes.data(), decoded.bytes.size());
+        std::vector<std::string> hits = screen_.check(decoded->bytes, subs);
         if (!hits.empty()) throw TripwireInBody(std::move(hits));
       }
       if (body_whole_) {
         std::vector<std::string> hits = screen_.check(body_, subs);
-        if (!hits.empty()) {
-          OPENSSL_cleanse(recoded.data(), recoded.size());
-          throw TripwireInBody(std::move(hits));
+        if (!hits.empty()) throw TripwireInBody(std::move(hits));
+        const BodyKind kind = body_kind(req);
+        if (!subs.empty() && kind != BodyKind::kOther) {
+          if (!decoded)
+            swap_placeholders(body_, subs, kind);
+          else if (decoded->bytes.size() <= kMaxSwappedBody &&
+                   swap_placeholders(decoded->bytes, subs, kind) > 0)
+            body_ = http::encode_content(decoded->bytes, decoded->layers);
         }
-        if (!recoded.empty()) {
-          OPENSSL_cleanse(body_.data(), body_.size());
-          body_.swap(recoded);  // the old bytes, wiped, go with `recoded`
-        }
-        const BodyKind kind = codings.empty() ? body_kind(req) : BodyKind::kOther;
-        if (!subs.empty() && kind != BodyKind::kOther) swap_placeholders(body_, subs, kind);
         if (!changed_req) changed_req = req;
         changed_req->framing = body_.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
         changed_req->content_length = body_.size();
