@@ -36,6 +36,15 @@ bool ExportVerifier::feed(std::string_view line) {
   if (!result_.ok || finished_) return false;
   ++line_;
   if (line.empty()) return true;
+  // Exported lines are exactly what the exporter wrote: one JSON object,
+  // no byte around it and no control byte in it (its writer escapes them).
+  // A JSON reader forgives what is around a value (whitespace; a NUL ends a
+  // C string), so a changed separator or trailing byte would verify.
+  if (line.front() != '{' || line.back() != '}')
+    return fail("not an exported line (bytes around its object)");
+  for (const char c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return fail("not an exported line (a control byte)");
   if (is_seal_line(line)) {
     SealCheck check = check_seal(line, options_.public_key);
     if (!check.seal) return fail(check.error);

@@ -60,8 +60,9 @@ class ExportVerifier {
   };
   explicit ExportVerifier(Options options);
 
-  // One line (no newline; blank lines are skipped). Returns false once the
-  // stream has failed; further lines are ignored.
+  // One line (no newline; blank lines are skipped): exactly the JSON object
+  // the exporter wrote, nothing around it and no control byte in it. Returns
+  // false once the stream has failed; further lines are ignored.
   bool feed(std::string_view line);
   // The verdict, after the last line (the unsealed tail and the anchor are
   // checked here).
