@@ -80,6 +80,13 @@ def main():
     problems, files = [], 0
     for dirpath, _, names in os.walk(src):
         folder = os.path.relpath(dirpath, src)
+        # A folder inside a capability's folder (userspace/proxy/filters) is
+        # part of that capability: the same library, the same rules.
+        parts = folder.split(os.sep)
+        for depth in (2, 1):
+            if len(parts) > depth and "/".join(parts[:depth]) in ALLOWED:
+                folder = "/".join(parts[:depth])
+                break
         for name in names:
             if not name.endswith((".h", ".cpp")):
                 continue

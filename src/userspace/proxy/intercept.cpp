@@ -16,6 +16,7 @@
 #include "userspace/http/content_coding.h"
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
+#include "userspace/proxy/filters/chain.h"
 #include "userspace/proxy/h2_upstream_stream.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
@@ -91,10 +92,7 @@ struct BadRequestBody : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct Refusal {
-  int status;
-  std::string body;
-};
+using filters::Refusal;
 
 // A tripwire turned up in a request body being streamed: the upstream has
 // the head and part of the body (never the tripwire: the screen holds back
@@ -105,7 +103,7 @@ struct TripwireInBody : std::runtime_error {
   std::vector<std::string> labels;
 };
 
-const Refusal kTripwireRefusal{403, "zeroness: blocked by policy (a credential that may not go here)\n"};
+const Refusal kTripwireRefusal{403, std::string(filters::kTripwireRefusalBody)};
 
 // The first bytes of the decoded body already read with the head, for an
 // operator asked to approve the request.
@@ -236,74 +234,10 @@ class Exchange {
       co_await refuse_reported(summary, start, error, r);
       co_return false;
     }
-    summary.method = req.method;
-    std::string why;
-    std::optional<http::NormalisedTarget> target = http::normalise_target(req.target, &why);
-    // The broker's own service reads its targets itself (a KV key may hold
-    // any byte, "%2F" included); nothing of them reaches another server
-    // whose reading could differ.
-    if (!target && !conn_.local) {
-      ctx_.counters.bad_requests++;
-      const std::string error = "bad request target: " + why;
-      const Refusal r{400, "zeroness: bad request (" + why + ")\n"};
-      co_await refuse_reported(summary, start, error, r);
-      co_return false;
-    }
-    summary.path = target ? target->path : req.target;
-    websocket_ = false;
-    if (req.upgrade && !conn_.local && websocket::asks_for_websocket(req)) {
-      // A WebSocket is decided like any request (a rule must allow it), then
-      // relayed as frames, never parsed as HTTP again.
-      const std::string bad = websocket::request_error(req);
-      if (!bad.empty()) {
-        ctx_.counters.bad_requests++;
-        const std::string error = "bad WebSocket handshake: " + bad;
-        const Refusal r{400, "zeroness: bad request (" + bad + ")\n"};
-        co_await refuse_reported(summary, start, error, r);
-        co_return false;
-      }
-      websocket_ = true;
-      summary.websocket = true;
-    } else if (req.upgrade) {
-      // h2c, or anything but a WebSocket, would leave HTTP/1.1 and with it
-      // per-request policy.
-      ctx_.counters.denied++;
-      const std::string error = "protocol upgrade not allowed";
-      const Refusal r{403, "zeroness: blocked by policy (protocol upgrade not allowed)\n"};
-      co_await refuse_reported(summary, start, error, r);
-      co_return false;
-    }
-
-    if (conn_.local) {
-      // The broker's own service: no policy verdict, no upstream; the
-      // broker routes, rate-limits and audits each request.
-      const bool go_on = co_await serve_locally(req, head.consumed);
-      co_return go_on;
-    }
-    // Not local: normalised above, or refused.
-
-    RequestFacts facts;
-    facts.session = conn_.session;
-    if (conn_.tls) facts.sni = conn_.host;
-    facts.port = conn_.port;
-    facts.host_header = req.host;
-    facts.method = req.method;
-    facts.path = target->path;
-    facts.websocket = websocket_;
-    facts.want_session_secrets = !session_secrets_loaded_;
-    facts.header_names.reserve(req.headers.size());
-    for (const http::Header& h : req.headers) {
-      std::string name = h.name;
-      for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-      facts.header_names.push_back(std::move(name));
-    }
-    facts.body_preview = co_await preview_body(req, head.consumed);
-    ctx_.counters.requests++;
-    // One call to the broker: the verdict, the identity to inject and (on a
-    // connection's first request) the secrets to scrub, together. It never
-    // blocks, so it runs right here: a hop to the pool and back would cost
-    // two thread handoffs per request.
-    RequestDecision decision = ctx_.policy.decide_request(facts);
+    // The head through the filter chain (filters/chain.cpp declares the
+    // order); where a filter stops for I/O, it is done here and the chain
+    // goes on from that filter.
+    filters::Request request(req, in_, head.consumed, summary);
     struct CleanseDecision {
       RequestDecision& d;
       ~CleanseDecision() {
@@ -311,54 +245,39 @@ class Exchange {
         for (ScrubSecret& s : d.session_secrets) OPENSSL_cleanse(s.secret.data(), s.secret.size());
         for (Substitution& s : d.substitutions) OPENSSL_cleanse(s.credential.data(), s.credential.size());
       }
-    } cleanse_decision{decision};
-    if (!decision.tripwires.empty() && !tripwires_loaded_) {
-      tripwires_loaded_ = true;
-      screen_blind_ = !screen_.arm(decision.tripwires);
-    }
-    // Before the verdict is acted on: a canary sent to a denied host is an
-    // alarm all the same.
-    std::vector<std::string> where;
-    std::vector<std::string> tripped = screen_head(req, head.consumed, decision.substitutions, where);
-    if (!tripped.empty() || screen_blind_) {
-      ctx_.counters.denied++;
-      if (!tripped.empty()) {
-        TripwireHit hit{conn_.session,      decision.host.empty() ? conn_.host : decision.host,
-                        req.method,         target->path,
-                        std::move(tripped), std::move(where)};
-        report_tripwire(hit);
+    } cleanse_decision{request.decision};
+    using Kind = filters::FilterResult::Kind;
+    for (size_t at = 0;;) {
+      filters::ChainStop stop = filters::head_chain().run(request, connection_, at);
+      at = stop.at;
+      if (stop.result.kind == Kind::kContinue) break;
+      if (stop.result.kind == Kind::kNeedPreview) {
+        std::string preview = co_await preview_body(req, head.consumed);
+        request.body_preview = std::move(preview);
+        continue;
       }
-      const Refusal r = screen_blind_
-                            ? Refusal{403, "zeroness: blocked by policy (tripwires cannot be screened)\n"}
-                            : kTripwireRefusal;
-      co_await refuse(r);
+      if (stop.result.kind == Kind::kHold) {
+        HoldState held =
+            co_await wait_for_approval(request.decision.hold_ticket, request.decision.hold_expires);
+        if (guest_gone_) co_return false;  // nobody to answer: the ask ended cancelled
+        request.hold = std::move(held);
+        continue;
+      }
+      if (stop.result.kind == Kind::kServeLocally) {
+        const bool go_on = co_await serve_locally(req, head.consumed);
+        co_return go_on;
+      }
+      // Refused: the alarm first (a canary to a denied host is one too).
+      if (stop.result.alarm) report_tripwire(*stop.result.alarm);
+      if (stop.result.audit_error.empty())
+        co_await refuse(stop.result.refusal);
+      else
+        co_await refuse_reported(summary, start, stop.result.audit_error, stop.result.refusal);
       co_return false;
     }
-    if (facts.want_session_secrets && decision.allow) {
-      // Before the connection's first response: an upstream may replay on
-      // this connection what it was given on another one.
-      session_secrets_loaded_ = true;
-      for (const ScrubSecret& s : decision.session_secrets)
-        scrubber_.add_secret(s.secret, s.identity);  // one too big is refused again if ever injected
-    }
-    if (!decision.allow) {
-      ctx_.counters.denied++;
-      const std::string label = decision.status == 429 ? "rate limited" : "blocked by policy";
-      const Refusal r{decision.status, "zeroness: " + label + " (" + decision.reason + ")\n"};
-      co_await refuse(r);
-      co_return false;
-    }
-    if (decision.hold_ticket != 0) {
-      // Held for a human: nothing goes upstream until the ticket is approved.
-      HoldState held = co_await wait_for_approval(decision.hold_ticket, decision.hold_expires);
-      if (guest_gone_) co_return false;  // nobody to answer: the ask ended cancelled
-      if (held.outcome != HoldOutcome::kApproved) {
-        ctx_.counters.denied++;
-        const Refusal r{403, "zeroness: blocked by policy (" + held.reason + ")\n"};
-        co_await refuse(r);
-        co_return false;
-      }
-    }
+    websocket_ = request.websocket;
+    RequestDecision& decision = request.decision;
+    const http::NormalisedTarget& target = *request.target;
     summary.host = decision.host;
     if (decision.rule) summary.identity = decision.rule->identity;
     if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
@@ -370,7 +289,7 @@ class Exchange {
     std::optional<std::string> failure;
     guest_.forget();
     try {
-      refused = co_await forward(req, *target, decision, summary, response_started);
+      refused = co_await forward(req, target, decision, summary, response_started);
     } catch (const BadRequestBody& e) {
       ctx_.counters.bad_requests++;
       upstream_.reset();
@@ -380,8 +299,7 @@ class Exchange {
       // Never forwarded whole: the upstream's request stays incomplete.
       ctx_.counters.denied++;
       upstream_.reset();
-      report_tripwire(
-          TripwireHit{conn_.session, decision.host, req.method, target->path, e.labels, {"body"}});
+      report_tripwire(TripwireHit{conn_.session, decision.host, req.method, target.path, e.labels, {"body"}});
       summary.error = "tripwire in body";
       refused = kTripwireRefusal;
     } catch (const std::exception& e) {
@@ -793,17 +711,10 @@ class Exchange {
     // An upgrade the upstream answered as a request: the guest asked to
     // leave HTTP/1.1 on this connection, so it ends after the answer.
     close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11) || websocket_;
-    // A compressed body could not be scanned for a reflected secret: it
-    // never reaches the guest (the upstream was asked for identity).
-    if (scrubber_.armed() && resp.framing != http::BodyFraming::kNone &&
-        !http::identity_content_encoding(resp))
-      throw std::runtime_error("upstream compressed a response that must be scanned for secrets");
-    // Nor a part of one: the guest was not let choose the cut (no Range
-    // went on), and a part is refused whoever chose it, as a secret cut in
-    // pieces is recognisable in none of them.
-    if (scrubber_.armed() && http::is_partial_response(resp))
-      throw std::runtime_error(
-          "upstream sent a partial response where responses must be scanned for secrets");
+    // The response head's filters (filters/chain.cpp): a refusal is the
+    // upstream's failure (502, nothing of the response passed on).
+    filters::FilterResult rules = filters::response_chain().run(resp, connection_);
+    if (rules.kind != filters::FilterResult::Kind::kContinue) throw std::runtime_error(rules.audit_error);
     // What goes to the guest is gathered and written when the exchange would
     // otherwise wait (for the upstream, or at the end): a small response is
     // one TLS record and one send, head and body together, not one each.
@@ -1058,29 +969,6 @@ class Exchange {
       co_await with_deadline(upstream_.stream->write_all(http::kLastChunk), ctx_.idle_timeout);
   }
 
-  // The tripwires in a request's head: its target's path and query as sent
-  // (percent-encoded forms included) and its header lines.
-  std::vector<std::string> screen_head(const http::RequestHead& req, size_t head_bytes,
-                                       const std::vector<Substitution>& exempt,
-                                       std::vector<std::string>& where) {
-    std::vector<std::string> out;
-    if (!screen_.armed()) return out;
-    auto note = [&](std::vector<std::string> labels, const char* part) {
-      if (labels.empty()) return;
-      where.push_back(part);
-      for (std::string& l : labels)
-        if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(std::move(l));
-    };
-    const std::string_view target = req.target;
-    const size_t q = target.find('?');
-    note(screen_.check(target.substr(0, q), exempt), "path");
-    if (q != std::string_view::npos) note(screen_.check(target.substr(q + 1), exempt), "query");
-    const std::string_view raw = std::string_view(in_).substr(0, head_bytes);
-    const size_t line_end = raw.find('\n');
-    if (line_end != std::string_view::npos) note(screen_.check(raw.substr(line_end + 1), exempt), "header");
-    return out;
-  }
-
   // false: the upstream closed before a byte of response.
   awaitable<bool> read_response_head(const http::RequestHead& req, http::ResponseHead& resp) {
     const bool head_request = req.method == "HEAD";
@@ -1193,11 +1081,10 @@ class Exchange {
   bool websocket_ = false;  // the request being served is a WebSocket handshake
   // Armed at the first injection; wipes its patterns when the connection ends.
   SecretScrubber scrubber_;
-  bool session_secrets_loaded_ = false;
   // The session's tripwires, armed at the connection's first request.
   RequestScreen screen_;
-  bool tripwires_loaded_ = false;
-  bool screen_blind_ = false;  // a tripwire could not be armed: every request is refused
+  // What the filters keep from request to request (after what it refers to).
+  filters::Connection connection_{conn_, ctx_.policy, ctx_.counters, scrubber_, screen_};
   // A request body read ahead of its head (screening, swapping).
   std::string body_;
   bool body_whole_ = false;

@@ -1,0 +1,73 @@
+#include "userspace/proxy/filters/chain.h"
+
+#include "userspace/proxy/filters/approval_filter.h"
+#include "userspace/proxy/filters/decision_filter.h"
+#include "userspace/proxy/filters/head_screen_filter.h"
+#include "userspace/proxy/filters/local_service_filter.h"
+#include "userspace/proxy/filters/session_secrets_filter.h"
+#include "userspace/proxy/filters/target_filter.h"
+#include "userspace/proxy/filters/upgrade_filter.h"
+#include "userspace/proxy/filters/verdict_filter.h"
+
+namespace zn::proxy::filters {
+namespace {
+
+const TargetFilter kTarget;
+const UpgradeFilter kUpgrade;
+const LocalServiceFilter kLocalService;
+const DecisionFilter kDecision;
+const HeadScreenFilter kHeadScreen;
+const SessionSecretsFilter kSessionSecrets;
+const VerdictFilter kVerdict;
+const ApprovalFilter kApproval;
+
+// The request's head, in this order:
+const HeadFilter* const kHeadOrder[] = {
+    &kTarget,          // the target in its one normal form (400 if it has none)
+    &kUpgrade,         // WebSocket handshakes checked and marked; other upgrades 403
+    &kLocalService,    // the broker's own service answers a local connection
+    &kDecision,        // one trip to the broker; the session's tripwires armed
+    &kHeadScreen,      // tripwires in the path, query and fields: alarm and 403, whatever the verdict
+    &kSessionSecrets,  // the scrubber armed with the session's secrets (first allowed request)
+    &kVerdict,         // the broker's refusal (403, 421, 429) answered
+    &kApproval,        // held for a human until approved
+};
+// Then, in the exchange (intercept.cpp), still to become filters: the
+// identity placed, the body screened and placeholders swapped, the request
+// sent upstream (Range and Accept-Encoding not forwarded where responses
+// are scrubbed), the response scrubbed, the audit record written.
+
+const ResponseRulesFilter kResponseRules;
+const ResponseHeadFilter* const kResponseOrder[] = {
+    &kResponseRules,  // nothing the scrubber cannot read whole: 502
+};
+
+}  // namespace
+
+ChainStop HeadChain::run(Request& request, Connection& connection, size_t from) const {
+  for (size_t i = from; i < filters_.size(); ++i) {
+    FilterResult r = filters_[i]->on_head(request, connection);
+    if (r.kind != FilterResult::Kind::kContinue) return ChainStop{std::move(r), i};
+  }
+  return ChainStop{FilterResult::go(), filters_.size()};
+}
+
+FilterResult ResponseChain::run(const http::ResponseHead& response, Connection& connection) const {
+  for (const ResponseHeadFilter* f : filters_) {
+    FilterResult r = f->on_response_head(response, connection);
+    if (r.kind != FilterResult::Kind::kContinue) return r;
+  }
+  return FilterResult::go();
+}
+
+const HeadChain& head_chain() {
+  static const HeadChain chain(kHeadOrder);
+  return chain;
+}
+
+const ResponseChain& response_chain() {
+  static const ResponseChain chain(kResponseOrder);
+  return chain;
+}
+
+}  // namespace zn::proxy::filters

@@ -1,0 +1,87 @@
+// What the filter tests share: a broker that records what it is asked and
+// answers what the test set, a connection's state, and requests parsed from
+// the bytes a guest would send. No sockets, no loop.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "userspace/http/message.h"
+#include "userspace/proxy/filters/filter.h"
+
+namespace zn::proxy::filters {
+
+class RecordingPolicy final : public ProxyPolicy {
+ public:
+  // Default: allowed under rule 0, to the Host as sent.
+  std::function<RequestDecision(const RequestFacts&)> verdict = [](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.status = 0;
+    d.host = f.host_header;
+    d.rule = RuleRef{0, ""};
+    return d;
+  };
+  std::vector<RequestFacts> asked;
+
+  UpstreamDecision decide(const ConnectionFacts&) override { return {}; }
+  RequestDecision decide_request(const RequestFacts& facts) override {
+    asked.push_back(facts);
+    return verdict(facts);
+  }
+  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
+  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
+  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
+  void on_request_done(const RequestSummary&) override {}
+  void on_closed(const ConnectionSummary&) override {}
+};
+
+// One guest connection (intercepted TLS to api.example.test:443) and the
+// requests on it.
+class FilterTest : public ::testing::Test {
+ protected:
+  FilterTest() {
+    facts.mode = ConnectionMode::kIntercept;
+    facts.session = "user-1";
+    facts.host = "api.example.test";
+    facts.tls = true;
+    facts.port = 443;
+  }
+
+  // A request as the guest sent it (head and anything after), parsed as
+  // the exchange parses it; the bytes are kept (the filters read them).
+  Request& request(std::string bytes) {
+    inputs.push_back(std::make_unique<std::string>(std::move(bytes)));
+    heads.push_back(std::make_unique<http::RequestHead>());
+    summaries.push_back(std::make_unique<RequestSummary>());
+    const http::ParseResult r = http::parse_request_head(*inputs.back(), http::HttpLimits{}, *heads.back());
+    EXPECT_EQ(r.state, http::ParseState::kDone) << r.error;
+    requests.push_back(
+        std::make_unique<Request>(*heads.back(), *inputs.back(), r.consumed, *summaries.back()));
+    return *requests.back();
+  }
+  Request& get(const std::string& target, const std::string& fields = "") {
+    return request("GET " + target + " HTTP/1.1\r\nHost: api.example.test\r\n" + fields + "\r\n");
+  }
+
+  UpstreamDecision facts;
+  RecordingPolicy policy;
+  InterceptCounters counters;
+  SecretScrubber scrubber;
+  RequestScreen screen;
+  Connection connection{facts, policy, counters, scrubber, screen};
+
+ private:
+  std::vector<std::unique_ptr<std::string>> inputs;
+  std::vector<std::unique_ptr<http::RequestHead>> heads;
+  std::vector<std::unique_ptr<RequestSummary>> summaries;
+  std::vector<std::unique_ptr<Request>> requests;
+};
+
+inline bool continues(const FilterResult& r) { return r.kind == FilterResult::Kind::kContinue; }
+
+}  // namespace zn::proxy::filters
