@@ -28,7 +28,7 @@ TEST_F(ChainTest, AnAllowedRequestGoesThroughEveryFilter) {
   const ChainStop stop = head_chain().run(r, connection);
   EXPECT_EQ(stop.result.kind, FilterResult::Kind::kContinue);
   EXPECT_EQ(stop.at, head_chain().filters().size());
-  EXPECT_EQ(policy.asked.size(), 1u);
+  EXPECT_EQ(policy.requests.size(), 1u);
   EXPECT_TRUE(r.decision.allow);
 }
 
@@ -51,7 +51,7 @@ TEST_F(ChainTest, StopsForIoAndResumesAtTheFilterThatAsked) {
   r.hold = HoldState{HoldOutcome::kApproved, ""};
   stop = head_chain().run(r, connection, stop.at);
   EXPECT_EQ(stop.result.kind, FilterResult::Kind::kContinue);
-  EXPECT_EQ(policy.asked.size(), 1u);  // one trip, however often it stopped
+  EXPECT_EQ(policy.requests.size(), 1u);  // one trip, however often it stopped
 }
 
 TEST_F(ChainTest, ARefusalEndsTheChain) {
@@ -59,7 +59,7 @@ TEST_F(ChainTest, ARefusalEndsTheChain) {
   Request& bad = get("/a%2Fb");
   ChainStop stop = head_chain().run(bad, connection);
   EXPECT_EQ(stop.result.kind, FilterResult::Kind::kRefuse);
-  EXPECT_TRUE(policy.asked.empty());
+  EXPECT_TRUE(policy.requests.empty());
   // Refused by the broker: a hold it asked for is never waited for.
   policy.verdict = [](const RequestFacts&) {
     RequestDecision d;

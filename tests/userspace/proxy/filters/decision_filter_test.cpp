@@ -8,6 +8,17 @@
 namespace zn::proxy::filters {
 namespace {
 
+// The broker's answer on a session with one tripwire: allowed.
+std::function<RequestDecision(const RequestFacts&)> allowed_with_tripwire(Tripwire tripwire) {
+  return [tripwire](const RequestFacts& f) {
+    RequestDecision d;
+    d.allow = true;
+    d.host = f.host_header;
+    d.tripwires = {tripwire};
+    return d;
+  };
+}
+
 class DecisionFilterTest : public FilterTest {
  protected:
   Request& normalised(Request& r) {
@@ -19,8 +30,8 @@ class DecisionFilterTest : public FilterTest {
 TEST_F(DecisionFilterTest, OneTripWithEveryFact) {
   Request& r = normalised(get("/a/../repos?x=1", "X-Api-Key: k\r\nAccept: */*\r\n"));
   ASSERT_TRUE(continues(DecisionFilter().on_head(r, connection)));
-  ASSERT_EQ(policy.asked.size(), 1u);
-  const RequestFacts& f = policy.asked[0];
+  ASSERT_EQ(policy.requests.size(), 1u);
+  const RequestFacts& f = policy.requests[0];
   EXPECT_EQ(f.session, "user-1");
   EXPECT_EQ(f.sni, "api.example.test");
   EXPECT_EQ(f.port, 443);
@@ -36,7 +47,7 @@ TEST_F(DecisionFilterTest, OneTripWithEveryFact) {
   EXPECT_EQ(counters.requests.load(), 1u);
   // Run again (as after another filter's I/O): no second trip.
   ASSERT_TRUE(continues(DecisionFilter().on_head(r, connection)));
-  EXPECT_EQ(policy.asked.size(), 1u);
+  EXPECT_EQ(policy.requests.size(), 1u);
 }
 
 TEST_F(DecisionFilterTest, PlainHttpHasNoSni) {
@@ -44,38 +55,32 @@ TEST_F(DecisionFilterTest, PlainHttpHasNoSni) {
   facts.port = 80;
   Request& r = normalised(get("/"));
   ASSERT_TRUE(continues(DecisionFilter().on_head(r, connection)));
-  ASSERT_EQ(policy.asked.size(), 1u);
-  EXPECT_FALSE(policy.asked[0].sni);
-  EXPECT_EQ(policy.asked[0].port, 80);
+  ASSERT_EQ(policy.requests.size(), 1u);
+  EXPECT_FALSE(policy.requests[0].sni);
+  EXPECT_EQ(policy.requests[0].port, 80);
 }
 
 TEST_F(DecisionFilterTest, ABodyIsPreviewedBeforeTheBrokerIsAsked) {
   Request& r = normalised(
       request("POST /charges HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 5\r\n\r\nhello"));
   EXPECT_EQ(DecisionFilter().on_head(r, connection).kind, FilterResult::Kind::kNeedPreview);
-  EXPECT_TRUE(policy.asked.empty());
+  EXPECT_TRUE(policy.requests.empty());
   EXPECT_EQ(counters.requests.load(), 0u);
   r.body_preview = "hello";
   ASSERT_TRUE(continues(DecisionFilter().on_head(r, connection)));
-  ASSERT_EQ(policy.asked.size(), 1u);
-  EXPECT_EQ(policy.asked[0].body_preview, "hello");
+  ASSERT_EQ(policy.requests.size(), 1u);
+  EXPECT_EQ(policy.requests[0].body_preview, "hello");
 }
 
 TEST_F(DecisionFilterTest, TheSessionsSecretsAreAskedForUntilLoaded) {
   connection.session_secrets_loaded = true;
   Request& r = normalised(get("/"));
   ASSERT_TRUE(continues(DecisionFilter().on_head(r, connection)));
-  EXPECT_FALSE(policy.asked[0].want_session_secrets);
+  EXPECT_FALSE(policy.requests[0].want_session_secrets);
 }
 
 TEST_F(DecisionFilterTest, TheSessionsTripwiresAreArmedOnce) {
-  policy.verdict = [](const RequestFacts& f) {
-    RequestDecision d;
-    d.allow = true;
-    d.host = f.host_header;
-    d.tripwires = {{"AKIAZNCANARY00001", "canary:0"}};
-    return d;
-  };
+  policy.verdict = allowed_with_tripwire({"AKIAZNCANARY00001", "canary:0"});
   Request& first = normalised(get("/"));
   ASSERT_TRUE(continues(DecisionFilter().on_head(first, connection)));
   EXPECT_TRUE(connection.tripwires_loaded);
@@ -83,13 +88,7 @@ TEST_F(DecisionFilterTest, TheSessionsTripwiresAreArmedOnce) {
   EXPECT_FALSE(connection.screen_blind);
   EXPECT_EQ(screen.check("x AKIAZNCANARY00001 y", {}), std::vector<std::string>{"canary:0"});
   // Positive control for "once": a second request's list is not armed again.
-  policy.verdict = [](const RequestFacts& f) {
-    RequestDecision d;
-    d.allow = true;
-    d.host = f.host_header;
-    d.tripwires = {{"AKIAZNCANARY00002", "canary:1"}};
-    return d;
-  };
+  policy.verdict = allowed_with_tripwire({"AKIAZNCANARY00002", "canary:1"});
   Request& second = normalised(get("/"));
   ASSERT_TRUE(continues(DecisionFilter().on_head(second, connection)));
   EXPECT_TRUE(screen.check("x AKIAZNCANARY00002 y", {}).empty());

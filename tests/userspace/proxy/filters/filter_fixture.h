@@ -1,6 +1,6 @@
-// What the filter tests share: a broker that records what it is asked and
-// answers what the test set, a connection's state, and requests parsed from
-// the bytes a guest would send. No sockets, no loop.
+// What the filter tests share: the fake broker (fake_policy.h), a connection's
+// state, and requests parsed from the bytes a guest would send. No sockets,
+// no loop.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,33 +12,9 @@
 
 #include "userspace/http/message.h"
 #include "userspace/proxy/filters/filter.h"
+#include "../fake_policy.h"
 
 namespace zn::proxy::filters {
-
-class RecordingPolicy final : public ProxyPolicy {
- public:
-  // Default: allowed under rule 0, to the Host as sent.
-  std::function<RequestDecision(const RequestFacts&)> verdict = [](const RequestFacts& f) {
-    RequestDecision d;
-    d.allow = true;
-    d.status = 0;
-    d.host = f.host_header;
-    d.rule = RuleRef{0, ""};
-    return d;
-  };
-  std::vector<RequestFacts> asked;
-
-  UpstreamDecision decide(const ConnectionFacts&) override { return {}; }
-  RequestDecision decide_request(const RequestFacts& facts) override {
-    asked.push_back(facts);
-    return verdict(facts);
-  }
-  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
-  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
-  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
-  void on_request_done(const RequestSummary&) override {}
-  void on_closed(const ConnectionSummary&) override {}
-};
 
 // One guest connection (intercepted TLS to api.example.test:443) and the
 // requests on it.
@@ -69,7 +45,7 @@ class FilterTest : public ::testing::Test {
   }
 
   UpstreamDecision facts;
-  RecordingPolicy policy;
+  FakePolicy policy;
   InterceptCounters counters;
   SecretScrubber scrubber;
   RequestScreen screen;
