@@ -23,7 +23,7 @@ if [ "$phase" != run ]; then
   # shellcheck disable=SC2046 # the launcher arguments split on purpose
   cmake -S . -B "$FUZZ_BUILD_DIR" -DZN_FUZZ=ON -DZN_BUILD_TESTS=OFF -DZN_BUILD_BENCH=OFF \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    $(scripts/ccache_args.sh) > /dev/null
+    $(scripts/cmake_args.sh "$FUZZ_BUILD_DIR") > /dev/null
   cmake --build "$FUZZ_BUILD_DIR" -j"$(nproc)" --target "${TARGETS[@]/%/_fuzz}"
 fi
 [ "$phase" = build ] && exit 0

@@ -58,6 +58,13 @@ class MicroVmTest : public ProxyTest {
                            {"memory_mib", 256},
                            {"user_data", user_data}});
   }
+  // Whether a VM's cgroup ("zeroness/<name>", from vm.list) is on the host,
+  // in any hierarchy (cgroup v1's memory and pids, or v2's).
+  static bool cgroup_exists(const std::string& cgroup) {
+    for (const char* controller : {"memory", "pids", ""})
+      if (fs::exists(fs::path("/sys/fs/cgroup") / controller / cgroup)) return true;
+    return false;
+  }
   // The user-data's output once it has run (TCG boots in seconds; a loaded
   // CI machine is given two minutes).
   std::string user_data_output(const std::string& id) {
@@ -144,13 +151,15 @@ echo "allowed: $(curl -s -m 10 -o /dev/null -w '%{http_code}' https://api.github
 
   json list = call("vm.list")["result"];
   ASSERT_EQ(list.size(), 2u) << list.dump();
-  const int pid = list[0]["pid"];
+  const json& first = list[0]["session"] == "vm-1" ? list[0] : list[1];
+  const int pid = first["pid"];
   EXPECT_NE(list[0]["uid"], list[1]["uid"]);  // one uid per VM
+  const std::string cgroup = first["cgroup"];
+  EXPECT_TRUE(cgroup_exists(cgroup)) << cgroup;
   ASSERT_TRUE(call("session.delete", {{"id", "vm-1"}})["ok"]);
   EXPECT_FALSE(fs::exists("/proc/" + std::to_string(pid) + "/status"));
   EXPECT_FALSE(fs::exists(dir_ / "state" / "vms" / "vm-1"));
-  for (const char* controller : {"memory", "pids", ""})
-    EXPECT_FALSE(fs::exists(fs::path("/sys/fs/cgroup") / controller / "zeroness" / "vm-1"));
+  EXPECT_FALSE(cgroup_exists(cgroup)) << cgroup;
   EXPECT_NE(run_in_netns(lab_->host_netns(), "ip link show zn-tap5").exit_code, 0);
   EXPECT_EQ(call("vm.list")["result"].size(), 1u);
   // Stopped through znctl's verb, the other goes the same way.
@@ -442,15 +451,17 @@ TEST_F(MicroVmTest, AVmDiesWithZerodAndItsRemainsAreSweptAtStart) {
   json list = call("vm.list")["result"];
   ASSERT_EQ(list.size(), 1u);
   const std::string proc = "/proc/" + std::to_string(list[0]["pid"].get<int>());
+  const std::string cgroup = list[0]["cgroup"];
   ASSERT_TRUE(fs::exists(proc));
   stop_zerod(SIGKILL);
   for (int i = 0; i < 100 && fs::exists(proc); ++i) std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(fs::exists(proc)) << "the VM outlived zerod";
-  EXPECT_TRUE(fs::exists(dir_ / "state" / "vms" / "vm-1"));  // what the sweep is for
+  // What the sweep is for.
+  EXPECT_TRUE(fs::exists(dir_ / "state" / "vms" / "vm-1"));
+  EXPECT_TRUE(cgroup_exists(cgroup)) << cgroup;
   start_zerod();
   EXPECT_FALSE(fs::exists(dir_ / "state" / "vms" / "vm-1"));
-  for (const char* controller : {"memory", "pids", ""})
-    EXPECT_FALSE(fs::exists(fs::path("/sys/fs/cgroup") / controller / "zeroness" / "vm-1"));
+  EXPECT_FALSE(cgroup_exists(cgroup)) << cgroup;
   EXPECT_TRUE(call("vm.list")["result"].empty());
   // The session itself was restored, and runs a VM again.
   ASSERT_TRUE(run_vm("vm-1", "echo again\n")["ok"]);

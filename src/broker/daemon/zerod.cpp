@@ -102,6 +102,17 @@ bool state_holds_sealed_values(const std::string& state_file) {
   return false;
 }
 
+// Four bytes of a hash of this zerod's state_dir, in hex: names its VMs
+// host-wide (VmRegistryOptions::instance), the same after a restart.
+std::string state_dir_tag(const std::string& state_dir) {
+  unsigned char digest[crypto_generichash_BYTES_MIN];
+  crypto_generichash(digest, sizeof digest, reinterpret_cast<const unsigned char*>(state_dir.data()),
+                     state_dir.size(), nullptr, 0);
+  char hex[2 * 4 + 1];
+  sodium_bin2hex(hex, sizeof hex, digest, 4);
+  return hex;
+}
+
 }  // namespace
 
 ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
@@ -236,6 +247,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   {
     VmRegistryOptions vm_options;
     vm_options.directory = config_.state_dir + "/vms";
+    vm_options.instance = state_dir_tag(config_.state_dir);
     vm_options.ca_cert_path = ca_.paths.cert;
     vm_options.uid_base = config_.vm_uid_base;
     if (config_.agent_port) {

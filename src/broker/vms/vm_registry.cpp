@@ -81,12 +81,16 @@ VmRegistry::VmRegistry(const SessionDirectory& sessions, VmRegistryOptions optio
   // directories and cgroups alike, so no overlay or console lingers.
   std::error_code ignored;
   for (const auto& entry : fs::directory_iterator(options_.directory, ignored)) {
-    const std::string name = entry.path().filename().string();
+    const std::string name = vm_name(entry.path().filename().string());
     vmm::VmCgroup::remove_leftover(name);
     vmm::VmCgroup::remove_leftover(name + "-kvm-probe");
     fs::remove_all(entry.path(), ignored);
   }
   fs::permissions(options_.directory, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+}
+
+std::string VmRegistry::vm_name(const std::string& session) const {
+  return options_.instance.empty() ? session : options_.instance + "-" + session;
 }
 
 VmRegistry::~VmRegistry() {
@@ -100,10 +104,16 @@ VmRegistry::~VmRegistry() {
 
 nlohmann::json VmRegistry::describe(const std::string& session, Running& r) {
   const bool running = r.vm->running();
-  nlohmann::json out = {
-      {"session", session}, {"backend", r.backend}, {"accel", vmm::accel_name(r.vm->accel())},
-      {"pid", r.vm->pid()}, {"uid", r.uid},         {"memory_mib", r.memory_mib},
-      {"kernel", r.kernel}, {"initrd", r.initrd},   {"state", running ? "running" : "exited"}};
+  nlohmann::json out = {{"session", session},
+                        {"backend", r.backend},
+                        {"accel", vmm::accel_name(r.vm->accel())},
+                        {"pid", r.vm->pid()},
+                        {"uid", r.uid},
+                        {"memory_mib", r.memory_mib},
+                        {"kernel", r.kernel},
+                        {"initrd", r.initrd},
+                        {"state", running ? "running" : "exited"},
+                        {"cgroup", "zeroness/" + vm_name(session)}};
   if (!running) out["exit"] = r.vm->exit_status();
   // The base and whether the overlay is encrypted; the key is nowhere to show.
   if (!r.disk.empty()) out["disk"] = {{"base", r.disk}, {"encrypted", r.disk_encrypted}};
@@ -135,7 +145,7 @@ nlohmann::json VmRegistry::run(const VmRunRequest& request) {
     forget_locked(it, 0ms);
   }
   vmm::VmSpec spec;
-  spec.name = request.session;
+  spec.name = vm_name(request.session);
   spec.directory = (fs::path(options_.directory) / request.session).string();
   spec.kernel = request.kernel;
   spec.initrd = request.initrd;

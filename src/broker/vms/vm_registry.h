@@ -51,7 +51,13 @@ struct VmError : std::runtime_error {
 };
 
 struct VmRegistryOptions {
-  std::string directory;     // state_dir/vms: one directory per VM
+  std::string directory;  // state_dir/vms: one directory per VM
+  // Names this zerod's VMs host-wide (their cgroups, QEMU's -name): two
+  // zerods on one host (their own state_dirs) may both have a session
+  // "vm-1", and one stopping its VM must not kill the other's through a
+  // shared cgroup. Stable across restarts (leftovers are found by it).
+  // Empty: the session id alone.
+  std::string instance;
   std::string ca_cert_path;  // the deployment CA (public)
   uid_t uid_base = 0;        // a VM runs as uid_base + its session's slot
   // The command agent every VM boots with (issue 15): the static binary's
@@ -89,6 +95,8 @@ class VmRegistry {
   std::vector<std::string> agent_channels(const std::string& session);
 
  private:
+  // The VM's name host-wide: the instance tag and the session id.
+  std::string vm_name(const std::string& session) const;
   struct Running {
     std::string backend;
     std::string directory;
