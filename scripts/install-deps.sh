@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ccache
+  build-essential cmake ninja-build lld pkg-config git ccache
   clang llvm libclang-rt-14-dev libbpf-dev bpftool clang-format clang-tidy
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
   libsodium-dev nlohmann-json3-dev libspdlog-dev libssl-dev libcurl4-openssl-dev
