@@ -39,11 +39,6 @@ using namespace std::chrono_literals;
 // A request body the broker answers itself (a blob or KV value, a SQL call)
 // is read whole into memory: bounded.
 constexpr size_t kMaxLocalBody = 8 * 1024 * 1024;
-// A request body with a content coding (gzip, deflate) on a session whose
-// requests are screened is read whole and decoded for the screen: bounded
-// as read and as decoded (a ratio of 1:1000 is easy for deflate).
-constexpr size_t kMaxCodedBody = 1024 * 1024;
-constexpr size_t kMaxDecodedBody = 16 * 1024 * 1024;
 
 // Broker calls may block (resolution, locks): run them on the pool.
 template <typename F>
@@ -54,11 +49,6 @@ awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
 }
 
 bool timed_out(const std::system_error& e) { return e.code() == std::errc::timed_out; }
-
-void cleanse(Injection& i) {
-  OPENSSL_cleanse(i.value.data(), i.value.size());
-  for (std::string& s : i.scrub) OPENSSL_cleanse(s.data(), s.size());
-}
 
 // The upstream side of one guest connection, reused across its keep-alive
 // requests while they go to the same host, and taken from / given back to
@@ -96,7 +86,8 @@ using filters::Refusal;
 
 // A tripwire turned up in a request body being streamed: the upstream has
 // the head and part of the body (never the tripwire: the screen holds back
-// a partial match), so the connection goes.
+// a partial match), so the connection goes. (A body read whole is screened
+// by the chain's body screen before anything goes.)
 struct TripwireInBody : std::runtime_error {
   explicit TripwireInBody(std::vector<std::string> l)
       : std::runtime_error("tripwire in body"), labels(std::move(l)) {}
@@ -237,15 +228,10 @@ class Exchange {
     // The head through the filter chain (filters/chain.cpp declares the
     // order); where a filter stops for I/O, it is done here and the chain
     // goes on from that filter.
+    // The request wipes what it came to hold when it ends, however it ends.
     filters::Request request(req, in_, head.consumed, summary);
-    struct CleanseDecision {
-      RequestDecision& d;
-      ~CleanseDecision() {
-        if (d.injection) cleanse(*d.injection);
-        for (ScrubSecret& s : d.session_secrets) OPENSSL_cleanse(s.secret.data(), s.secret.size());
-        for (Substitution& s : d.substitutions) OPENSSL_cleanse(s.credential.data(), s.credential.size());
-      }
-    } cleanse_decision{request.decision};
+    body_decoder_.reset();
+    bool continued = false;  // "100 Continue" sent
     using Kind = filters::FilterResult::Kind;
     for (size_t at = 0;;) {
       filters::ChainStop stop = filters::head_chain().run(request, connection_, at);
@@ -254,6 +240,38 @@ class Exchange {
       if (stop.result.kind == Kind::kNeedPreview) {
         std::string preview = co_await preview_body(req, head.consumed);
         request.body_preview = std::move(preview);
+        continue;
+      }
+      if (stop.result.kind == Kind::kNeedBody) {
+        if (req.expect_continue && !continued) {
+          continued = true;
+          co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        std::optional<std::string> bad, gone;
+        try {
+          const bool whole = co_await read_body_upto(req, head.consumed, request.body_limit, request.body);
+          request.body_whole = whole;
+        } catch (const BadRequestBody& e) {
+          bad = e.what();
+        } catch (const std::exception& e) {
+          gone = e.what();
+        }
+        if (bad) {
+          ctx_.counters.bad_requests++;
+          const Refusal r{400, "zeroness: bad request (malformed body)\n"};
+          co_await refuse_reported(summary, start, *bad, r);
+          co_return false;
+        }
+        if (gone) {
+          // The guest went or stalled inside its body: its cancel, nothing sent.
+          ctx_.counters.guest_cancels++;
+          summary.status = 499;
+          summary.guest_cancelled = true;
+          summary.error = *gone;
+          report(summary, start);
+          co_return false;
+        }
+        request.body_read = true;
         continue;
       }
       if (stop.result.kind == Kind::kHold) {
@@ -269,6 +287,10 @@ class Exchange {
       }
       // Refused: the alarm first (a canary to a denied host is one too).
       if (stop.result.alarm) report_tripwire(*stop.result.alarm);
+      if (request.decision.allow) {  // refused after the broker allowed it: where it was headed
+        summary.host = request.decision.host;
+        if (request.decision.rule) summary.identity = request.decision.rule->identity;
+      }
       if (stop.result.audit_error.empty())
         co_await refuse(stop.result.refusal);
       else
@@ -280,7 +302,7 @@ class Exchange {
     const http::NormalisedTarget& target = *request.target;
     summary.host = decision.host;
     if (decision.rule) summary.identity = decision.rule->identity;
-    if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+    if (req.expect_continue && !continued) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
     summary.bytes_from_guest = head.consumed;
     in_.erase(0, head.consumed);
 
@@ -289,7 +311,7 @@ class Exchange {
     std::optional<std::string> failure;
     guest_.forget();
     try {
-      refused = co_await forward(req, target, decision, summary, response_started);
+      refused = co_await forward(request, summary, response_started);
     } catch (const BadRequestBody& e) {
       ctx_.counters.bad_requests++;
       upstream_.reset();
@@ -362,29 +384,27 @@ class Exchange {
     }
     if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
     in_.erase(0, head_bytes);
-    body_.clear();
-    body_whole_ = false;
     body_decoder_.reset();
+    std::string body;
     std::optional<Refusal> refused;
     if (req.framing != http::BodyFraming::kNone) {
-      bool ended = false;
+      bool ended = false, whole = false;
       try {
-        co_await read_body_upto(req, kMaxLocalBody);
+        whole = co_await read_body_upto(req, 0, kMaxLocalBody, body);
       } catch (const BadRequestBody&) {
         refused = Refusal{400, "zeroness: bad request (malformed body)\n"};
       } catch (const std::exception&) {
         ended = true;  // the guest went, or stalled
       }
       if (ended) co_return false;
-      if (!refused && !body_whole_) refused = Refusal{413, "zeroness: request body too large\n"};
+      if (!refused && !whole) refused = Refusal{413, "zeroness: request body too large\n"};
     }
     if (refused) {
       ctx_.counters.bad_requests++;
       co_await refuse(*refused);
       co_return false;
     }
-    LocalRequest request{conn_.session, req.host, req.method, req.target, std::move(body_)};
-    body_.clear();
+    LocalRequest request{conn_.session, req.host, req.method, req.target, std::move(body)};
     body_decoder_.reset();
     LocalResponse answer = co_await ask_local(std::move(request));
     const bool close = !req.keep_alive;
@@ -527,119 +547,24 @@ class Exchange {
     }
   }
 
-  // Sends the request on and relays the response. A Refusal when the proxy
-  // answers instead (nothing of the request reached an upstream).
-  awaitable<std::optional<Refusal>> forward(const http::RequestHead& req,
-                                            const http::NormalisedTarget& target, RequestDecision& decision,
-                                            RequestSummary& summary, bool& response_started) {
-    // Given with the verdict; a held request's is fetched once approved (the
-    // policy may have changed while it waited).
-    std::optional<Injection> injection = std::move(decision.injection);
-    decision.injection.reset();
-    if (decision.rule && !decision.rule->identity.empty() && !injection) {
-      injection = ctx_.policy.injection_for(conn_.session, *decision.rule);
-      if (!injection) co_return Refusal{403, "zeroness: blocked by policy (identity unavailable)\n"};
-    }
-    struct Cleanse {
-      std::optional<Injection>& i;
-      ~Cleanse() {
-        if (i) cleanse(*i);
-      }
-    } cleanse_injection{injection};
-    if (injection) {
-      // From the first injection to the end of the guest connection, every
-      // response is scrubbed of every secret injected on it (an upstream
-      // that echoes the request must not hand the credential back).
-      // A broker that names no substring gets the whole injected value
-      // scrubbed (cleansed with the rest).
-      if (injection->scrub.empty()) injection->scrub.push_back(injection->value);
-      bool scrubbable = true;
-      for (const std::string& secret : injection->scrub)
-        scrubbable = scrubbable && scrubber_.add_secret(secret, decision.rule->identity);
-      if (!scrubbable)
-        co_return Refusal{403, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n"};
-    }
-
-    // The request as it goes: with the placeholders swapped in header values
-    // and the query, and a body read whole re-framed with its length. Copied
-    // only when something changes.
-    const http::RequestHead* send_req = &req;
-    const http::NormalisedTarget* send_target = &target;
-    std::optional<http::RequestHead> changed_req;
-    std::optional<http::NormalisedTarget> changed_target;
-    // A swapped copy held the credential.
-    struct WipeChanged {
-      std::optional<http::RequestHead>& r;
-      std::optional<http::NormalisedTarget>& t;
-      std::string& body;
-      ~WipeChanged() {
-        if (r)
-          for (http::Header& h : r->headers) OPENSSL_cleanse(h.value.data(), h.value.size());
-        if (t) OPENSSL_cleanse(t->query.data(), t->query.size());
-        OPENSSL_cleanse(body.data(), body.size());
-      }
-    } wipe_changed{changed_req, changed_target, body_};
+  // Sends the request on (as the head chain left it: identity ready,
+  // placeholders swapped, a body read whole screened) and relays the
+  // response. A Refusal when the proxy answers instead (nothing of the
+  // request reached an upstream).
+  awaitable<std::optional<Refusal>> forward(filters::Request& request, RequestSummary& summary,
+                                            bool& response_started) {
+    const http::RequestHead& req = request.head;
+    const RequestDecision& decision = request.decision;
+    const std::optional<Injection>& injection = request.injection;
     const std::vector<Substitution>& subs = decision.substitutions;
-    if (!subs.empty()) {
-      changed_req = req;
-      for (http::Header& h : changed_req->headers) swap_placeholders(h.value, subs, BodyKind::kOther);
-      send_req = &*changed_req;
-      if (target.has_query) {
-        changed_target = target;
-        swap_placeholders_in_query(changed_target->query, subs);
-        send_target = &*changed_target;
-      }
+    // A body read whole goes framed by its length (it may have changed).
+    if (request.body_whole) {
+      http::RequestHead& framed = request.head_to_change();
+      framed.framing = request.body.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
+      framed.content_length = request.body.size();
     }
-    body_.clear();
-    body_whole_ = false;
-    body_decoder_.reset();
-    if (req.framing != http::BodyFraming::kNone && (screen_.armed() || !subs.empty())) {
-      // Read before anything goes upstream: screened whole, swapped if it
-      // is JSON or a form; past the bound, screened as it streams. A body
-      // with a content coding is screened as the upstream will decode it,
-      // so it must be read whole (within its bound) or it does not go.
-      const std::vector<std::string> codings = http::content_codings(req.headers);
-      co_await read_body_upto(req, codings.empty() ? kMaxSwappedBody : kMaxCodedBody);
-      // A coded body as the upstream will read it: screened, and where a
-      // placeholder is swapped in, coded again in its own layers' formats.
-      // It may hold the credential by then: wiped when done.
-      std::optional<http::DecodedBody> decoded;
-      struct WipeDecoded {
-        std::optional<http::DecodedBody>& d;
-        ~WipeDecoded() {
-          if (d) OPENSSL_cleanse(d->bytes.data(), d->bytes.size());
-        }
-      } wipe_decoded{decoded};
-      if (!codings.empty()) {
-        if (!body_whole_) {
-          summary.error = "request body with a content coding too large to screen";
-          co_return Refusal{413, "zeroness: request body too large to screen\n"};
-        }
-        decoded = http::decode_content(body_, codings, kMaxDecodedBody);
-        if (!decoded->ok) {
-          summary.error = decoded->error;
-          co_return Refusal{decoded->status, "zeroness: " + decoded->error + "\n"};
-        }
-        std::vector<std::string> hits = screen_.check(decoded->bytes, subs);
-        if (!hits.empty()) throw TripwireInBody(std::move(hits));
-      }
-      if (body_whole_) {
-        std::vector<std::string> hits = screen_.check(body_, subs);
-        if (!hits.empty()) throw TripwireInBody(std::move(hits));
-        const BodyKind kind = body_kind(req);
-        if (!subs.empty() && kind != BodyKind::kOther) {
-          if (!decoded)
-            swap_placeholders(body_, subs, kind);
-          else if (decoded->bytes.size() <= kMaxSwappedBody &&
-                   swap_placeholders(decoded->bytes, subs, kind) > 0)
-            body_ = http::encode_content(decoded->bytes, decoded->layers);
-        }
-        if (!changed_req) changed_req = req;
-        changed_req->framing = body_.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
-        changed_req->content_length = body_.size();
-        send_req = &*changed_req;
-      }
-    }
+    const http::RequestHead* send_req = &request.send_head();
+    const http::NormalisedTarget* send_target = &request.send_target();
 
     http::ResponseHead resp;
     // A reused upstream may have closed while idle: a request whose head
@@ -647,7 +572,7 @@ class Exchange {
     // once on a fresh connection. The body is read from the guest only once,
     // so it goes with whichever attempt first delivered the head.
     bool body_sent = false;
-    const std::string identity = injection ? decision.rule->identity : "";
+    const std::string identity = injection && decision.rule ? decision.rule->identity : "";
     for (int attempt = 0;; ++attempt) {
       // Another host, or another identity than the connection last carried:
       // that connection goes back to the pool, this request gets its own.
@@ -691,7 +616,7 @@ class Exchange {
       }
       if (!body_sent) {
         body_sent = true;
-        co_await forward_request_body(req, summary, subs);
+        co_await forward_request_body(request, summary, subs);
       }
       const bool got = co_await read_response_head(req, resp);
       if (got) break;
@@ -903,34 +828,33 @@ class Exchange {
     throw std::runtime_error("upstream unreachable: " + up.last_error);
   }
 
-  // Decodes the guest's body into body_ until it is complete (body_whole_)
-  // or longer than `limit`; the decoder is kept for the rest.
-  awaitable<void> read_body_upto(const http::RequestHead& req, size_t limit) {
+  // Decodes the guest's body (from in_ at `from`) into `body` until it is
+  // complete (true) or longer than `limit`; the decoder is kept for the
+  // rest. Throws BadRequestBody on a malformed body, and when the guest
+  // ends or stalls inside it.
+  awaitable<bool> read_body_upto(const http::RequestHead& req, size_t from, size_t limit, std::string& body) {
     body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     for (;;) {
-      http::BodyDecoder::Step step = body_decoder_->feed(in_, body_);
-      in_.erase(0, step.consumed);
+      http::BodyDecoder::Step step = body_decoder_->feed(std::string_view(in_).substr(from), body);
+      in_.erase(from, step.consumed);
       if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
-      if (step.done) {
-        body_whole_ = true;
-        co_return;
-      }
-      if (body_.size() > limit) co_return;
+      if (step.done) co_return true;
+      if (body.size() > limit) co_return false;
       size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
       if (n == 0) throw std::runtime_error("guest ended inside a request body");
       in_.append(buf_, n);
     }
   }
 
-  awaitable<void> forward_request_body(const http::RequestHead& req, RequestSummary& summary,
+  awaitable<void> forward_request_body(filters::Request& request, RequestSummary& summary,
                                        const std::vector<Substitution>& subs) {
+    const http::RequestHead& req = request.head;
     if (req.framing == http::BodyFraming::kNone) co_return;
-    if (body_whole_) {
+    if (request.body_whole) {
       // Read, screened and swapped already; framed by its length.
-      summary.bytes_from_guest += body_.size();
-      if (!body_.empty()) co_await with_deadline(upstream_.stream->write_all(body_), ctx_.idle_timeout);
-      OPENSSL_cleanse(body_.data(), body_.size());
-      body_.clear();
+      summary.bytes_from_guest += request.body.size();
+      if (!request.body.empty())
+        co_await with_deadline(upstream_.stream->write_all(request.body), ctx_.idle_timeout);
       co_return;
     }
     // Streamed: through the screen when the session has tripwires, which
@@ -939,8 +863,9 @@ class Exchange {
     std::optional<StreamScreen> screen;
     if (screen_.armed()) screen.emplace(screen_, subs);
     if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
-    std::string piece = std::move(body_), clean;
-    body_.clear();
+    // What was read ahead (up to the bound) goes first, screened with the rest.
+    std::string piece = std::move(request.body), clean;
+    request.body.clear();
     for (;;) {
       http::BodyDecoder::Step step = body_decoder_->feed(in_, piece);
       in_.erase(0, step.consumed);
@@ -1085,9 +1010,8 @@ class Exchange {
   RequestScreen screen_;
   // What the filters keep from request to request (after what it refers to).
   filters::Connection connection_{conn_, ctx_.policy, ctx_.counters, scrubber_, screen_};
-  // A request body read ahead of its head (screening, swapping).
-  std::string body_;
-  bool body_whole_ = false;
+  // The decoder of the request body being read (ahead of its head, then
+  // streamed behind it).
   std::optional<http::BodyDecoder> body_decoder_;
   char buf_[kReadChunk];
 };

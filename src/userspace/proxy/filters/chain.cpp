@@ -1,9 +1,13 @@
 #include "userspace/proxy/filters/chain.h"
 
 #include "userspace/proxy/filters/approval_filter.h"
+#include "userspace/proxy/filters/body_screen_filter.h"
+#include "userspace/proxy/filters/body_swap_filter.h"
 #include "userspace/proxy/filters/decision_filter.h"
 #include "userspace/proxy/filters/head_screen_filter.h"
+#include "userspace/proxy/filters/identity_filter.h"
 #include "userspace/proxy/filters/local_service_filter.h"
+#include "userspace/proxy/filters/placeholder_filter.h"
 #include "userspace/proxy/filters/session_secrets_filter.h"
 #include "userspace/proxy/filters/target_filter.h"
 #include "userspace/proxy/filters/upgrade_filter.h"
@@ -20,6 +24,10 @@ const HeadScreenFilter kHeadScreen;
 const SessionSecretsFilter kSessionSecrets;
 const VerdictFilter kVerdict;
 const ApprovalFilter kApproval;
+const BodyScreenFilter kBodyScreen;
+const BodySwapFilter kBodySwap;
+const PlaceholderFilter kPlaceholders;
+const IdentityFilter kIdentity;
 
 // The request's head, in this order:
 const HeadFilter* const kHeadOrder[] = {
@@ -31,11 +39,16 @@ const HeadFilter* const kHeadOrder[] = {
     &kSessionSecrets,  // the scrubber armed with the session's secrets (first allowed request)
     &kVerdict,         // the broker's refusal (403, 421, 429) answered
     &kApproval,        // held for a human until approved
+    &kBodyScreen,      // the body read ahead and screened (as decoded, if coded): alarm and 403
+    &kBodySwap,        // placeholders in a JSON or form body read whole
+    &kPlaceholders,    // placeholders in header values and the query
+    &kIdentity,        // the rule's identity ready to place, its secret scrubbed from responses
 };
-// Then, in the exchange (intercept.cpp), still to become filters: the
-// identity placed, the body screened and placeholders swapped, the request
-// sent upstream (Range and Accept-Encoding not forwarded where responses
-// are scrubbed), the response scrubbed, the audit record written.
+// Then, in the exchange (intercept.cpp), still to become filters: a body
+// too long to read whole screened as it streams, the request sent upstream
+// (the codec places the identity; Range and Accept-Encoding not forwarded
+// where responses are scrubbed), the response scrubbed, the audit record
+// written.
 
 const ResponseRulesFilter kResponseRules;
 const ResponseHeadFilter* const kResponseOrder[] = {

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "userspace/http/content_coding.h"
+#include "userspace/http/injection.h"
 #include "userspace/http/message.h"
 #include "userspace/http/target.h"
 #include "userspace/proxy/counters.h"
@@ -49,8 +51,38 @@ struct Request {
   std::optional<HoldState> hold;
   RequestSummary& summary;  // the audit record (the proxy's part of it)
 
+  // The body read ahead of the head's forwarding (asked for with
+  // FilterResult::kNeedBody, up to body_limit decoded bytes): body_whole
+  // when all of it came within the limit; otherwise the rest streams behind
+  // it (screened as it goes).
+  size_t body_limit = 0;
+  bool body_read = false;
+  bool body_whole = false;
+  std::string body;
+  // A body with a content coding as the upstream will read it (decoded by
+  // the body screen, swapped in by the body swap).
+  std::optional<http::DecodedBody> decoded_body;
+
+  // What the rule injects (the identity filter): given with the verdict, or
+  // fetched once a held request is approved.
+  std::optional<Injection> injection;
+  // The head and target as they go upstream where they differ from the
+  // guest's (placeholders swapped, a body read whole framed by its length).
+  std::optional<http::RequestHead> changed_head;
+  std::optional<http::NormalisedTarget> changed_target;
+  const http::RequestHead& send_head() const { return changed_head ? *changed_head : head; }
+  const http::NormalisedTarget& send_target() const { return changed_target ? *changed_target : *target; }
+  // The head as it goes, copied from the guest's on first use.
+  http::RequestHead& head_to_change() {
+    if (!changed_head) changed_head = head;
+    return *changed_head;
+  }
+
   Request(const http::RequestHead& h, const std::string& in, size_t head_length, RequestSummary& s)
       : head(h), input(in), head_bytes(head_length), summary(s) {}
+  // Wipes every credential the request came to hold (the decision's, the
+  // injection, swapped copies, the body), however the request ends.
+  ~Request();
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 };
@@ -94,6 +126,7 @@ struct FilterResult {
     kServeLocally,  // the broker's own service answers (no upstream)
     kNeedPreview,   // read the body's first bytes into Request::body_preview, run again
     kHold,          // wait for Request::decision.hold_ticket's outcome into Request::hold, run again
+    kNeedBody,      // read the body into Request::body (up to body_limit), set body_read, run again
   };
   Kind kind = Kind::kContinue;
   Refusal refusal;

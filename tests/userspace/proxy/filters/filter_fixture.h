@@ -58,6 +58,9 @@ class FilterTest : public ::testing::Test {
   std::vector<std::unique_ptr<Request>> requests;
 };
 
+// A well-formed placeholder (zn_ph_ and 32 base32 characters), as the broker mints them.
+inline const std::string kPlaceholder = "zn_ph_abcdefghijklmnopqrstuvwxyz234567";
+
 inline bool continues(const FilterResult& r) { return r.kind == FilterResult::Kind::kContinue; }
 
 }  // namespace zn::proxy::filters

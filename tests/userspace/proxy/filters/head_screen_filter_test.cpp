@@ -10,7 +10,6 @@ namespace zn::proxy::filters {
 namespace {
 
 const std::string kCanary = "AKIAZNCANARY00001";
-const std::string kPlaceholder = "zn_ph_abcdefghijklmnopqrstuvwxyz234567";
 
 class HeadScreenFilterTest : public FilterTest {
  protected:
