@@ -26,9 +26,11 @@ FilterResult BodyScreenFilter::on_head(Request& request, Connection& connection)
     if (!request.body_whole)
       return FilterResult::refused_here(413, "zeroness: request body too large to screen\n",
                                         "request body with a content coding too large to screen");
-    if (!request.decoded_body) request.decoded_body = http::decode_content(request.body, codings, kMaxDecodedBody);
+    if (!request.decoded_body)
+      request.decoded_body = http::decode_content(request.body, codings, kMaxDecodedBody);
     const http::DecodedBody& decoded = *request.decoded_body;
-    if (!decoded.ok) return FilterResult::refused_here(decoded.status, "zeroness: " + decoded.error + "\n", decoded.error);
+    if (!decoded.ok)
+      return FilterResult::refused_here(decoded.status, "zeroness: " + decoded.error + "\n", decoded.error);
     std::vector<std::string> hits = connection.screen.check(decoded.bytes, exempt);
     if (!hits.empty()) return tripwire_refusal(request, connection, std::move(hits));
   }

@@ -23,9 +23,9 @@ FilterResult IdentityFilter::on_head(Request& request, Connection& connection) c
   for (const std::string& secret : injection.scrub)
     scrubbable = connection.scrubber.add_secret(secret, who) && scrubbable;
   if (!scrubbable)
-    return FilterResult::refused_here(403,
-                                      "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n",
-                                      "identity cannot be scrubbed from responses");
+    return FilterResult::refused_here(
+        403, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n",
+        "identity cannot be scrubbed from responses");
   return FilterResult::go();
 }
 

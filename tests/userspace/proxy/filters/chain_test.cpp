@@ -18,8 +18,8 @@ std::vector<std::string_view> names(const HeadChain& chain) {
 TEST_F(ChainTest, TheOrderIsDeclaredOnce) {
   EXPECT_EQ(names(head_chain()),
             (std::vector<std::string_view>{"target", "upgrade", "local service", "decision", "head screen",
-                                           "session secrets", "verdict", "approval", "body screen", "body swap",
-                                           "placeholders", "identity"}));
+                                           "session secrets", "verdict", "approval", "body screen",
+                                           "body swap", "placeholders", "identity"}));
   ASSERT_EQ(response_chain().filters().size(), 1u);
   EXPECT_EQ(response_chain().filters()[0]->name(), "range and encoding rules");
 }

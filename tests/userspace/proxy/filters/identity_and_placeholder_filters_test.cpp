@@ -48,11 +48,12 @@ TEST_F(HeadEndFiltersTest, NoPlaceholderNoCopy) {
 TEST_F(HeadEndFiltersTest, TheVerdictsIdentityIsTakenAndItsSecretScrubbed) {
   Request& r = allowed("/");
   r.decision.rule = RuleRef{0, "stripe"};
-  r.decision.injection = Injection{"Authorization", "Bearer sk_live_abcdef123456", {}, {"sk_live_abcdef123456"}};
+  r.decision.injection =
+      Injection{"Authorization", "Bearer sk_live_abcdef123456", {}, {"sk_live_abcdef123456"}};
   ASSERT_TRUE(continues(IdentityFilter().on_head(r, connection)));
   ASSERT_TRUE(r.injection);
   EXPECT_EQ(r.injection->value, "Bearer sk_live_abcdef123456");
-  EXPECT_FALSE(r.decision.injection);  // one owner
+  EXPECT_FALSE(r.decision.injection);    // one owner
   EXPECT_TRUE(policy.injected.empty());  // no second trip
   EXPECT_EQ(scrubbed("echo: sk_live_abcdef123456"), 1u);
   EXPECT_EQ(scrubber.label(0), "stripe");
@@ -100,7 +101,8 @@ TEST_F(HeadEndFiltersTest, ASecretTheScrubberCannotHoldIsNeverSent) {
   r.decision.injection = Injection{"X-Api-Key", huge, {}, {huge}};
   const FilterResult result = IdentityFilter().on_head(r, connection);
   ASSERT_EQ(result.kind, FilterResult::Kind::kRefuse);
-  EXPECT_EQ(result.refusal.body, "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n");
+  EXPECT_EQ(result.refusal.body,
+            "zeroness: blocked by policy (identity cannot be scrubbed from responses)\n");
   // Positive control: one the scrubber holds goes on.
   Request& ok = allowed("/");
   ok.decision.rule = RuleRef{0, "fits"};
