@@ -17,6 +17,7 @@
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
 #include "userspace/proxy/filters/chain.h"
+#include "userspace/proxy/filters/response_scrub_filter.h"
 #include "userspace/proxy/h2_upstream_stream.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
@@ -556,7 +557,6 @@ class Exchange {
     const http::RequestHead& req = request.head;
     const RequestDecision& decision = request.decision;
     const std::optional<Injection>& injection = request.injection;
-    const std::vector<Substitution>& subs = decision.substitutions;
     // A body read whole goes framed by its length (it may have changed).
     if (request.body_whole) {
       http::RequestHead& framed = request.head_to_change();
@@ -616,7 +616,7 @@ class Exchange {
       }
       if (!body_sent) {
         body_sent = true;
-        co_await forward_request_body(request, summary, subs);
+        co_await forward_request_body(request, summary);
       }
       const bool got = co_await read_response_head(req, resp);
       if (got) break;
@@ -659,11 +659,10 @@ class Exchange {
     };
     if (resp.framing == http::BodyFraming::kNone) co_await flush_to_guest();
     if (resp.framing != http::BodyFraming::kNone) {
-      // The decoded payload is one stream for the scrubber, whatever the
-      // upstream's chunk or read boundaries: a match split across them is
-      // still found, at the cost of holding back a partial match (at most
-      // the longest pattern less one byte) until the next piece or the end.
-      SecretScrubber::Stream scrub(scrubber_);
+      // The decoded payload through the response body chain
+      // (filters/chain.cpp), one stream whatever the upstream's chunk or
+      // read boundaries.
+      filters::DataChain body_chain = filters::response_body_chain(connection_, summary);
       std::exception_ptr failed;
       try {
         http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
@@ -674,8 +673,7 @@ class Exchange {
           http::BodyDecoder::Step step = decoder.feed(upstream_.buffered, piece);
           upstream_.buffered.erase(0, step.consumed);
           if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
-          scrub.feed(piece, clean);
-          if (step.done) scrub.finish(clean);
+          body_chain.run(piece, step.done, clean);
           append_body(pending, clean, chunk_out);
           if (step.done) break;
           // Sent before the next read: a streamed response is not delayed
@@ -686,7 +684,7 @@ class Exchange {
             if (resp.framing != http::BodyFraming::kUntilClose)
               throw std::runtime_error("upstream body truncated");
             clean.clear();
-            scrub.finish(clean);
+            body_chain.run({}, true, clean);
             append_body(pending, clean, chunk_out);
             break;
           }
@@ -703,7 +701,7 @@ class Exchange {
       } catch (...) {
         failed = std::current_exception();
       }
-      note_reflections(summary, scrub.report(), false);
+      body_chain.close();  // what it replaced, into the audit record, however it ended
       if (failed) std::rethrow_exception(failed);
     }
     if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose || websocket_) upstream_.reset();
@@ -846,8 +844,7 @@ class Exchange {
     }
   }
 
-  awaitable<void> forward_request_body(filters::Request& request, RequestSummary& summary,
-                                       const std::vector<Substitution>& subs) {
+  awaitable<void> forward_request_body(filters::Request& request, RequestSummary& summary) {
     const http::RequestHead& req = request.head;
     if (req.framing == http::BodyFraming::kNone) co_return;
     if (request.body_whole) {
@@ -857,11 +854,8 @@ class Exchange {
         co_await with_deadline(upstream_.stream->write_all(request.body), ctx_.idle_timeout);
       co_return;
     }
-    // Streamed: through the screen when the session has tripwires, which
-    // keeps back a window so that no tripwire, however escaped, goes before
-    // it is seen.
-    std::optional<StreamScreen> screen;
-    if (screen_.armed()) screen.emplace(screen_, subs);
+    // Streamed: through the request body chain (filters/chain.cpp).
+    filters::DataChain chain = filters::request_body_chain(request, connection_);
     if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     // What was read ahead (up to the bound) goes first, screened with the rest.
     std::string piece = std::move(request.body), clean;
@@ -872,11 +866,10 @@ class Exchange {
       // The upstream has part of a request: it must never see the rest as
       // anything, so the connection goes.
       if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
-      if (screen) {
+      if (!chain.empty()) {
         clean.clear();
-        std::vector<std::string> hits = screen->feed(piece, clean);
-        if (hits.empty() && step.done) hits = screen->finish(clean);
-        if (!hits.empty()) throw TripwireInBody(std::move(hits));
+        filters::DataResult r = chain.run(piece, step.done, clean);
+        if (r.stopped()) throw TripwireInBody(std::move(r.tripwires));
         piece.swap(clean);
       }
       if (!piece.empty()) {
@@ -959,22 +952,8 @@ class Exchange {
       out += clean;
   }
 
-  // What the scrubber replaced, for the audit (secret:reflected): counts,
-  // encodings and identity names, never the value.
   void note_reflections(RequestSummary& summary, const ScrubReport& r, bool head) {
-    if (r.matches == 0) return;
-    (head ? summary.reflected_in_head : summary.reflected_in_body) += r.matches;
-    for (const std::string& e : r.encoding_names())
-      if (std::find(summary.reflected_encodings.begin(), summary.reflected_encodings.end(), e) ==
-          summary.reflected_encodings.end())
-        summary.reflected_encodings.push_back(e);
-    for (size_t i = 0; i < scrubber_.secret_count(); ++i) {
-      const std::string& who = scrubber_.label(i);
-      if ((r.secrets >> i & 1) &&
-          std::find(summary.reflected_identities.begin(), summary.reflected_identities.end(), who) ==
-              summary.reflected_identities.end())
-        summary.reflected_identities.push_back(who);
-    }
+    filters::note_reflections(summary, scrubber_, r, head);
   }
 
   void report_tripwire(const TripwireHit& hit) {

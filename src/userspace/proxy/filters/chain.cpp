@@ -8,7 +8,9 @@
 #include "userspace/proxy/filters/identity_filter.h"
 #include "userspace/proxy/filters/local_service_filter.h"
 #include "userspace/proxy/filters/placeholder_filter.h"
+#include "userspace/proxy/filters/response_scrub_filter.h"
 #include "userspace/proxy/filters/session_secrets_filter.h"
+#include "userspace/proxy/filters/stream_screen_filter.h"
 #include "userspace/proxy/filters/target_filter.h"
 #include "userspace/proxy/filters/upgrade_filter.h"
 #include "userspace/proxy/filters/verdict_filter.h"
@@ -44,11 +46,10 @@ const HeadFilter* const kHeadOrder[] = {
     &kPlaceholders,    // placeholders in header values and the query
     &kIdentity,        // the rule's identity ready to place, its secret scrubbed from responses
 };
-// Then, in the exchange (intercept.cpp), still to become filters: a body
-// too long to read whole screened as it streams, the request sent upstream
-// (the codec places the identity; Range and Accept-Encoding not forwarded
-// where responses are scrubbed), the response scrubbed, the audit record
-// written.
+// Then the exchange (intercept.cpp) sends the head (the codec places the
+// identity; Range and Accept-Encoding not forwarded where responses are
+// scrubbed) and the body: read whole, as the filters above left it, or
+// streamed through request_body_chain below.
 
 const ResponseRulesFilter kResponseRules;
 const ResponseHeadFilter* const kResponseOrder[] = {
@@ -80,6 +81,23 @@ const HeadChain& head_chain() {
 
 const ResponseChain& response_chain() {
   static const ResponseChain chain(kResponseOrder);
+  return chain;
+}
+
+// The request body streamed behind its head, in this order:
+DataChain request_body_chain(const Request& request, Connection& connection) {
+  DataChain chain;
+  // tripwires, however escaped or split: alarm, and the connection ends
+  if (connection.screen.armed())
+    chain.add(std::make_unique<StreamScreenFilter>(connection.screen, request.decision.substitutions));
+  return chain;
+}
+
+// The response body, in this order (then the audit record is written):
+DataChain response_body_chain(Connection& connection, RequestSummary& summary) {
+  DataChain chain;
+  // every secret the connection was given, however encoded or split
+  chain.add(std::make_unique<ResponseScrubFilter>(connection.scrubber, summary));
   return chain;
 }
 

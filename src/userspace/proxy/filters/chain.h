@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 
+#include "userspace/proxy/filters/data_filter.h"
 #include "userspace/proxy/filters/filter.h"
 #include "userspace/proxy/filters/response_rules_filter.h"
 
@@ -42,5 +43,11 @@ class ResponseChain {
 // connection on every thread).
 const HeadChain& head_chain();
 const ResponseChain& response_chain();
+
+// The body chains, made for one body each (their filters hold what they
+// keep back): the request body streamed behind its head, and the response
+// body decoded from its framing.
+DataChain request_body_chain(const Request& request, Connection& connection);
+DataChain response_body_chain(Connection& connection, RequestSummary& summary);
 
 }  // namespace zn::proxy::filters
