@@ -659,10 +659,10 @@ class Exchange {
     };
     if (resp.framing == http::BodyFraming::kNone) co_await flush_to_guest();
     if (resp.framing != http::BodyFraming::kNone) {
-      // The decoded payload through the response body chain
+      // The decoded payload through the upstream data chain
       // (filters/chain.cpp), one stream whatever the upstream's chunk or
       // read boundaries.
-      filters::DataChain body_chain = filters::response_body_chain(connection_, summary);
+      filters::DataChain body_chain = filters::upstream_data_chain(connection_, summary);
       std::exception_ptr failed;
       try {
         http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
@@ -740,9 +740,11 @@ class Exchange {
     std::string from_guest = std::move(in_), from_upstream = std::move(upstream_.buffered);
     in_.clear();
     upstream_.buffered.clear();
-    WebSocketOutcome outcome =
-        co_await relay_websocket(guest_, std::move(from_guest), *upstream_.stream, std::move(from_upstream),
-                                 scrubber_, screen_, decision.substitutions, ctx_.websocket);
+    WebSocketChains chains{filters::guest_data_chain(decision.substitutions, connection_),
+                           filters::upstream_data_chain(connection_, summary)};
+    WebSocketOutcome outcome = co_await relay_websocket(
+        guest_, std::move(from_guest), *upstream_.stream, std::move(from_upstream), scrubber_, screen_,
+        decision.substitutions, std::move(chains), ctx_.websocket);
     upstream_.reset();
     summary.bytes_from_guest += outcome.bytes_up;
     summary.bytes_to_guest += outcome.bytes_down;
@@ -854,8 +856,8 @@ class Exchange {
         co_await with_deadline(upstream_.stream->write_all(request.body), ctx_.idle_timeout);
       co_return;
     }
-    // Streamed: through the request body chain (filters/chain.cpp).
-    filters::DataChain chain = filters::request_body_chain(request, connection_);
+    // Streamed: through the guest data chain (filters/chain.cpp).
+    filters::DataChain chain = filters::guest_data_chain(request.decision.substitutions, connection_);
     if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     // What was read ahead (up to the bound) goes first, screened with the rest.
     std::string piece = std::move(request.body), clean;

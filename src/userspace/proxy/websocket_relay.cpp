@@ -29,14 +29,14 @@ constexpr Clock::duration kDrain = 500ms;
 class Relay {
  public:
   Relay(ByteStream& guest, ByteStream& upstream, const SecretScrubber& scrubber, const RequestScreen& screen,
-        const std::vector<Substitution>& exempt, const WebSocketLimits& limits)
+        const std::vector<Substitution>& exempt, WebSocketChains chains, const WebSocketLimits& limits)
       : guest_{guest, "guest"},
         upstream_{upstream, "upstream"},
         scrubber_(scrubber),
         screen_(screen),
         exempt_(exempt),
         limits_(limits),
-        scrub_(scrubber) {}
+        chains_(std::move(chains)) {}
 
   awaitable<WebSocketOutcome> run(std::string guest_pending, std::string upstream_pending) {
     using namespace asio::experimental::awaitable_operators;
@@ -56,7 +56,8 @@ class Relay {
       if (outcome_.end.empty()) outcome_.end = std::string("cancelled: ") + e.what();
     }
     if (outcome_.end.empty()) outcome_.end = "closed";
-    if (scrubber_.armed()) outcome_.reflections.merge(scrub_.report());
+    chains_.up.close();
+    chains_.down.close();  // what it scrubbed, into the audit record
     co_return std::move(outcome_);
   }
 
@@ -140,22 +141,18 @@ class Relay {
       msg.opcode = piece.opcode;
       msg.first_frame = true;
     }
-    // Each direction's messages are one stream to the screen and the
-    // scrubber: their state carries over a message's end, so a tripwire or
-    // secret split across messages is still found. A message is delivered
-    // at its end (held bytes go; the scrubber redacts a partial match of
-    // some length first: SecretScrubber::Stream::end_message).
+    // Each direction's messages are one stream to its data chain: the
+    // filters' state carries over a message's end, so a tripwire or secret
+    // split across messages is still found. A message is delivered at its
+    // end (held bytes go: filters::Mark::kMessageEnd).
     std::string clean;
-    if (up && screen_.armed()) {
-      if (!up_screen_) up_screen_.emplace(screen_, exempt_);
-      std::vector<std::string> hits = up_screen_->feed(piece.payload, clean);
-      if (hits.empty() && piece.message_end) hits = up_screen_->end_message(clean);
-      if (!hits.empty()) return tripwire(std::move(hits));
-    } else if (!up && scrubber_.armed()) {
-      scrub_.feed(piece.payload, clean);
-      if (piece.message_end) scrub_.end_message(clean);
-    } else {
+    filters::DataChain& chain = up ? chains_.up : chains_.down;
+    if (chain.empty()) {
       clean.swap(piece.payload);
+    } else {
+      const filters::Mark mark = piece.message_end ? filters::Mark::kMessageEnd : filters::Mark::kMore;
+      filters::DataResult r = chain.run(piece.payload, mark, clean);
+      if (r.stopped()) return tripwire(std::move(r.tripwires));
     }
     // The proxy frames what it releases: a screen or scrubber holding back a
     // partial match makes the frames differ from the sender's (RFC 6455 5.4
@@ -284,8 +281,7 @@ class Relay {
   const RequestScreen& screen_;
   const std::vector<Substitution>& exempt_;
   const WebSocketLimits& limits_;
-  SecretScrubber::Stream scrub_;           // the upstream's messages, one after another
-  std::optional<StreamScreen> up_screen_;  // the guest's, when the session has tripwires
+  WebSocketChains chains_;  // each direction's messages, one after another
   std::optional<asio::steady_timer> signal_;
   Clock::time_point last_activity_;
   std::optional<Clock::time_point> ending_since_;
@@ -300,9 +296,9 @@ class Relay {
 awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest_pending,
                                             ByteStream& upstream, std::string upstream_pending,
                                             const SecretScrubber& scrubber, const RequestScreen& screen,
-                                            const std::vector<Substitution>& exempt,
+                                            const std::vector<Substitution>& exempt, WebSocketChains chains,
                                             const WebSocketLimits& limits) {
-  Relay relay(guest, upstream, scrubber, screen, exempt, limits);
+  Relay relay(guest, upstream, scrubber, screen, exempt, std::move(chains), limits);
   WebSocketOutcome outcome = co_await relay.run(std::move(guest_pending), std::move(upstream_pending));
   co_return outcome;
 }

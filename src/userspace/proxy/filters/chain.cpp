@@ -49,7 +49,7 @@ const HeadFilter* const kHeadOrder[] = {
 // Then the exchange (intercept.cpp) sends the head (the codec places the
 // identity; Range and Accept-Encoding not forwarded where responses are
 // scrubbed) and the body: read whole, as the filters above left it, or
-// streamed through request_body_chain below.
+// streamed through guest_data_chain below.
 
 const ResponseRulesFilter kResponseRules;
 const ResponseHeadFilter* const kResponseOrder[] = {
@@ -84,20 +84,22 @@ const ResponseChain& response_chain() {
   return chain;
 }
 
-// The request body streamed behind its head, in this order:
-DataChain request_body_chain(const Request& request, Connection& connection) {
+// What the guest sends behind the head (a request body streamed behind it,
+// a WebSocket's messages up), in this order:
+DataChain guest_data_chain(const std::vector<Substitution>& exempt, Connection& connection) {
   DataChain chain;
   // tripwires, however escaped or split: alarm, and the connection ends
-  if (connection.screen.armed())
-    chain.add(std::make_unique<StreamScreenFilter>(connection.screen, request.decision.substitutions));
+  if (connection.screen.armed()) chain.add(std::make_unique<StreamScreenFilter>(connection.screen, exempt));
   return chain;
 }
 
-// The response body, in this order (then the audit record is written):
-DataChain response_body_chain(Connection& connection, RequestSummary& summary) {
+// What the upstream sends behind its head (a response body, a WebSocket's
+// messages down), in this order (then the audit record is written):
+DataChain upstream_data_chain(Connection& connection, RequestSummary& summary) {
   DataChain chain;
   // every secret the connection was given, however encoded or split
-  chain.add(std::make_unique<ResponseScrubFilter>(connection.scrubber, summary));
+  if (connection.scrubber.armed())
+    chain.add(std::make_unique<ResponseScrubFilter>(connection.scrubber, summary));
   return chain;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "userspace/proxy/filters/data_filter.h"
 #include "userspace/proxy/filters/filter.h"
@@ -44,10 +45,12 @@ class ResponseChain {
 const HeadChain& head_chain();
 const ResponseChain& response_chain();
 
-// The body chains, made for one body each (their filters hold what they
-// keep back): the request body streamed behind its head, and the response
-// body decoded from its framing.
-DataChain request_body_chain(const Request& request, Connection& connection);
-DataChain response_body_chain(Connection& connection, RequestSummary& summary);
+// The data chains, made for one body or WebSocket direction each (their
+// filters hold what they keep back). The guest's: a request body streamed
+// behind its head, or a WebSocket's messages up (`exempt`: the request's
+// own placeholders, going to their host). The upstream's: a response body,
+// or a WebSocket's messages down (what they replaced goes into `summary`).
+DataChain guest_data_chain(const std::vector<Substitution>& exempt, Connection& connection);
+DataChain upstream_data_chain(Connection& connection, RequestSummary& summary);
 
 }  // namespace zn::proxy::filters

@@ -14,7 +14,7 @@ std::vector<std::string_view> DataChain::names() const {
   return out;
 }
 
-DataResult DataChain::run(std::string_view in, bool end, std::string& out) {
+DataResult DataChain::run(std::string_view in, Mark mark, std::string& out) {
   if (filters_.empty()) {
     out.append(in);
     return {};
@@ -24,7 +24,7 @@ DataResult DataChain::run(std::string_view in, bool end, std::string& out) {
     const bool last = i + 1 == filters_.size();
     std::string& to = last ? out : between_[i % 2];
     if (!last) to.clear();
-    DataResult r = filters_[i]->on_data(from, end, to);
+    DataResult r = filters_[i]->on_data(from, mark, to);
     if (r.stopped()) return r;
     from = to;
   }

@@ -1,8 +1,10 @@
 // A body's bytes as they pass, in order (Envoy's decodeData/encodeData, made
-// smaller): the request body streamed behind its head, the response body
-// decoded from its framing. Unlike the head filters, a data filter holds
-// state (what it keeps back until it knows it may go), so one is made for
-// each body (chain.cpp says which, in which order) and ends with it.
+// smaller): the request body streamed behind its head and the response body
+// decoded from its framing, or a WebSocket's messages one after another,
+// each way. Unlike the head filters, a data filter holds state (what it
+// keeps back until it knows it may go), so one is made for each body or
+// WebSocket direction (chain.cpp says which, in which order) and ends with
+// it.
 #pragma once
 
 #include <memory>
@@ -11,6 +13,14 @@
 #include <vector>
 
 namespace zn::proxy::filters {
+
+// Where the bytes given to a filter end.
+enum class Mark {
+  kMore,        // more of the same message follows
+  kMessageEnd,  // a WebSocket message ends: all of it goes now, but the stream
+                // goes on (a match begun here and ended in the next is found)
+  kEnd,         // the body ends: everything held back goes, or is found
+};
 
 struct DataResult {
   // Non-empty: the labels of the tripwires found. Nothing held goes on and
@@ -23,9 +33,8 @@ class DataFilter {
  public:
   virtual ~DataFilter() = default;
   virtual std::string_view name() const = 0;
-  // The body's next bytes; what may go on is appended to `out`. `end`: the
-  // body has no more (everything held back goes, or is found).
-  virtual DataResult on_data(std::string_view in, bool end, std::string& out) = 0;
+  // The next bytes; what may go on is appended to `out`.
+  virtual DataResult on_data(std::string_view in, Mark mark, std::string& out) = 0;
   // The body is over, whole or not (the exchange failed part-way): what the
   // filter saw goes into the audit record.
   virtual void on_close() {}
@@ -44,7 +53,10 @@ class DataChain {
   std::vector<std::string_view> names() const;
   // `in` through every filter; what passes the last is appended to `out`
   // (with no filter, `in` itself). Stops at the first filter that stops.
-  DataResult run(std::string_view in, bool end, std::string& out);
+  DataResult run(std::string_view in, Mark mark, std::string& out);
+  DataResult run(std::string_view in, bool end, std::string& out) {
+    return run(in, end ? Mark::kEnd : Mark::kMore, out);
+  }
   // Every filter's on_close, once.
   void close();
 

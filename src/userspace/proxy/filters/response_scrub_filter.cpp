@@ -11,9 +11,10 @@ void add_once(std::vector<std::string>& to, const std::string& value) {
 
 }  // namespace
 
-DataResult ResponseScrubFilter::on_data(std::string_view in, bool end, std::string& out) {
+DataResult ResponseScrubFilter::on_data(std::string_view in, Mark mark, std::string& out) {
   stream_.feed(in, out);
-  if (end) stream_.finish(out);
+  if (mark == Mark::kMessageEnd) stream_.end_message(out);
+  if (mark == Mark::kEnd) stream_.finish(out);
   return {};
 }
 

@@ -1,9 +1,11 @@
-// The response body scrubbed of every secret the connection was given, as
-// one stream whatever the upstream's chunk or read boundaries: a match split
+// What the upstream sends, scrubbed of every secret the connection was
+// given: a response body, or a WebSocket's messages down. One stream
+// whatever the upstream's chunk, read or message boundaries: a match split
 // across them is still found, at the cost of holding back a partial match
 // (at most the longest pattern less one byte) until the next piece or the
-// end. What it replaced goes into the audit record (secret:reflected),
-// however the body ends.
+// end; at a message's end the held bytes go, a long enough partial match
+// redacted first. What it replaced goes into the audit record
+// (secret:reflected), however the body ends.
 #pragma once
 
 #include "userspace/proxy/filters/data_filter.h"
@@ -17,7 +19,7 @@ class ResponseScrubFilter final : public DataFilter {
   ResponseScrubFilter(const SecretScrubber& scrubber, RequestSummary& summary)
       : scrubber_(scrubber), summary_(summary), stream_(scrubber) {}
   std::string_view name() const override { return "response scrub"; }
-  DataResult on_data(std::string_view in, bool end, std::string& out) override;
+  DataResult on_data(std::string_view in, Mark mark, std::string& out) override;
   void on_close() override;
 
  private:
