@@ -300,7 +300,6 @@ class Exchange {
     }
     websocket_ = request.websocket;
     RequestDecision& decision = request.decision;
-    const http::NormalisedTarget& target = *request.target;
     summary.host = decision.host;
     if (decision.rule) summary.identity = decision.rule->identity;
     if (req.expect_continue && !continued) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
@@ -322,7 +321,7 @@ class Exchange {
       // Never forwarded whole: the upstream's request stays incomplete.
       ctx_.counters.denied++;
       upstream_.reset();
-      report_tripwire(TripwireHit{conn_.session, decision.host, req.method, target.path, e.labels, {"body"}});
+      report_tripwire(filters::tripwire_alarm(request, connection_, e.labels, {"body"}));
       summary.error = "tripwire in body";
       refused = kTripwireRefusal;
     } catch (const std::exception& e) {

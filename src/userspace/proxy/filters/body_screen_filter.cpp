@@ -6,8 +6,7 @@ namespace {
 FilterResult tripwire_refusal(Request& request, Connection& connection, std::vector<std::string> labels) {
   connection.counters.denied++;
   FilterResult r = FilterResult::refused_here(403, std::string(kTripwireRefusalBody), "tripwire in body");
-  r.alarm = TripwireHit{connection.facts.session, request.decision.host, request.head.method,
-                        request.target->path,     std::move(labels),     {"body"}};
+  r.alarm = tripwire_alarm(request, connection, std::move(labels), {"body"});
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "userspace/http/content_coding.h"
 #include "userspace/http/injection.h"
@@ -106,6 +107,17 @@ struct Connection {
              RequestScreen& rs)
       : facts(f), policy(p), counters(c), scrubber(sc), screen(rs) {}
 };
+
+// The alarm for tripwires (`labels`) found in `where` of this request
+// (secret:canary, secret:misuse): headed for the broker's host, or the
+// connection's own where the broker named none.
+inline TripwireHit tripwire_alarm(const Request& request, const Connection& connection,
+                                  std::vector<std::string> labels, std::vector<std::string> where) {
+  const std::string& host = request.decision.host.empty() ? connection.facts.host : request.decision.host;
+  return TripwireHit{connection.facts.session, host,
+                     request.head.method,      request.target->path,
+                     std::move(labels),        std::move(where)};
+}
 
 // The proxy's answer to a request it does not forward; the connection ends
 // with it (nothing pipelined behind a refused request is read as one).

@@ -29,10 +29,7 @@ FilterResult HeadScreenFilter::on_head(Request& request, Connection& connection)
       403, connection.screen_blind ? "zeroness: blocked by policy (tripwires cannot be screened)\n"
                                    : std::string(kTripwireRefusalBody));
   if (labels.empty()) return refused;
-  const std::string& host = request.decision.host.empty() ? connection.facts.host : request.decision.host;
-  refused.alarm = TripwireHit{connection.facts.session, host,
-                              request.head.method,      request.target->path,
-                              std::move(labels),        std::move(where)};
+  refused.alarm = tripwire_alarm(request, connection, std::move(labels), std::move(where));
   return refused;
 }
 
