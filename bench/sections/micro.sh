@@ -3,8 +3,10 @@
 # (CompiledPolicy::match_host (exact, wildcard, deny, miss) and match_request
 # at 10 / 1k / 10k rules, host name normalisation, wildcard pattern parsing
 # and path glob matching), bench/http_bench (request head parsing and
-# rewriting, target normalisation) and bench/leaf_cert_bench (leaf cache miss,
-# i.e. minting, vs hit) — each a ratio to a baseline in the same binary.
+# rewriting, target normalisation), bench/leaf_cert_bench (leaf cache miss,
+# i.e. minting, vs hit) and bench/audit_post_bench (an audit record posted
+# with its detail built on the writer vs on the posting loop) — each a ratio
+# to a baseline in the same binary.
 # Repetitions are randomly interleaved (the A B A B rule); medians reported.
 
 # micro_run NAME: runs bench/NAME with JSON output; prints the file.
@@ -43,6 +45,8 @@ section_micro() {
     scrub_response_body/1=baseline_memcpy_body scrub_response_body/4=baseline_memcpy_body \
     scrub_response_body/16=baseline_memcpy_body
   micro_pairs leaf_cert_bench BM_LeafForMiss=BM_LeafForHit
+  micro_pairs audit_post_bench audit_post_deferred/0=audit_post_built/0 \
+    audit_post_deferred/1000=audit_post_built/1000
   local bin="$BUILD_DIR/bench/policy_match_bench" out="$WORK/policy_match_bench.json" min_time=0.2
   if [ ! -x "$bin" ]; then
     record_status micro policy_match_bench skipped "not built (Google Benchmark not found by CMake)"

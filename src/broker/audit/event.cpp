@@ -110,22 +110,30 @@ bool is_audit_event_prefix(std::string_view prefix) {
   return false;
 }
 
-void validate_audit_event(const AuditEvent& ev, std::string* detail_json) {
-  if (!is_audit_event_name(ev.event)) throw std::invalid_argument("audit: unknown event name");
-  if (ev.sid.size() > kAuditMaxSidLen) throw std::invalid_argument("audit: sid longer than 128 bytes");
-  if (!valid_text(ev.sid, /*reject_controls=*/true))
+void validate_audit_head(const std::string& event, const std::string& sid) {
+  if (!is_audit_event_name(event)) throw std::invalid_argument("audit: unknown event name");
+  if (sid.size() > kAuditMaxSidLen) throw std::invalid_argument("audit: sid longer than 128 bytes");
+  if (!valid_text(sid, /*reject_controls=*/true))
     throw std::invalid_argument("audit: sid has control characters or invalid UTF-8");
-  if (!ev.detail.is_object()) throw std::invalid_argument("audit: detail must be a JSON object");
-  if (depth_of(ev.detail, kAuditMaxDetailDepth) > kAuditMaxDetailDepth)
+}
+
+void validate_audit_detail(const nlohmann::json& detail, std::string* detail_json) {
+  if (!detail.is_object()) throw std::invalid_argument("audit: detail must be a JSON object");
+  if (depth_of(detail, kAuditMaxDetailDepth) > kAuditMaxDetailDepth)
     throw std::invalid_argument("audit: detail nested too deeply");
   std::string dumped;
   try {
-    dumped = ev.detail.dump();  // strict: throws on invalid UTF-8
+    dumped = detail.dump();  // strict: throws on invalid UTF-8
   } catch (const nlohmann::json::exception&) {
     throw std::invalid_argument("audit: detail is not valid UTF-8 JSON");
   }
   if (dumped.size() > kAuditMaxDetailBytes) throw std::invalid_argument("audit: detail too large");
   if (detail_json) *detail_json = std::move(dumped);
+}
+
+void validate_audit_event(const AuditEvent& ev, std::string* detail_json) {
+  validate_audit_head(ev.event, ev.sid);
+  validate_audit_detail(ev.detail, detail_json);
 }
 
 std::string format_audit_ts(std::chrono::system_clock::time_point tp) {

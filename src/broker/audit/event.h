@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,12 @@ struct AuditEvent {
   std::string event;      // one of the names of DESIGN.md, e.g. "egress:deny"
   std::string sid;        // session id; may be empty for daemon-wide events
   nlohmann::json detail;  // must be a JSON object
+  // Instead of detail, for the data path's records: the detail is built,
+  // checked, redacted and serialised on the audit's writer thread, so an I/O
+  // loop that posts one per request or query spends no time on JSON or on
+  // scanning for secrets. It must own what it reads (the loop's summary
+  // is gone by then); detail is ignored when this is set.
+  std::function<nlohmann::json()> detail_later;
 };
 
 // One stored record of the chain.
@@ -59,6 +66,9 @@ bool is_audit_event_prefix(std::string_view prefix);
 // serialisable (invalid UTF-8 strings).
 // detail_json, if given, receives the detail as dump() writes it.
 void validate_audit_event(const AuditEvent& ev, std::string* detail_json = nullptr);
+// The two halves of it: the name and the sid; the detail (detail_json as above).
+void validate_audit_head(const std::string& event, const std::string& sid);
+void validate_audit_detail(const nlohmann::json& detail, std::string* detail_json = nullptr);
 
 // RFC 3339 UTC, millisecond precision (truncated), 'Z' suffix. Fixed width for
 // years 0000-9999, so string order is time order.

@@ -61,29 +61,60 @@ bool AuditLog::add_secret(std::string value) {
 }
 
 AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
+  Item it;
+  if (ev.detail_later) {
+    validate_audit_head(ev.event, ev.sid);  // throws, nothing queued
+    it.event = std::move(ev.event);
+    it.sid = std::move(ev.sid);
+    it.detail_later = std::move(ev.detail_later);
+    return it;
+  }
   std::string detail_json;
   validate_audit_event(ev, &detail_json);  // throws, nothing queued
+  it.event = std::move(ev.event);
   // Redacted on the caller's thread, with the secrets known now: the queue,
   // and the store, never hold a registered secret.
+  fill_item(it, std::move(ev.detail), std::move(detail_json), std::move(ev.sid));
+  return it;
+}
+
+void AuditLog::fill_item(Item& it, nlohmann::json detail, std::string detail_json, std::string sid) const {
   std::shared_ptr<const AuditRedactor> red;
   {
     std::lock_guard lk(secrets_mu_);
     red = redactor_;
   }
-  Item it;
-  it.event = std::move(ev.event);
+  it.detail = std::move(detail);
   if (red->empty()) {
-    it.sid = std::move(ev.sid);
-    it.detail = std::move(ev.detail);
+    it.sid = std::move(sid);
     it.detail_json = std::move(detail_json);
-  } else {
-    it.detail = std::move(ev.detail);
-    it.detail_json = red->redact_in_place(it.detail) ? it.detail.dump() : std::move(detail_json);
-    it.sid = red->redact(ev.sid);
-    // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
-    if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;
+    return;
   }
-  return it;
+  it.detail_json = red->redact_in_place(it.detail) ? it.detail.dump() : std::move(detail_json);
+  it.sid = red->redact(sid);
+  // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
+  if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;
+}
+
+void AuditLog::build_later(Item& it) const {
+  const std::function<nlohmann::json()> build = std::move(it.detail_later);
+  it.detail_later = nullptr;
+  nlohmann::json detail;
+  std::string detail_json;
+  try {
+    detail = build();
+    validate_audit_detail(detail, &detail_json);
+  } catch (const std::exception& e) {
+    // A bug in the builder, or bytes that are not text: the crossing is
+    // still recorded, with why its detail is not (no part of it: a
+    // half-built detail could hold what redaction would not have matched).
+    std::string why = e.what();
+    for (char& c : why)  // printable ASCII: nothing that cannot be serialised
+      if (c < 0x20 || c > 0x7e) c = '?';
+    detail = {{"unrecordable", why}};
+    detail_json = detail.dump();
+  }
+  fill_item(it, std::move(detail), std::move(detail_json), std::move(it.sid));
 }
 
 void AuditLog::publish_pending_locked() {
@@ -201,6 +232,10 @@ void AuditLog::writer_loop() {
     }
     in_flight_ = n;
     lk.unlock();
+    // The data path's details, built here rather than on its loops (a retried
+    // batch's are built already).
+    for (Item& it : batch)
+      if (it.detail_later) build_later(it);
 
     std::vector<AuditRecord> recs;
     const auto t0 = steady_clock::now();

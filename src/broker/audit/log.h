@@ -96,9 +96,13 @@ class AuditLog {
 
   // For the data path: never waits on the disk. Thread-safe. Validates
   // (std::invalid_argument, as append), redacts and queues; returns true once
-  // queued. Returns false, and counts it in stats().rejected, if queue_limit
-  // records are already waiting: the event is then NOT recorded. A commit
-  // that fails keeps its records queued, in order, and retries them.
+  // queued. An event with detail_later is checked here for its name and sid
+  // only; its detail is built, checked and redacted by the writer, and one
+  // that cannot be recorded (not an object, too large, invalid UTF-8) is
+  // recorded as {"unrecordable": why}: the crossing is never lost.
+  // Returns false, and counts it in stats().rejected, if queue_limit records
+  // are already waiting: the event is then NOT recorded. A commit that fails
+  // keeps its records queued, in order, and retries them.
   bool post(AuditEvent ev);
 
   // Never blocks; any thread. False when the log should not be given new
@@ -153,13 +157,21 @@ class AuditLog {
     std::string event;
     std::string sid;
     nlohmann::json detail;
-    std::string detail_json;                   // detail serialised, once
+    std::string detail_json;  // detail serialised, once
+    // A post()'s detail not built yet (AuditEvent::detail_later): until the
+    // writer takes it, the sid is not redacted either (memory only; the store
+    // and the lines never see it unredacted).
+    std::function<nlohmann::json()> detail_later;
     std::chrono::system_clock::time_point ts;  // when accepted
     Waiter* waiter = nullptr;                  // append()'s, or none for post()
   };
 
   static AuditVerifyResult verify_store(AuditStore& store);
   Item make_item(AuditEvent ev) const;
+  // Redacts with the secrets registered now and fills the item's record.
+  void fill_item(Item& it, nlohmann::json detail, std::string detail_json, std::string sid) const;
+  // On the writer: builds a deferred detail (Item::detail_later).
+  void build_later(Item& it) const;
   void writer_loop();
   // Commits one batch under store_mu_; the error, if it failed.
   std::exception_ptr commit(std::vector<Item>& batch, std::vector<AuditRecord>& recs);

@@ -59,9 +59,13 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
 void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,
                                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) {
   answers_.record(session_id, qname, addresses, ttl);
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& addr : addresses) list.push_back(addr.to_string());
-  audit_.post({"dns:allow", session_id, {{"name", qname}, {"answers", list}, {"ttl", ttl}}});
+  // On the DNS loop, once per answer: the detail is built on the audit's
+  // writer (AuditEvent::detail_later).
+  audit_.post({"dns:allow", session_id, {}, [qname, addresses, ttl] {
+                 nlohmann::json list = nlohmann::json::array();
+                 for (const auto& addr : addresses) list.push_back(addr.to_string());
+                 return nlohmann::json{{"name", qname}, {"answers", list}, {"ttl", ttl}};
+               }});
 }
 
 void SessionDnsPolicy::on_unanswered(const std::string& session_id, const std::string& qname,

@@ -480,7 +480,9 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_for(const std::str
   return injection_in(*s, ref);
 }
 
-void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
+namespace {
+
+nlohmann::json request_detail(const proxy::RequestSummary& r) {
   nlohmann::json detail = {{"host", r.host},
                            {"method", r.method},
                            {"path", r.path},
@@ -501,28 +503,40 @@ void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& r) {
         {"messages_up", r.messages_up}, {"messages_down", r.messages_down}, {"end", r.websocket_end}};
   else if (r.websocket)
     detail["websocket"] = {{"switched", false}};
+  return detail;
+}
+
+// The upstream sent an injected secret back; the proxy replaced it before
+// the guest saw it. Where and how it was encoded, never the value.
+nlohmann::json reflected_detail(const proxy::RequestSummary& r) {
+  nlohmann::json where = nlohmann::json::array();
+  if (r.reflected_in_head > 0) where.push_back("header");
+  if (r.reflected_in_body > 0) where.push_back("body");
+  return {{"host", r.host},
+          {"method", r.method},
+          {"path", r.path},
+          {"status", r.status},
+          {"identity", r.reflected_identities},
+          {"where", where},
+          {"encodings", r.reflected_encodings},
+          {"matches", r.reflected_in_head + r.reflected_in_body}};
+}
+
+}  // namespace
+
+void SessionProxyPolicy::on_request_done(const proxy::RequestSummary& summary) {
+  // On the proxy's loop, once per request: the records' details are built
+  // on the audit's writer from a copy of the summary (AuditEvent::detail_later).
+  auto r = std::make_shared<const proxy::RequestSummary>(summary);
   // No upstream could be connected: an error, never an egress:allow.
-  audit_.post({r.upstream_failed ? "egress:error"
-               : r.forwarded     ? "egress:allow"
-                                 : "egress:deny",
-               r.session, std::move(detail)});
-  if (r.reflected_in_head + r.reflected_in_body > 0) {
-    // The upstream sent an injected secret back; the proxy replaced it before
-    // the guest saw it. Where and how it was encoded, never the value.
-    nlohmann::json where = nlohmann::json::array();
-    if (r.reflected_in_head > 0) where.push_back("header");
-    if (r.reflected_in_body > 0) where.push_back("body");
-    audit_.post({"secret:reflected",
-                 r.session,
-                 {{"host", r.host},
-                  {"method", r.method},
-                  {"path", r.path},
-                  {"status", r.status},
-                  {"identity", r.reflected_identities},
-                  {"where", where},
-                  {"encodings", r.reflected_encodings},
-                  {"matches", r.reflected_in_head + r.reflected_in_body}}});
-  }
+  audit_.post({r->upstream_failed ? "egress:error"
+               : r->forwarded     ? "egress:allow"
+                                  : "egress:deny",
+               r->session,
+               {},
+               [r] { return request_detail(*r); }});
+  if (r->reflected_in_head + r->reflected_in_body > 0)
+    audit_.post({"secret:reflected", r->session, {}, [r] { return reflected_detail(*r); }});
 }
 
 void SessionProxyPolicy::on_tripwire(const proxy::TripwireHit& hit) {

@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "support/audit_fixtures.h"
 
@@ -766,6 +769,72 @@ TEST_F(AuditLogTest, PostValidatesAndRedactsWhenPosted) {
   EXPECT_EQ(all[0].sid, "user-[redacted]");
   EXPECT_EQ(all[0].detail["h"], "x [redacted]");
   EXPECT_EQ(log.verify().records, 2u);
+}
+
+// AuditEvent::detail_later: the data path's details are built, checked and
+// redacted on the writer, never on the posting thread; a detail that cannot
+// be recorded still leaves its record.
+TEST_F(AuditLogTest, ADeferredDetailIsBuiltOnTheWriter) {
+  AuditLog log(opts());
+  ASSERT_TRUE(log.add_secret("tok-0123456789"));
+  const std::thread::id poster = std::this_thread::get_id();
+  std::atomic<bool> built_on_poster{false};
+  std::atomic<int> builds{0};
+  AuditEvent e{"egress:allow", "user-tok-0123456789", {}, [&] {
+                 built_on_poster = std::this_thread::get_id() == poster;
+                 ++builds;
+                 return json{{"h", "x tok-0123456789"}, {"n", 7}};
+               }};
+  ASSERT_TRUE(log.post(std::move(e)));
+  log.append(ev("session:create", "user-1"));
+  EXPECT_EQ(builds.load(), 1);
+  EXPECT_FALSE(built_on_poster.load());
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].event, "egress:allow");
+  EXPECT_EQ(all[0].sid, "user-[redacted]");
+  EXPECT_EQ(all[0].detail["h"], "x [redacted]");
+  EXPECT_EQ(all[0].detail["n"], 7);
+  EXPECT_TRUE(log.verify().ok);
+  std::lock_guard lk(sink.mu);
+  ASSERT_EQ(sink.lines.size(), 2u);
+  EXPECT_EQ(sink.lines[0].find("tok-0123456789"), std::string::npos);
+  EXPECT_NE(sink.lines[0].find("x [redacted]"), std::string::npos);
+}
+
+TEST_F(AuditLogTest, ADeferredDetailThatCannotBeRecordedStillLeavesItsRecord) {
+  AuditLog log(opts());
+  ASSERT_TRUE(log.add_secret("tok-0123456789"));
+  const std::vector<std::function<json()>> bad = {
+      [] {
+        return json::array({1, 2});
+      },  // not an object
+      [] {
+        return json{{"path", std::string("/a\xff\xfe")}};
+      },  // not UTF-8
+      [] {
+        return json{{"big", std::string(kAuditMaxDetailBytes, 'x')}};
+      },                                                                      // too large
+      []() -> json { throw std::runtime_error("tok-0123456789 \x01\xff"); },  // a failing builder
+  };
+  for (const auto& build : bad) ASSERT_TRUE(log.post({"egress:allow", "user-1", {}, build}));
+  // Its name and sid are checked when posted, as any event's.
+  EXPECT_THROW(log.post({"egress:maybe", "user-1", {}, [] { return json::object(); }}),
+               std::invalid_argument);
+  EXPECT_THROW(log.post({"egress:allow", "user\x01", {}, [] { return json::object(); }}),
+               std::invalid_argument);
+  ASSERT_TRUE(log.flush());
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), bad.size());
+  for (const AuditRecord& r : all) {
+    EXPECT_EQ(r.event, "egress:allow");
+    ASSERT_TRUE(r.detail.contains("unrecordable")) << r.detail.dump();
+    EXPECT_EQ(r.detail.size(), 1u);
+  }
+  // The builder's own message, with what could not be text replaced and the
+  // secret redacted.
+  EXPECT_EQ(all[3].detail["unrecordable"], "[redacted] ??");
+  EXPECT_TRUE(log.verify().ok);
 }
 
 TEST_F(AuditLogTest, InconsistentLimitsAreRefused) {
