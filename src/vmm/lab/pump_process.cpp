@@ -57,8 +57,14 @@ bool is_pump(pid_t pid) {
 }
 
 // Exited means reaped by us (if it is our child), gone, or a zombie of someone else.
+// A child of ours is judged by waitpid alone: read from /proc, a child that
+// died after waitpid looked is a zombie nobody reaps (under load the window is
+// wide: a lab's teardown returned with its pump still a zombie).
 bool exited(pid_t pid) {
-  if (::waitpid(pid, nullptr, WNOHANG) == pid) return true;
+  const pid_t reaped = ::waitpid(pid, nullptr, WNOHANG);
+  if (reaped == pid) return true;
+  if (reaped == 0) return false;  // ours, still running
+  // Not our child (another process's lab): gone, or someone else's zombie.
   if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;

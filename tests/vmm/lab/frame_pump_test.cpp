@@ -1,5 +1,8 @@
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <memory>
 
 #include "common/netns.h"
@@ -62,7 +65,24 @@ TEST_F(FramePumpTest, ProcessCarriesFramesAndStopsOnRequest) {
   EXPECT_TRUE(a_reaches_b("198.19.250.2"));
   EXPECT_TRUE(stop_pump_process(pid));
   EXPECT_FALSE(pump_process_running(pid));
+  // Reaped, not left a zombie (kill(pid, 0) succeeds on a zombie).
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
   EXPECT_FALSE(stop_pump_process(pid));
+}
+
+// A pump that dies by itself is reaped by the first look that finds it gone,
+// never left a zombie: looked at again and again while it dies.
+TEST_F(FramePumpTest, APumpThatDiesIsReapedNotLeftAZombie) {
+  for (int i = 0; i < 20; ++i) {
+    pid_t pid = spawn_pump_process(tap_a_.get(), tap_b_.get());
+    ASSERT_TRUE(pump_process_running(pid));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    while (pump_process_running(pid)) {
+    }
+    EXPECT_EQ(::kill(pid, 0), -1) << "left a zombie";
+    EXPECT_EQ(errno, ESRCH);
+  }
 }
 
 }  // namespace
