@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/resources/store_io.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::broker {
 
@@ -21,17 +22,6 @@ namespace {
 
 constexpr std::string_view kTempPrefix = ".zn-tmp-";
 constexpr size_t kMaxSegmentBytes = 255;  // NAME_MAX
-
-struct Fd {
-  Fd() = default;
-  explicit Fd(int fd) : fd(fd) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int fd = -1;
-};
 
 // openat2 beneath dirfd, refusing every symlink on the way (and magic links).
 int open_beneath(int dirfd, const std::string& path, uint64_t flags, uint64_t mode = 0) {
@@ -97,8 +87,8 @@ BlobStore::BlobStore(BlobStoreOptions options) : options_(std::move(options)) {
   dirfd_ = ::open(options_.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd_ < 0)
     throw std::runtime_error("blob store: cannot open " + options_.directory + ": " + std::strerror(errno));
-  Fd probe(open_beneath(dirfd_, ".", O_PATH | O_CLOEXEC));
-  if (probe.fd < 0) {
+  net::UniqueFd probe(open_beneath(dirfd_, ".", O_PATH | O_CLOEXEC));
+  if (probe.get() < 0) {
     const int err = errno;
     ::close(dirfd_);
     if (err == ENOSYS)
@@ -151,10 +141,11 @@ std::optional<std::string> BlobStore::malformed(std::string_view path, size_t ma
 StoreResult<std::string> BlobStore::get(std::string_view path) {
   if (auto why = malformed(path, options_.max_path_bytes)) return store_fail(StoreError::kBadRequest, *why);
   // O_NONBLOCK: a FIFO placed in the directory must not hang the call.
-  Fd fd(open_beneath(dirfd_, std::string(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
-  if (fd.fd < 0) return from_errno(errno, "open");
+  net::UniqueFd fd(
+      open_beneath(dirfd_, std::string(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+  if (fd.get() < 0) return from_errno(errno, "open");
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) return from_errno(errno, "fstat");
+  if (::fstat(fd.get(), &st) != 0) return from_errno(errno, "fstat");
   if (!S_ISREG(st.st_mode)) return store_fail(StoreError::kNotFound, "no such object");
   if (static_cast<uint64_t>(st.st_size) > options_.max_object_bytes)
     return store_fail(StoreError::kTooLarge,
@@ -162,7 +153,7 @@ StoreResult<std::string> BlobStore::get(std::string_view path) {
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < out.size()) {
-    const ssize_t n = ::read(fd.fd, out.data() + got, out.size() - got);
+    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       return from_errno(errno, "read");
@@ -190,7 +181,7 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
 
   // The parent directory, made as needed, one segment at a time.
   const std::vector<std::string> parts = segments(path);
-  Fd parent;
+  net::UniqueFd parent;
   int at = dirfd_;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     // No O_NOFOLLOW: with O_DIRECTORY it turns a symlink into ENOTDIR;
@@ -210,9 +201,9 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
         return store_fail(StoreError::kBadRequest, "a path segment is an object, not a directory");
       return from_errno(errno, "open directory");
     }
-    Fd next(fd);
-    std::swap(parent.fd, next.fd);
-    at = parent.fd;
+    net::UniqueFd next(fd);
+    std::swap(parent, next);
+    at = parent.get();
   }
   const std::string& name = parts.back();
 
@@ -239,9 +230,9 @@ StoreStatus BlobStore::put(std::string_view path, std::string_view bytes) {
   const std::string tmp = temp_name();
   if (tmp.empty()) return store_fail(StoreError::kInternal, "blob store: getrandom failed");
   {
-    Fd out(open_beneath(at, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
-    if (out.fd < 0) return from_errno(errno, "create");
-    if (!write_all(out.fd, bytes) || ::fsync(out.fd) != 0) {
+    net::UniqueFd out(open_beneath(at, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
+    if (out.get() < 0) return from_errno(errno, "create");
+    if (!write_all(out.get(), bytes) || ::fsync(out.get()) != 0) {
       const int err = errno;
       ::unlinkat(at, tmp.c_str(), 0);
       return from_errno(err, "write");

@@ -20,6 +20,7 @@
 
 #include "broker/resources/sql_call.h"
 #include "broker/resources/store_io.h"
+#include "userspace/net/unique_fd.h"
 
 namespace zn::broker {
 
@@ -29,16 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 // How often a running call looks at its cancel flag.
 constexpr std::chrono::milliseconds kCancelPoll{10};
-
-struct Fd {
-  explicit Fd(int fd = -1) : fd(fd) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int fd;
-};
 
 StoreFailure failed(const char* step) {
   return store_fail(StoreError::kInternal, std::string("sql call: ") + step + ": " + std::strerror(errno));
@@ -107,17 +98,17 @@ StoreResult<SqlOutcome> SqlStore::execute(std::string_view statement, const nloh
   // The request and the reply go through memory files, not pipes: the
   // request is written whole before the helper starts (no pipe to block on,
   // no SIGPIPE should it die), and the reply is read once it has ended.
-  Fd in(::memfd_create("zn-sql-request", MFD_CLOEXEC));
-  Fd out(::memfd_create("zn-sql-reply", MFD_CLOEXEC));
-  if (in.fd < 0 || out.fd < 0) return failed("memfd");
-  if (!write_all(in.fd, encode_sql_request(options_, statement, params, options_.limits.time_budget)) ||
-      ::lseek(in.fd, 0, SEEK_SET) != 0)
+  net::UniqueFd in(::memfd_create("zn-sql-request", MFD_CLOEXEC));
+  net::UniqueFd out(::memfd_create("zn-sql-reply", MFD_CLOEXEC));
+  if (in.get() < 0 || out.get() < 0) return failed("memfd");
+  if (!write_all(in.get(), encode_sql_request(options_, statement, params, options_.limits.time_budget)) ||
+      ::lseek(in.get(), 0, SEEK_SET) != 0)
     return failed("request");
 
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_adddup2(&actions, in.fd, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, out.fd, 1);
+  ::posix_spawn_file_actions_adddup2(&actions, in.get(), 0);
+  ::posix_spawn_file_actions_adddup2(&actions, out.get(), 1);
   ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   // Nothing else of zerod's (its descriptors are not all close-on-exec).
   ::posix_spawn_file_actions_addclosefrom_np(&actions, 3);
@@ -142,8 +133,8 @@ StoreResult<SqlOutcome> SqlStore::execute(std::string_view statement, const nloh
     return failed("spawn");
   }
   Child child(pid);
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (pidfd.fd < 0) return failed("pidfd_open");
+  net::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (pidfd.get() < 0) return failed("pidfd_open");
 
   const Clock::time_point kill_at = deadline + kGrace;
   for (;;) {
@@ -157,7 +148,7 @@ StoreResult<SqlOutcome> SqlStore::execute(std::string_view statement, const nloh
     }
     auto wait = std::chrono::ceil<std::chrono::milliseconds>(kill_at - now);
     if (cancel) wait = std::min(wait, kCancelPoll);
-    pollfd p{pidfd.fd, POLLIN, 0};
+    pollfd p{pidfd.get(), POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(wait.count()));
     if (n < 0 && errno != EINTR) return failed("poll");
     if (n > 0) break;  // the helper has ended
@@ -170,7 +161,7 @@ StoreResult<SqlOutcome> SqlStore::execute(std::string_view statement, const nloh
     return store_fail(StoreError::kInternal, "the statement's process failed");
   }
   struct stat st {};
-  if (::fstat(out.fd, &st) != 0) return failed("reply");
+  if (::fstat(out.get(), &st) != 0) return failed("reply");
   // The helper's reply is bounded by the result limit (base64 and JSON
   // escapes included); anything larger is not one of its replies.
   const auto most = static_cast<off_t>(options_.limits.max_result_bytes * 2 + (1 << 20));
@@ -179,7 +170,7 @@ StoreResult<SqlOutcome> SqlStore::execute(std::string_view statement, const nloh
   std::string reply(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < reply.size()) {
-    const ssize_t r = ::pread(out.fd, reply.data() + got, reply.size() - got, static_cast<off_t>(got));
+    const ssize_t r = ::pread(out.get(), reply.data() + got, reply.size() - got, static_cast<off_t>(got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return failed("reply");
     got += static_cast<size_t>(r);
