@@ -1,11 +1,14 @@
 // What the data path's audit record costs the I/O loop that posts it (issue
-// 31: no JSON on the loop): AuditLog::post of an egress:allow record whose
-// detail is built on the caller (nlohmann::json, checked, serialised and
-// redacted there: how every record was posted before) against the same
-// record with AuditEvent::detail_later (a copy of the request's summary
-// handed to the writer thread, which builds the rest). Each at 0 and 1,000
-// registered secrets (the redaction scan moves with the detail). The queue
-// is drained between timed spans, so neither variant runs into its limit.
+// 31: no JSON on the loop; issue 32: a record scans its own session's
+// secrets). AuditLog::post of an egress:allow record whose detail is built
+// on the caller (nlohmann::json, checked, serialised and redacted there: how
+// every record was posted before) against the same record with
+// AuditEvent::detail_later (a copy of the request's summary handed to the
+// writer thread, which builds the rest). The argument: how many other
+// sessions hold one secret each (the record's own session holds one); the
+// _global variant holds them as daemon-wide secrets instead, every one
+// scanned for every record (how every secret was held before). The queue is
+// drained between timed spans, so no variant runs into its limit.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -43,21 +46,28 @@ json detail_of(const Summary& r) {
 }
 
 struct Fixture {
-  explicit Fixture(int64_t secrets) {
+  Fixture(int64_t others, bool global) {
     zn::broker::AuditLogOptions o;
     o.db_path = dir.file("audit.db");
     o.sink = [](const std::string&) {};
     log = std::make_unique<AuditLog>(std::move(o));
-    for (int64_t i = 0; i < secrets; ++i)
-      log->add_secret("sk_live_" + std::to_string(1000000 + i) + "abcdef");
+    const Summary summary;
+    log->set_session_secrets(summary.session, {"sk_live_own_session_abcdef"});
+    for (int64_t i = 0; i < others; ++i) {
+      const std::string value = "sk_live_" + std::to_string(1000000 + i) + "abcdef";
+      if (global)
+        log->add_secret(value);
+      else
+        log->set_session_secrets("other-" + std::to_string(i), {value});
+    }
   }
   zn::test::TempDir dir;
   std::unique_ptr<AuditLog> log;
 };
 
 template <typename Post>
-void run(benchmark::State& state, Post post) {
-  Fixture f(state.range(0));
+void run(benchmark::State& state, Post post, bool global = false) {
+  Fixture f(state.range(0), global);
   const Summary summary;
   int64_t n = 0;
   for (auto _ : state) {
@@ -76,6 +86,16 @@ void audit_post_built(benchmark::State& state) {
   run(state, [](AuditLog& log, const Summary& r) { log.post({"egress:allow", r.session, detail_of(r)}); });
 }
 BENCHMARK(audit_post_built)->Arg(0)->Arg(1000);
+
+void audit_post_built_global(benchmark::State& state) {
+  run(
+      state,
+      [](AuditLog& log, const Summary& r) {
+        log.post({"egress:allow", r.session, detail_of(r)});
+      },
+      true);
+}
+BENCHMARK(audit_post_built_global)->Arg(1000);
 
 void audit_post_deferred(benchmark::State& state) {
   run(state, [](AuditLog& log, const Summary& summary) {

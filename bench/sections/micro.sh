@@ -5,8 +5,9 @@
 # and path glob matching), bench/http_bench (request head parsing and
 # rewriting, target normalisation), bench/leaf_cert_bench (leaf cache miss,
 # i.e. minting, vs hit) and bench/audit_post_bench (an audit record posted
-# with its detail built on the writer vs on the posting loop) — each a ratio
-# to a baseline in the same binary.
+# with its detail built on the writer vs on the posting loop; redacted with
+# its session's secrets vs with every secret) — each a ratio to a baseline
+# in the same binary.
 # Repetitions are randomly interleaved (the A B A B rule); medians reported.
 
 # micro_run NAME: runs bench/NAME with JSON output; prints the file.
@@ -46,7 +47,7 @@ section_micro() {
     scrub_response_body/16=baseline_memcpy_body
   micro_pairs leaf_cert_bench BM_LeafForMiss=BM_LeafForHit
   micro_pairs audit_post_bench audit_post_deferred/0=audit_post_built/0 \
-    audit_post_deferred/1000=audit_post_built/1000
+    audit_post_deferred/1000=audit_post_built/1000 audit_post_built/1000=audit_post_built_global/1000
   local bin="$BUILD_DIR/bench/policy_match_bench" out="$WORK/policy_match_bench.json" min_time=0.2
   if [ ! -x "$bin" ]; then
     record_status micro policy_match_bench skipped "not built (Google Benchmark not found by CMake)"

@@ -179,6 +179,12 @@ TEST_F(ZerodTest, PrometheusMetricsOnLocalhost) {
   // The audit's own health: committing (session:create at least), not failing.
   EXPECT_NE(r.output.find("zn_audit_failing 0\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("zn_audit_records_total{result=\"committed\"} 0\n"), std::string::npos) << r.output;
+  // The session's one resource value, redacted from its records until it is
+  // deleted, then forgotten.
+  EXPECT_NE(r.output.find("zn_audit_secrets_held 1\n"), std::string::npos) << r.output;
+  ASSERT_TRUE(call("session.delete", {{"id", "user-1"}})["ok"]);
+  r = run_in_netns(lab_->host_netns(), "curl -s -m 3 http://127.0.0.1:19464/metrics");
+  EXPECT_NE(r.output.find("zn_audit_secrets_held 0\n"), std::string::npos) << r.output;
   auto other =
       run_in_netns(lab_->host_netns(), "curl -s -o /dev/null -w '%{http_code}' -m 3 http://127.0.0.1:19464/");
   EXPECT_EQ(other.output, "404");

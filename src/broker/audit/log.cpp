@@ -32,8 +32,7 @@ struct AuditLog::Waiter {
   bool done = false;
 };
 
-AuditLog::AuditLog(AuditLogOptions opts)
-    : opts_(std::move(opts)), redactor_(std::make_shared<const AuditRedactor>()) {
+AuditLog::AuditLog(AuditLogOptions opts) : opts_(std::move(opts)) {
   if (opts_.max_batch == 0 || opts_.high_water == 0 || opts_.high_water > opts_.queue_limit)
     throw std::invalid_argument("audit log: need 0 < max_batch and 0 < high_water <= queue_limit");
   if (!opts_.clock) opts_.clock = [] { return std::chrono::system_clock::now(); };
@@ -51,19 +50,19 @@ AuditLog::~AuditLog() {
   writer_.join();
 }
 
-bool AuditLog::add_secret(std::string value) {
-  std::lock_guard lk(secrets_mu_);
-  // Copy, add, publish: a post() in progress keeps the snapshot it took.
-  auto next = std::make_shared<AuditRedactor>(*redactor_);
-  if (!next->add(std::move(value))) return false;
-  redactor_ = std::move(next);
-  return true;
+bool AuditLog::add_secret(std::string value) { return secrets_.add(std::move(value)); }
+
+size_t AuditLog::set_session_secrets(const std::string& sid, const std::vector<std::string>& values) {
+  return secrets_.set_session(sid, values);
 }
+
+void AuditLog::forget_session_secrets(const std::string& sid) { secrets_.forget_session(sid); }
 
 AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
   Item it;
   if (ev.detail_later) {
     validate_audit_head(ev.event, ev.sid);  // throws, nothing queued
+    it.redactor = secrets_.for_record(ev.sid);
     it.event = std::move(ev.event);
     it.sid = std::move(ev.sid);
     it.detail_later = std::move(ev.detail_later);
@@ -74,31 +73,30 @@ AuditLog::Item AuditLog::make_item(AuditEvent ev) const {
   it.event = std::move(ev.event);
   // Redacted on the caller's thread, with the secrets known now: the queue,
   // and the store, never hold a registered secret.
-  fill_item(it, std::move(ev.detail), std::move(detail_json), std::move(ev.sid));
+  const std::shared_ptr<const AuditRedactor> red = secrets_.for_record(ev.sid);
+  fill_item(it, *red, std::move(ev.detail), std::move(detail_json), std::move(ev.sid));
   return it;
 }
 
-void AuditLog::fill_item(Item& it, nlohmann::json detail, std::string detail_json, std::string sid) const {
-  std::shared_ptr<const AuditRedactor> red;
-  {
-    std::lock_guard lk(secrets_mu_);
-    red = redactor_;
-  }
+void AuditLog::fill_item(Item& it, const AuditRedactor& red, nlohmann::json detail, std::string detail_json,
+                         std::string sid) {
   it.detail = std::move(detail);
-  if (red->empty()) {
+  if (red.empty()) {
     it.sid = std::move(sid);
     it.detail_json = std::move(detail_json);
     return;
   }
-  it.detail_json = red->redact_in_place(it.detail) ? it.detail.dump() : std::move(detail_json);
-  it.sid = red->redact(sid);
+  it.detail_json = red.redact_in_place(it.detail) ? it.detail.dump() : std::move(detail_json);
+  it.sid = red.redact(sid);
   // "[redacted]" is longer than an 8-byte secret, so a near-limit sid can grow.
   if (it.sid.size() > kAuditMaxSidLen) it.sid = AuditRedactor::kMarker;
 }
 
-void AuditLog::build_later(Item& it) const {
+void AuditLog::build_later(Item& it) {
   const std::function<nlohmann::json()> build = std::move(it.detail_later);
+  const std::shared_ptr<const AuditRedactor> red = std::move(it.redactor);
   it.detail_later = nullptr;
+  it.redactor = nullptr;
   nlohmann::json detail;
   std::string detail_json;
   try {
@@ -114,7 +112,7 @@ void AuditLog::build_later(Item& it) const {
     detail = {{"unrecordable", why}};
     detail_json = detail.dump();
   }
-  fill_item(it, std::move(detail), std::move(detail_json), std::move(it.sid));
+  fill_item(it, *red, std::move(detail), std::move(detail_json), std::move(it.sid));
 }
 
 void AuditLog::publish_pending_locked() {
@@ -180,6 +178,7 @@ AuditLogStats AuditLog::stats() const {
   std::lock_guard lk(mu_);
   AuditLogStats s = stats_;
   s.queued = queue_.size() + in_flight_;
+  s.secrets_held = secrets_.count();
   return s;
 }
 

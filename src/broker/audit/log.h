@@ -27,6 +27,7 @@
 #include "broker/audit/chain.h"
 #include "broker/audit/event.h"
 #include "broker/audit/redact.h"
+#include "broker/audit/secrets.h"
 #include "broker/audit/store.h"
 
 namespace zn::broker {
@@ -70,6 +71,8 @@ struct AuditLogStats {
   uint64_t secret_canary = 0;     // secret:canary: a planted fake credential in egress
   uint64_t secret_misuse = 0;     // secret:misuse: a placeholder headed elsewhere
   uint64_t secret_reflected = 0;  // secret:reflected: an upstream echoed an injected credential
+  // Secret values the redaction holds (daemon-wide and the sessions').
+  uint64_t secrets_held = 0;
 };
 
 class AuditLog {
@@ -121,8 +124,15 @@ class AuditLog {
 
   // Thread-safe. Returns false if not accepted (< 8 bytes or invalid UTF-8).
   // Applies to events appended or posted afterwards; kept in memory only,
-  // never logged.
+  // never logged. Redacted from every record.
   bool add_secret(std::string value);
+  // A session's own secrets (its resources' values), redacted from its
+  // records (and from records of no session), replacing what it had; how
+  // many were accepted. Applies to events posted afterwards; a record
+  // posted before is redacted with what its session had then.
+  size_t set_session_secrets(const std::string& sid, const std::vector<std::string>& values);
+  // The session is gone: its secrets are forgotten (secrets.h).
+  void forget_session_secrets(const std::string& sid);
 
   // Thread-safe (waits for a commit in flight). Committed records only,
   // oldest first. std::invalid_argument on a bad query.
@@ -160,8 +170,10 @@ class AuditLog {
     std::string detail_json;  // detail serialised, once
     // A post()'s detail not built yet (AuditEvent::detail_later): until the
     // writer takes it, the sid is not redacted either (memory only; the store
-    // and the lines never see it unredacted).
+    // and the lines never see it unredacted). Redacted then with the
+    // session's secrets as they were when it was posted.
     std::function<nlohmann::json()> detail_later;
+    std::shared_ptr<const AuditRedactor> redactor;
     std::chrono::system_clock::time_point ts;  // when accepted
     Waiter* waiter = nullptr;                  // append()'s, or none for post()
   };
@@ -169,9 +181,10 @@ class AuditLog {
   static AuditVerifyResult verify_store(AuditStore& store);
   Item make_item(AuditEvent ev) const;
   // Redacts with the secrets registered now and fills the item's record.
-  void fill_item(Item& it, nlohmann::json detail, std::string detail_json, std::string sid) const;
+  static void fill_item(Item& it, const AuditRedactor& red, nlohmann::json detail, std::string detail_json,
+                        std::string sid);
   // On the writer: builds a deferred detail (Item::detail_later).
-  void build_later(Item& it) const;
+  static void build_later(Item& it);
   void writer_loop();
   // Commits one batch under store_mu_; the error, if it failed.
   std::exception_ptr commit(std::vector<Item>& batch, std::vector<AuditRecord>& recs);
@@ -179,11 +192,7 @@ class AuditLog {
 
   AuditLogOptions opts_;
 
-  // Serialises add_secret, and is held only to copy or swap redactor_ (not
-  // std::atomic<std::shared_ptr>: libstdc++ 12 guards it with a lock bit
-  // ThreadSanitizer cannot see). Readers take snapshots.
-  mutable std::mutex secrets_mu_;
-  std::shared_ptr<const AuditRedactor> redactor_;
+  AuditSecrets secrets_;  // hands each record its session's redactor
 
   std::mutex store_mu_;  // the store's one connection: the writer's commit, query, verify
   std::unique_ptr<AuditStore> store_;

@@ -1,19 +1,38 @@
 #include "broker/audit/redact.h"
 
+#include <string.h>
+
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 namespace zn::broker {
 
 bool AuditRedactor::add(std::string secret) {
-  if (secret.size() < kMinSecretLen) return false;
+  bool ok = secret.size() >= kMinSecretLen;
   try {
-    (void)nlohmann::json(secret).dump();  // strict UTF-8 check
+    if (ok) (void)nlohmann::json(secret).dump();  // strict UTF-8 check
   } catch (const nlohmann::json::exception&) {
-    return false;
+    ok = false;
   }
-  if (std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end())
+  if (ok && std::find(secrets_.begin(), secrets_.end(), secret) == secrets_.end())
     secrets_.push_back(std::move(secret));
-  return true;
+  else
+    explicit_bzero(secret.data(), secret.size());  // the copy not kept
+  return ok;
+}
+
+AuditRedactor::~AuditRedactor() {
+  for (std::string& s : secrets_) explicit_bzero(s.data(), s.size());
+}
+
+AuditRedactor AuditRedactor::merged(const std::vector<const AuditRedactor*>& parts) {
+  AuditRedactor out;
+  std::unordered_set<std::string_view> seen;
+  for (const AuditRedactor* part : parts)
+    for (const std::string& secret : part->secrets_)
+      if (seen.insert(secret).second) out.secrets_.push_back(secret);
+  return out;
 }
 
 std::string AuditRedactor::redact(const std::string& s) const {

@@ -3,6 +3,7 @@
 // Not thread-safe: AuditLog serialises access.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@ namespace zn::broker {
 
 class AuditRedactor {
  public:
+  AuditRedactor() = default;
+  AuditRedactor(const AuditRedactor&) = default;
+  AuditRedactor& operator=(const AuditRedactor&) = default;
+  AuditRedactor(AuditRedactor&&) noexcept = default;
+  AuditRedactor& operator=(AuditRedactor&&) noexcept = default;
+  // The values are wiped, not left in freed memory (a deleted session's).
+  ~AuditRedactor();
   static constexpr size_t kMinSecretLen = 8;
   static constexpr const char* kMarker = "[redacted]";
 
@@ -32,6 +40,10 @@ class AuditRedactor {
   bool redact_in_place(nlohmann::json& j) const;
 
   bool empty() const { return secrets_.empty(); }
+  size_t size() const { return secrets_.size(); }
+
+  // Every secret of `parts`, each once (linear in their total).
+  static AuditRedactor merged(const std::vector<const AuditRedactor*>& parts);
 
  private:
   std::vector<std::string> secrets_;

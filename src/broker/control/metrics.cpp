@@ -113,6 +113,10 @@ std::string render_metrics(const MetricsSnapshot& m) {
       "# TYPE zn_audit_failing gauge\n";
   out += prometheus_line("zn_audit_failing", {}, m.audit.failing ? 1 : 0);
   out +=
+      "# HELP zn_audit_secrets_held Secret values the audit redacts (daemon-wide and every live session's).\n"
+      "# TYPE zn_audit_secrets_held gauge\n";
+  out += prometheus_line("zn_audit_secrets_held", {}, m.audit.secrets_held);
+  out +=
       "# HELP zn_secret_alarms_total Secret alarms raised: canary (a planted fake credential in egress), "
       "misuse (a placeholder headed for a host its rule does not name), reflected (an upstream echoed an "
       "injected credential).\n"

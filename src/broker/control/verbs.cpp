@@ -1,5 +1,7 @@
 #include "broker/control/verbs.h"
 
+#include <string.h>
+
 #include <spdlog/spdlog.h>
 
 #include "broker/audit/event.h"
@@ -123,9 +125,13 @@ json verdicts_json(const dp::SessionCounters& c) {
 }
 
 void register_secrets(AuditLog& audit, const Session& s) {
+  std::vector<std::string> values;
   for (const auto& [name, resource] : s.policy->policy().resources)
     for (const auto& [field, value] : resource.fields)
-      value.reveal([&](std::string_view v) { audit.add_secret(std::string(v)); });
+      value.reveal([&](std::string_view v) { values.emplace_back(v); });
+  audit.set_session_secrets(s.record.id, values);
+  // The copies made here are wiped, not left in freed memory.
+  for (std::string& v : values) explicit_bzero(v.data(), v.size());
 }
 
 void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,
@@ -194,6 +200,7 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
     verbs.dns.forget(id);
     verbs.approvals.forget_session(id);
     verbs.proxy.forget_session(id);
+    verbs.audit.forget_session_secrets(id);
     spdlog::info("session {} deleted", id);
     return json{{"deleted", id}};
   });

@@ -837,6 +837,38 @@ TEST_F(AuditLogTest, ADeferredDetailThatCannotBeRecordedStillLeavesItsRecord) {
   EXPECT_TRUE(log.verify().ok);
 }
 
+// A session's secrets are redacted from its records until it is deleted,
+// including the records it posted before the delete that the writer takes
+// after it; stats() counts what is held.
+TEST_F(AuditLogTest, ASessionsSecretsCoverWhatItPostedBeforeItWasDeleted) {
+  Gate gate;
+  AuditLogOptions o = opts();
+  o.before_commit = [&] { gate.pass(); };
+  AuditLog log(o);
+  const std::string secret = "sk_live_0123456789abcdef";
+  EXPECT_EQ(log.set_session_secrets("user-1", {secret, "short"}), 1u);
+  EXPECT_EQ(log.stats().secrets_held, 1u);
+  gate.close();
+  ASSERT_TRUE(log.post(ev("session:create", "user-1")));
+  ASSERT_TRUE(gate.wait_arrived(1));  // the writer is held in that commit
+  // Posted while the writer is held, eager and deferred; then the delete.
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"path", "/?k=" + secret}})));
+  ASSERT_TRUE(log.post({"egress:allow", "user-1", {}, [secret] { return json{{"path", "/?k=" + secret}}; }}));
+  log.forget_session_secrets("user-1");
+  EXPECT_EQ(log.stats().secrets_held, 0u);
+  // Posted after the delete: nothing of that session's is held any more.
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"path", "/after"}})));
+  gate.open();
+  ASSERT_TRUE(log.flush());
+  auto all = log.query({});
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[1].detail["path"], "/?k=[redacted]");
+  EXPECT_EQ(all[2].detail["path"], "/?k=[redacted]");
+  EXPECT_EQ(all[3].detail["path"], "/after");
+  std::lock_guard lk(sink.mu);
+  for (const std::string& line : sink.lines) EXPECT_EQ(line.find(secret), std::string::npos) << line;
+}
+
 TEST_F(AuditLogTest, InconsistentLimitsAreRefused) {
   AuditLogOptions o = opts();
   o.high_water = o.queue_limit + 1;

@@ -32,6 +32,7 @@ MetricsSnapshot snapshot() {
   m.audit.secret_canary = 406;
   m.audit.secret_misuse = 407;
   m.audit.secret_reflected = 408;
+  m.audit.secrets_held = 409;
   m.capability_calls = {3, 2};
   return m;
 }
@@ -100,6 +101,9 @@ TEST(Metrics, TextIsUnchanged) {
       "# HELP zn_audit_failing 1 while the audit's last commit failed: new crossings are refused.\n"
       "# TYPE zn_audit_failing gauge\n"
       "zn_audit_failing 1\n"
+      "# HELP zn_audit_secrets_held Secret values the audit redacts (daemon-wide and every live session's).\n"
+      "# TYPE zn_audit_secrets_held gauge\n"
+      "zn_audit_secrets_held 409\n"
       "# HELP zn_secret_alarms_total Secret alarms raised: canary (a planted fake credential in egress), "
       "misuse (a placeholder headed for a host its rule does not name), reflected (an upstream echoed an "
       "injected credential).\n"
