@@ -50,6 +50,8 @@
 #                              (e.g. the upstream trust setting the interception
 #                              proxy adds); default {}. zerod also gets
 #                              SSL_CERT_FILE = system CAs + the lab upstream CA.
+#   ZN_BENCH_IC_PARTS          which parts run (comma list: wrk, h2load,
+#                              handshakes, bulk, latency, audit); unset: all
 #   ZN_BENCH_AUDIT_OFF_CONFIG  JSON merged into zerod's config for the "off"
 #                              variant of (d). zerod has no audit-off setting
 #                              (every verdict is audited), so unset = skipped;
@@ -597,6 +599,14 @@ ic_handshakes() {
   done
 }
 
+# ic_part NAME: whether ZN_BENCH_IC_PARTS (a comma list of wrk, h2load,
+# handshakes, bulk, latency, audit; unset: all) asks for this part: a trial
+# of one change measures only what it touches.
+ic_part() {
+  [ -z "${ZN_BENCH_IC_PARTS:-}" ] && return 0
+  [[ ",$ZN_BENCH_IC_PARTS," == *",$1,"* ]]
+}
+
 section_interception() {
   local mark secs=10 n=1000 why
   mark=$(cleanup_mark)
@@ -609,18 +619,20 @@ section_interception() {
     return 0
   fi
   ic_peer_checks
-  ic_wrk "$secs"
-  ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
-  ic_handshakes "$secs"
-  ic_bulk
+  ic_part wrk && ic_wrk "$secs"
+  ic_part h2load && ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
+  ic_part handshakes && ic_handshakes "$secs"
+  ic_part bulk && ic_bulk
   # The interception peers are done: stopped before the latency runs. An
   # idle mitmdump was measured busy on one of the two cores (perf sched: 95%
   # of a core over 15 s), which left zerod's threads waiting up to 24 ms for
   # a CPU and put that wait into zerod's p99.
   local pid
   for pid in "${IC_PEER_PIDS[@]}"; do kill_wait "$pid"; done
-  ic_latency "$n" ""
-  ic_latency "$n" veth-
-  ic_audit "$secs"
+  if ic_part latency; then
+    ic_latency "$n" ""
+    ic_latency "$n" veth-
+  fi
+  ic_part audit && ic_audit "$secs"
   cleanup_to "$mark"
 }

@@ -11,9 +11,7 @@
 
 #include "userspace/h2/server_session.h"
 #include "userspace/h2/stream_request.h"
-#include "userspace/h2/stream_response.h"
-#include "userspace/http/body.h"
-#include "userspace/proxy/stream_pipe.h"
+#include "userspace/proxy/h2_guest_leg.h"
 #include "userspace/websocket/handshake.h"
 #include "userspace/proxy/proxy_io.h"
 
@@ -33,24 +31,9 @@ constexpr size_t kLingerBytes = size_t{1} << 20;
 // upstream connections than a few HTTP/1.1 guests would.
 constexpr uint32_t kMaxConcurrentStreams = 32;
 
-class H2Connection;
-
-// One stream: the exchange's pipe, and where its answer goes.
-struct StreamBridge : StreamPipe::Sink {
-  StreamBridge(H2Connection& c, int32_t i, std::string m) : conn(c), id(i), method(std::move(m)) {}
-  void on_response_head(const http::ResponseHead& head, bool has_body) override;
-  void on_response_data(std::string_view bytes, bool end) override;
-  void on_response_trailers(const std::vector<http::Header>& trailers) override;
-  size_t unsent() const override;
-  void on_request_consumed(size_t payload_bytes) override;
-
-  H2Connection& conn;
-  int32_t id;
-  std::string method;
-  bool websocket = false;  // extended CONNECT: a tunnel once the upstream switched
-  std::unique_ptr<StreamPipe> pipe;
-  bool chunked = false;  // the request body goes chunked (no Content-Length)
-  bool answered = false;
+// One stream: its guest leg, and how to end its exchange.
+struct StreamBridge {
+  std::unique_ptr<H2GuestLeg> leg;
   asio::cancellation_signal cancel;
 };
 
@@ -159,7 +142,7 @@ class H2Connection {
       co_await with_deadline(guest_.write_all(out), ctx_.idle_timeout);
     }
     // The guest's window may have opened: writers held back go on.
-    for (auto& [id, s] : streams_) s->pipe->wake();
+    for (auto& [id, s] : streams_) s->leg->wake();
   }
 
   void handle_events() {
@@ -185,13 +168,10 @@ class H2Connection {
       report_refusal(h.method, h.path, r.status, r.reason);
       return;
     }
-    auto s = std::make_shared<StreamBridge>(*this, h.stream_id, h.method);
-    s->pipe = std::make_unique<StreamPipe>(guest_.socket(), *s, h.method == "HEAD", ctx_.limits);
-    s->websocket = r.websocket;
-    if (r.websocket) s->pipe->set_tunnel();
-    s->pipe->push(h2::request_text(r.head));
-    s->chunked = r.head.framing == http::BodyFraming::kChunked;
-    if (h.end_stream) s->pipe->end_request();
+    auto s = std::make_shared<StreamBridge>();
+    s->leg = std::make_unique<H2GuestLeg>(
+        session, h.stream_id, [this] { kick(); }, guest_.socket(), std::move(r.head), ctx_.idle_timeout);
+    if (h.end_stream) s->leg->end_request();
     streams_[h.stream_id] = s;
     asio::co_spawn(guest_.socket().get_executor(), run_stream(s),
                    asio::bind_cancellation_slot(s->cancel.slot(), asio::detached));
@@ -199,22 +179,21 @@ class H2Connection {
 
   void on(h2::RequestData& d) {
     auto it = streams_.find(d.stream_id);
-    if (it == streams_.end() || it->second->pipe->response_complete()) {
+    if (it == streams_.end() || it->second->leg->response_complete()) {
       // Its exchange is done (answered before the body ended): the bytes
       // are dropped, and given back to the connection's window.
       session.consume(d.stream_id, d.bytes.size());
       return;
     }
-    StreamBridge& s = *it->second;
-    const size_t payload = d.bytes.size();
-    if (!d.bytes.empty()) s.pipe->push(s.chunked ? http::chunk_frame(d.bytes) : std::move(d.bytes), payload);
-    if (d.end_stream) end_request(s);
+    H2GuestLeg& leg = *it->second->leg;
+    leg.push(std::move(d.bytes));
+    if (d.end_stream) leg.end_request();
   }
 
   void on(h2::RequestTrailers& t) {
     // Trailer fields are not passed on (the exchange reads none from a
     // guest either); they end the request.
-    if (auto it = streams_.find(t.stream_id); it != streams_.end()) end_request(*it->second);
+    if (auto it = streams_.find(t.stream_id); it != streams_.end()) it->second->leg->end_request();
   }
 
   void on(h2::StreamRejected& r) {
@@ -228,8 +207,8 @@ class H2Connection {
     // The guest gave up on it: the exchange ends now, and what it had not
     // read of the body goes back to the window.
     StreamBridge& s = *it->second;
-    session.consume(r.stream_id, s.pipe->drop_pending());
-    s.pipe->abort();
+    session.consume(r.stream_id, s.leg->drop_pending());
+    s.leg->abort();
     s.cancel.emit(asio::cancellation_type::terminal);
   }
 
@@ -241,23 +220,19 @@ class H2Connection {
 
   void on(h2::GoAway&) { goaway_ = true; }
 
-  void end_request(StreamBridge& s) {
-    if (s.chunked) s.pipe->push(std::string(http::kLastChunk));
-    s.pipe->end_request();
-  }
-
   // The exchange for one stream; the stream is reset if it ends without
   // a whole response (an upstream that failed mid-body, a cancellation).
   awaitable<void> run_stream(std::shared_ptr<StreamBridge> s) {
     try {
-      co_await serve_intercepted(*s->pipe, conn_, ctx_);
+      co_await serve_exchange(*s->leg, conn_, ctx_);
     } catch (const std::exception&) {
     }
-    if (!s->pipe->response_complete())
-      session.reset_stream(s->id, s->pipe->response_started() ? kInternalError : kCancel);
-    session.consume(s->id, s->pipe->drop_pending());
-    s->pipe->abort();
-    streams_.erase(s->id);
+    const int32_t id = s->leg->id();
+    if (!s->leg->response_complete())
+      session.reset_stream(id, s->leg->response_started() ? kInternalError : kCancel);
+    session.consume(id, s->leg->drop_pending());
+    s->leg->abort();
+    streams_.erase(id);
     kick();
   }
 
@@ -265,7 +240,7 @@ class H2Connection {
   // connection, its decision and its context.
   awaitable<void> stop_streams() {
     for (auto& [id, s] : streams_) {
-      s->pipe->abort();
+      s->leg->abort();
       s->cancel.emit(asio::cancellation_type::terminal);
     }
     while (!streams_.empty()) {
@@ -305,49 +280,6 @@ class H2Connection {
   bool goaway_ = false;  // the guest sent GOAWAY: no new streams
   char buf_[kReadChunk];
 };
-
-void StreamBridge::on_response_head(const http::ResponseHead& head, bool has_body) {
-  if (websocket && head.status == 101) {
-    // RFC 8441: a 2xx opens the tunnel; the stream stays open both ways.
-    http::ResponseHead opened = head;
-    opened.status = 200;
-    std::erase_if(opened.headers, [](const http::Header& h) {
-      return http::iequals(h.name, "sec-websocket-accept") || http::iequals(h.name, "upgrade") ||
-             http::iequals(h.name, "connection");
-    });
-    h2::StreamResponse r = h2::to_h2_response_fields(opened);
-    answered = conn.session.submit_response(id, 200, r.error ? std::vector<h2::Field>{} : r.headers, true);
-    conn.kick();
-    return;
-  }
-  h2::StreamResponse r = h2::to_h2_response_fields(head);
-  if (r.error) {
-    // Nothing of it can go on HTTP/2: the stream ends with 502 instead.
-    answered = conn.session.submit_response(id, 502, {}, false);
-  } else {
-    answered =
-        conn.session.submit_response(id, r.status, r.headers, has_body && h2::h2_has_body(head, method));
-  }
-  conn.kick();
-}
-
-void StreamBridge::on_response_data(std::string_view bytes, bool end) {
-  if (answered) conn.session.send_data(id, bytes, end);
-  conn.kick();
-}
-
-void StreamBridge::on_response_trailers(const std::vector<http::Header>& trailers) {
-  // A field HTTP/2 cannot carry ends the body without them.
-  if (answered && !conn.session.send_trailers(id, trailers)) conn.session.send_data(id, {}, true);
-  conn.kick();
-}
-
-size_t StreamBridge::unsent() const { return conn.session.buffered(id); }
-
-void StreamBridge::on_request_consumed(size_t payload_bytes) {
-  conn.session.consume(id, payload_bytes);
-  conn.kick();
-}
 
 }  // namespace
 

@@ -1,13 +1,14 @@
 // HTTP/2 from the guest through interception (issue 17). The connection is
 // the guest's (TLS terminated, ALPN "h2"); nghttp2 (userspace/h2) turns its
 // bytes into streams under the flood bounds, and each stream becomes one
-// request of its own through the HTTP/1.1 exchange (intercept.h) over a
-// StreamPipe: decided by the broker, screened, given its rule's identity,
-// forwarded to an HTTP/1.1 upstream, scrubbed and audited exactly as a
-// request on an HTTP/1.1 connection. A stream whose :authority is not the
-// SNI is answered 421 before the broker sees it; a refused stream gets its
-// answer (403, 429, ...) and the others go on. A flood ends the connection
-// with GOAWAY(ENHANCE_YOUR_CALM), counted and audited.
+// request of its own through the exchange (intercept.h) over an H2GuestLeg
+// (h2_guest_leg.h): the request as the codec's checked fields and DATA, the
+// answer as fields and DATA, never HTTP/1.1 text; decided by the broker,
+// screened, given its rule's identity, forwarded, scrubbed and audited
+// exactly as a request on an HTTP/1.1 connection. A stream whose :authority
+// is not the SNI is answered 421 before the broker sees it; a refused stream
+// gets its answer (403, 429, ...) and the others go on. A flood ends the
+// connection with GOAWAY(ENHANCE_YOUR_CALM), counted and audited.
 //
 // One coroutine owns the guest stream (reads, and writes what the session
 // has to send); the streams' exchanges only touch the session and wake it.

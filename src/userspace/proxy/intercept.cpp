@@ -18,8 +18,10 @@
 #include "userspace/http/target.h"
 #include "userspace/proxy/filters/chain.h"
 #include "userspace/proxy/filters/response_scrub_filter.h"
+#include "userspace/proxy/h1_guest_leg.h"
 #include "userspace/proxy/h2_upstream_stream.h"
 #include "userspace/proxy/request_screen.h"
+#include "userspace/proxy/scrub_fields.h"
 #include "userspace/proxy/secret_scrubber.h"
 #include "userspace/proxy/websocket_relay.h"
 #include "userspace/tls/contexts.h"
@@ -49,8 +51,6 @@ awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
       pool, [f = std::move(f)]() mutable -> awaitable<R> { co_return f(); }, use_awaitable);
 }
 
-bool timed_out(const std::system_error& e) { return e.code() == std::errc::timed_out; }
-
 // The upstream side of one guest connection, reused across its keep-alive
 // requests while they go to the same host, and taken from / given back to
 // the UpstreamPool across guest connections.
@@ -77,12 +77,6 @@ struct Upstream {
   }
 };
 
-// The guest's request turned out malformed after its head was forwarded
-// (a bad chunk): the guest gets a 400, the upstream connection is dropped.
-struct BadRequestBody : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 using filters::Refusal;
 
 // A tripwire turned up in a request body being streamed: the upstream has
@@ -97,62 +91,9 @@ struct TripwireInBody : std::runtime_error {
 
 const Refusal kTripwireRefusal{403, std::string(filters::kTripwireRefusalBody)};
 
-// The first bytes of the decoded body already read with the head, for an
-// operator asked to approve the request.
-std::string body_preview(const http::RequestHead& req, std::string_view after_head,
-                         const http::HttpLimits& limits) {
-  constexpr size_t kPreview = 256;
-  if (req.framing == http::BodyFraming::kNone || after_head.empty()) return {};
-  http::BodyDecoder decoder(req.framing, req.content_length, limits);
-  std::string out;
-  decoder.feed(after_head.substr(0, kPreview * 2), out);
-  if (out.size() > kPreview) out.resize(kPreview);
-  return out;
-}
-
-// The guest's side of an exchange, remembering whether it failed: a read or
-// write threw (a reset, a stalled guest past its deadline, an HTTP/2 stream
-// the guest cancelled) or the guest ended its side. A forwarded request that
-// fails after that is the guest's cancel, never the upstream's failure.
-class GuestSide final : public ByteStream {
- public:
-  explicit GuestSide(ByteStream& s) : s_(s) {}
-  awaitable<size_t> read_some(char* data, size_t size) override {
-    size_t n = 0;
-    try {
-      n = co_await s_.read_some(data, size);
-    } catch (...) {
-      failed_ = true;
-      throw;
-    }
-    if (n == 0) failed_ = true;
-    co_return n;
-  }
-  awaitable<void> write_all(std::string_view data) override {
-    try {
-      co_await s_.write_all(data);
-    } catch (...) {
-      failed_ = true;
-      throw;
-    }
-  }
-  awaitable<void> close_write() override { return s_.close_write(); }
-  tcp::socket& socket() override { return s_.socket(); }
-  bool has_buffered() const override { return s_.has_buffered(); }
-  awaitable<bool> wait_readable(Clock::duration timeout) override { return s_.wait_readable(timeout); }
-  bool end_means_peer_gone() const override { return s_.end_means_peer_gone(); }
-  // Since the last forget().
-  bool failed() const { return failed_; }
-  void forget() { failed_ = false; }
-
- private:
-  ByteStream& s_;
-  bool failed_ = false;
-};
-
 class Exchange {
  public:
-  Exchange(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
+  Exchange(GuestLeg& guest, const UpstreamDecision& connection, InterceptContext& ctx)
       : guest_(guest), conn_(connection), ctx_(ctx) {}
 
   awaitable<void> run() {
@@ -185,36 +126,14 @@ class Exchange {
   // One request and its response; false when the connection must end.
   awaitable<bool> next_request() {
     http::RequestHead req;
-    http::ParseResult head;
-    {
-      std::optional<Clock::time_point> head_deadline;
-      if (!in_.empty()) head_deadline = Clock::now() + ctx_.header_timeout;
-      for (;;) {
-        head = http::parse_request_head(in_, ctx_.limits, req);
-        if (head.state != http::ParseState::kNeedMore) break;
-        // Waiting for a new request is keep-alive idling; a started head
-        // must finish quickly (slowloris).
-        const auto wait = head_deadline ? *head_deadline - Clock::now() : Clock::duration(ctx_.idle_timeout);
-        size_t n = 0;
-        bool expired = false, failed = false;
-        try {
-          n = co_await with_deadline(guest_.read_some(buf_, kReadChunk),
-                                     std::max<Clock::duration>(wait, 1ms));
-        } catch (const std::system_error& e) {
-          expired = timed_out(e);
-          failed = true;
-        } catch (const std::exception& e) {
-          failed = true;
-        }
-        if (expired && head_deadline) {
-          const Refusal r{408, "zeroness: request head took too long\n"};
-          co_await refuse(r);
-        }
-        if (failed || n == 0) co_return false;
-        if (!head_deadline) head_deadline = Clock::now() + ctx_.header_timeout;
-        in_.append(buf_, n);
-      }
+    const HeadIn in = co_await guest_.next_head(req);
+    if (in.state == HeadIn::State::kEnd) co_return false;
+    if (in.state == HeadIn::State::kTooSlow) {
+      const Refusal r{408, "zeroness: request head took too long\n"};
+      co_await refuse(r);
+      co_return false;
     }
+    const http::ParseResult& head = in.parse;
     const auto start = Clock::now();
     RequestSummary summary;
     summary.session = conn_.session;
@@ -230,8 +149,7 @@ class Exchange {
     // order); where a filter stops for I/O, it is done here and the chain
     // goes on from that filter.
     // The request wipes what it came to hold when it ends, however it ends.
-    filters::Request request(req, in_, head.consumed, summary);
-    body_decoder_.reset();
+    filters::Request request(req, guest_.input(), guest_.head_bytes(), summary);
     bool continued = false;  // "100 Continue" sent
     using Kind = filters::FilterResult::Kind;
     for (size_t at = 0;;) {
@@ -239,18 +157,18 @@ class Exchange {
       at = stop.at;
       if (stop.result.kind == Kind::kContinue) break;
       if (stop.result.kind == Kind::kNeedPreview) {
-        std::string preview = co_await preview_body(req, head.consumed);
+        std::string preview = co_await guest_.preview_body(req, 256, 100ms);
         request.body_preview = std::move(preview);
         continue;
       }
       if (stop.result.kind == Kind::kNeedBody) {
         if (req.expect_continue && !continued) {
           continued = true;
-          co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+          co_await guest_.send_continue();
         }
         std::optional<std::string> bad, gone;
         try {
-          const bool whole = co_await read_body_upto(req, head.consumed, request.body_limit, request.body);
+          const bool whole = co_await read_body_upto(req, request.body_limit, request.body);
           request.body_whole = whole;
         } catch (const BadRequestBody& e) {
           bad = e.what();
@@ -283,7 +201,7 @@ class Exchange {
         continue;
       }
       if (stop.result.kind == Kind::kServeLocally) {
-        const bool go_on = co_await serve_locally(req, head.consumed);
+        const bool go_on = co_await serve_locally(req);
         co_return go_on;
       }
       // Refused: the alarm first (a canary to a denied host is one too).
@@ -302,9 +220,9 @@ class Exchange {
     RequestDecision& decision = request.decision;
     summary.host = decision.host;
     if (decision.rule) summary.identity = decision.rule->identity;
-    if (req.expect_continue && !continued) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+    if (req.expect_continue && !continued) co_await guest_.send_continue();
     summary.bytes_from_guest = head.consumed;
-    in_.erase(0, head.consumed);
+    guest_.release_head();
 
     bool response_started = false;
     std::optional<Refusal> refused;
@@ -366,7 +284,7 @@ class Exchange {
     summary.forwarded = true;
     report(summary, start);
     if (close_after_) {
-      co_await guest_.close_write();
+      co_await guest_.close();
       co_return false;
     }
     co_return true;
@@ -375,22 +293,21 @@ class Exchange {
   // A request on a local connection: its body read whole (bounded), handed
   // to the broker, and its answer written back. Nothing of it goes anywhere
   // else. false when the connection ends.
-  awaitable<bool> serve_locally(const http::RequestHead& req, size_t head_bytes) {
+  awaitable<bool> serve_locally(const http::RequestHead& req) {
     ctx_.counters.requests++;
     if (req.framing == http::BodyFraming::kContentLength && req.content_length > kMaxLocalBody) {
       const Refusal r{413, "zeroness: request body too large\n"};
       co_await refuse(r);
       co_return false;
     }
-    if (req.expect_continue) co_await guest_.write_all("HTTP/1.1 100 Continue\r\n\r\n");
-    in_.erase(0, head_bytes);
-    body_decoder_.reset();
+    if (req.expect_continue) co_await guest_.send_continue();
+    guest_.release_head();
     std::string body;
     std::optional<Refusal> refused;
     if (req.framing != http::BodyFraming::kNone) {
       bool ended = false, whole = false;
       try {
-        whole = co_await read_body_upto(req, 0, kMaxLocalBody, body);
+        whole = co_await read_body_upto(req, kMaxLocalBody, body);
       } catch (const BadRequestBody&) {
         refused = Refusal{400, "zeroness: bad request (malformed body)\n"};
       } catch (const std::exception&) {
@@ -405,18 +322,11 @@ class Exchange {
       co_return false;
     }
     LocalRequest request{conn_.session, req.host, req.method, req.target, std::move(body)};
-    body_decoder_.reset();
     LocalResponse answer = co_await ask_local(std::move(request));
     const bool close = !req.keep_alive;
-    std::string out = http::local_response(answer.status, answer.content_type, answer.body, close);
-    // A HEAD response says the length it would have had, without the body.
-    if (req.method == "HEAD" && answer.status != 204) out.resize(out.size() - answer.body.size());
-    co_await with_deadline(guest_.write_all(out), ctx_.idle_timeout);
-    if (close) {
-      co_await guest_.close_write();
-      co_return false;
-    }
-    co_return true;
+    const ProxyAnswer local{answer.status, answer.content_type, std::move(answer.body), true};
+    co_await guest_.answer(local, &req, close);
+    co_return !close;
   }
 
   // The broker answers on its own threads; the answer is posted back here.
@@ -432,37 +342,6 @@ class Exchange {
         std::move(initiate), use_awaitable);
     LocalResponse r = co_await std::move(answer);
     co_return r;
-  }
-
-  // The first bytes of the request's body for the broker (what an operator
-  // approving it is shown). A body sent right behind its head may not have
-  // arrived with it: waited for briefly (it is read next anyway), never when
-  // the guest waits for "100 Continue" first.
-  awaitable<std::string> preview_body(const http::RequestHead& req, size_t head_bytes) {
-    constexpr size_t kPreview = 256;
-    if (req.framing == http::BodyFraming::kNone) co_return std::string();
-    const size_t want = req.framing == http::BodyFraming::kContentLength
-                            ? std::min<uint64_t>(kPreview, req.content_length)
-                            : 1;
-    std::string preview = body_preview(req, std::string_view(in_).substr(head_bytes), ctx_.limits);
-    const auto until = Clock::now() + 100ms;
-    while (preview.size() < want && !req.expect_continue) {
-      // Waiting for readability, never cancelling a read: a read cut off by
-      // a timer could drop bytes it already took.
-      if (!guest_.has_buffered()) {
-        const auto left = until - Clock::now();
-        if (left <= Clock::duration::zero()) break;
-        const bool readable = co_await guest_.wait_readable(left);
-        if (!readable) break;
-      }
-      // Readable: a read that times out now is a stalled guest, and ends the
-      // connection as it would in the body read proper.
-      const size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
-      if (n == 0) break;
-      in_.append(buf_, n);
-      preview = body_preview(req, std::string_view(in_).substr(head_bytes), ctx_.limits);
-    }
-    co_return preview;
   }
 
   // Sleeps until the broker says the ticket was decided or the ticket
@@ -508,7 +387,7 @@ class Exchange {
     // stream's pipe ends with its request, and its cancel comes as the
     // exchange's cancellation.
     constexpr size_t kHeldBytes = 64 * 1024;
-    bool watch_guest = guest_.end_means_peer_gone();
+    bool watch_guest = guest_.watches_end();
     for (;;) {
       *woken = false;
       HoldState s = ctx_.policy.hold_state(conn_.session, ticket);
@@ -528,14 +407,9 @@ class Exchange {
         if (woke.index() == 0) continue;
         if (std::get<1>(woke)) {
           // Readable: its end (or a failure) is the guest going; bytes are kept.
-          size_t n = 0;
-          try {
-            n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
-          } catch (const std::exception&) {
-          }
-          if (n == 0) co_return cancel();
-          in_.append(buf_, n);
-          watch_guest = in_.size() < kHeldBytes;
+          const bool more = co_await guest_.read_ahead();
+          if (!more) co_return cancel();
+          watch_guest = guest_.held() < kHeldBytes;
           continue;
         }
         // Its readiness cannot be waited for (an error, a day gone): the
@@ -628,33 +502,31 @@ class Exchange {
       co_await switch_to_websocket(req, resp, decision, summary, response_started);
       co_return std::nullopt;
     }
-    const bool upstream_unframed =
-        resp.framing == http::BodyFraming::kChunked || resp.framing == http::BodyFraming::kUntilClose;
-    const bool guest_speaks_11 = req.version_minor == 1;
-    const bool chunk_out = upstream_unframed && guest_speaks_11;
-    // An upgrade the upstream answered as a request: the guest asked to
-    // leave HTTP/1.1 on this connection, so it ends after the answer.
-    close_after_ = !req.keep_alive || (upstream_unframed && !guest_speaks_11) || websocket_;
     // The response head's filters (filters/chain.cpp): a refusal is the
     // upstream's failure (502, nothing of the response passed on).
     filters::FilterResult rules = filters::response_chain().run(resp, connection_);
     if (rules.kind != filters::FilterResult::Kind::kContinue) throw std::runtime_error(rules.audit_error);
+    // The head as the guest gets it: the upstream's fields forwarded, and
+    // its names, values and reason phrase scrubbed (same-length replacement).
+    {
+      http::ResponseHead out = std::move(resp);
+      out.headers = http::forwarded_response_fields(out);
+      note_reflections(summary, scrub_head(scrubber_, out), true);
+      resp = std::move(out);
+    }
+    summary.status = resp.status;
     // What goes to the guest is gathered and written when the exchange would
     // otherwise wait (for the upstream, or at the end): a small response is
     // one TLS record and one send, head and body together, not one each.
-    std::string pending = http::forwarded_response_head(resp, chunk_out, close_after_);
-    // Names, values, the reason phrase: same-length replacement keeps the
-    // head well-formed.
-    note_reflections(summary, scrubber_.scrub(pending), true);
-    summary.status = resp.status;
-    // Until the head is written, a failure still gets the guest a 502.
+    // An upgrade the upstream answered as a request: the guest asked to
+    // leave HTTP/1.1 on this connection, so it ends after the answer.
+    close_after_ = guest_.response_head(resp, !req.keep_alive || websocket_);
+    // Until any of it reached the guest, a failure still gets it a 502.
+    response_started = guest_.response_started();
     const auto flush_to_guest = [&]() -> awaitable<void> {
-      if (pending.empty()) co_return;
-      response_started = true;
-      // A guest that stops reading holds the exchange no longer than an idle one.
-      co_await with_deadline(guest_.write_all(pending), ctx_.idle_timeout);
-      summary.bytes_to_guest += pending.size();
-      pending.clear();
+      const size_t n = co_await guest_.flush();
+      summary.bytes_to_guest += n;
+      response_started = guest_.response_started();
     };
     if (resp.framing == http::BodyFraming::kNone) co_await flush_to_guest();
     if (resp.framing != http::BodyFraming::kNone) {
@@ -673,7 +545,7 @@ class Exchange {
           upstream_.buffered.erase(0, step.consumed);
           if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
           body_chain.run(piece, step.done, clean);
-          append_body(pending, clean, chunk_out);
+          guest_.response_data(clean);
           if (step.done) break;
           // Sent before the next read: a streamed response is not delayed
           // beyond the partial match held back.
@@ -684,18 +556,17 @@ class Exchange {
               throw std::runtime_error("upstream body truncated");
             clean.clear();
             body_chain.run({}, true, clean);
-            append_body(pending, clean, chunk_out);
+            guest_.response_data(clean);
             break;
           }
           upstream_.buffered.append(buf_, n);
         }
-        if (chunk_out) {
-          // The upstream's trailer fields (gRPC's status) go on, filtered,
-          // scrubbed like a head (same-length replacement).
-          std::string last = http::last_chunk(http::forwarded_trailer_fields(decoder.trailers()));
-          note_reflections(summary, scrubber_.scrub(last), false);
-          pending += last;
-        }
+        // The upstream's trailer fields (gRPC's status) go on, filtered,
+        // scrubbed like a head (same-length replacement), where the guest's
+        // framing can carry them.
+        std::vector<http::Header> trailers = http::forwarded_trailer_fields(decoder.trailers());
+        note_reflections(summary, scrub_fields(scrubber_, trailers), false);
+        guest_.response_end(trailers);
         co_await flush_to_guest();
       } catch (...) {
         failed = std::current_exception();
@@ -728,21 +599,21 @@ class Exchange {
     const std::string* key = req.find("sec-websocket-key");
     const std::string why = websocket::response_error(resp, key ? *key : "");
     if (!why.empty()) throw std::runtime_error("upstream's WebSocket handshake: " + why);
-    std::string head = websocket::switching_head(http::forwarded_response_fields(resp));
-    note_reflections(summary, scrubber_.scrub(head), true);
+    http::ResponseHead switched = resp;
+    switched.headers = http::forwarded_response_fields(resp);
+    note_reflections(summary, scrub_head(scrubber_, switched), true);
     response_started = true;
     summary.status = 101;
     close_after_ = true;
-    co_await with_deadline(guest_.write_all(head), ctx_.idle_timeout);
-    summary.bytes_to_guest += head.size();
+    std::string from_guest;
+    ByteStream* tunnel = co_await guest_.open_tunnel(switched, from_guest);
     ctx_.counters.websockets++;
-    std::string from_guest = std::move(in_), from_upstream = std::move(upstream_.buffered);
-    in_.clear();
+    std::string from_upstream = std::move(upstream_.buffered);
     upstream_.buffered.clear();
     WebSocketChains chains{filters::guest_data_chain(decision.substitutions, connection_),
                            filters::upstream_data_chain(connection_, summary)};
     WebSocketOutcome outcome = co_await relay_websocket(
-        guest_, std::move(from_guest), *upstream_.stream, std::move(from_upstream), scrubber_, screen_,
+        *tunnel, std::move(from_guest), *upstream_.stream, std::move(from_upstream), scrubber_, screen_,
         decision.substitutions, std::move(chains), ctx_.websocket);
     upstream_.reset();
     summary.bytes_from_guest += outcome.bytes_up;
@@ -827,21 +698,15 @@ class Exchange {
     throw std::runtime_error("upstream unreachable: " + up.last_error);
   }
 
-  // Decodes the guest's body (from in_ at `from`) into `body` until it is
-  // complete (true) or longer than `limit`; the decoder is kept for the
-  // rest. Throws BadRequestBody on a malformed body, and when the guest
-  // ends or stalls inside it.
-  awaitable<bool> read_body_upto(const http::RequestHead& req, size_t from, size_t limit, std::string& body) {
-    body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
+  // Reads the guest's decoded body into `body` until it is complete (true)
+  // or longer than `limit`; the rest is read later from where this stopped.
+  // Throws BadRequestBody on a malformed body, another exception when the
+  // guest ends or stalls inside it.
+  awaitable<bool> read_body_upto(const http::RequestHead& req, size_t limit, std::string& body) {
     for (;;) {
-      http::BodyDecoder::Step step = body_decoder_->feed(std::string_view(in_).substr(from), body);
-      in_.erase(from, step.consumed);
-      if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
-      if (step.done) co_return true;
+      const bool done = co_await guest_.read_body(req, body);
+      if (done) co_return true;
       if (body.size() > limit) co_return false;
-      size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
-      if (n == 0) throw std::runtime_error("guest ended inside a request body");
-      in_.append(buf_, n);
     }
   }
 
@@ -857,19 +722,16 @@ class Exchange {
     }
     // Streamed: through the guest data chain (filters/chain.cpp).
     filters::DataChain chain = filters::guest_data_chain(request.decision.substitutions, connection_);
-    if (!body_decoder_) body_decoder_.emplace(req.framing, req.content_length, ctx_.limits);
     // What was read ahead (up to the bound) goes first, screened with the rest.
     std::string piece = std::move(request.body), clean;
     request.body.clear();
     for (;;) {
-      http::BodyDecoder::Step step = body_decoder_->feed(in_, piece);
-      in_.erase(0, step.consumed);
-      // The upstream has part of a request: it must never see the rest as
-      // anything, so the connection goes.
-      if (step.error) throw BadRequestBody("malformed request body: " + step.error_reason);
+      // A malformed body (BadRequestBody): the upstream has part of a
+      // request and must never see the rest as anything, so the connection goes.
+      const bool done = co_await guest_.read_body(req, piece);
       if (!chain.empty()) {
         clean.clear();
-        filters::DataResult r = chain.run(piece, step.done, clean);
+        filters::DataResult r = chain.run(piece, done, clean);
         if (r.stopped()) throw TripwireInBody(std::move(r.tripwires));
         piece.swap(clean);
       }
@@ -879,10 +741,7 @@ class Exchange {
         co_await with_deadline(upstream_.stream->write_all(piece), ctx_.idle_timeout);
       }
       piece.clear();
-      if (step.done) break;
-      size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
-      if (n == 0) throw std::runtime_error("guest ended inside a request body");
-      in_.append(buf_, n);
+      if (done) break;
     }
     if (req.framing == http::BodyFraming::kChunked)
       co_await with_deadline(upstream_.stream->write_all(http::kLastChunk), ctx_.idle_timeout);
@@ -916,22 +775,11 @@ class Exchange {
     }
   }
 
-  // Answers and ends the connection. The guest's unread bytes are drained
-  // briefly so the kernel does not reset the connection before the guest
-  // reads the answer.
+  // Answers and ends the connection (nothing pipelined behind a refused
+  // request is read as one).
   awaitable<void> refuse(const Refusal& refusal) {
-    try {
-      const std::string answer = http::proxy_response(refusal.status, refusal.body);
-      co_await with_deadline(guest_.write_all(answer), 5s);
-      co_await guest_.close_write();
-      size_t drained = 0;
-      while (drained < (1u << 20)) {
-        size_t n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), 500ms);
-        if (n == 0) break;
-        drained += n;
-      }
-    } catch (const std::exception&) {
-    }
+    const ProxyAnswer a{refusal.status, "text/plain; charset=utf-8", refusal.body, false};
+    co_await guest_.answer(a, nullptr, true);
   }
 
   // A request refused before the broker saw it (it audits the ones it
@@ -942,15 +790,6 @@ class Exchange {
     summary.error = error;
     report(summary, start);
     co_await refuse(refusal);
-  }
-
-  // A scrubbed piece of a response body, framed as the guest gets it.
-  static void append_body(std::string& out, const std::string& clean, bool chunk_out) {
-    if (clean.empty()) return;
-    if (chunk_out)
-      out += http::chunk_frame(clean);
-    else
-      out += clean;
   }
 
   void note_reflections(RequestSummary& summary, const ScrubReport& r, bool head) {
@@ -976,11 +815,10 @@ class Exchange {
     }
   }
 
-  GuestSide guest_;
+  GuestLeg& guest_;
   const UpstreamDecision& conn_;
   InterceptContext& ctx_;
   bool guest_gone_ = false;  // the guest went while its request was held
-  std::string in_;
   Upstream upstream_;
   bool close_after_ = false;
   bool websocket_ = false;  // the request being served is a WebSocket handshake
@@ -990,9 +828,6 @@ class Exchange {
   RequestScreen screen_;
   // What the filters keep from request to request (after what it refers to).
   filters::Connection connection_{conn_, ctx_.policy, ctx_.counters, scrubber_, screen_};
-  // The decoder of the request body being read (ahead of its head, then
-  // streamed behind it).
-  std::optional<http::BodyDecoder> body_decoder_;
   char buf_[kReadChunk];
 };
 
@@ -1000,6 +835,12 @@ class Exchange {
 
 awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
                                   InterceptContext& context) {
+  H1GuestLeg leg(guest, context.limits, H1Timeouts{context.header_timeout, context.idle_timeout});
+  co_await serve_exchange(leg, connection, context);
+}
+
+awaitable<void> serve_exchange(GuestLeg& guest, const UpstreamDecision& connection,
+                               InterceptContext& context) {
   auto exchange = std::make_unique<Exchange>(guest, connection, context);
   try {
     co_await exchange->run();

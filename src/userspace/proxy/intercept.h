@@ -1,5 +1,5 @@
-// The L7 half of the proxy: the HTTP/1.1 requests of one intercepted guest
-// connection (TLS already terminated, or plain HTTP on port 80), each decided
+// The L7 half of the proxy: the requests of one intercepted guest connection
+// (TLS already terminated, or plain HTTP on port 80) or HTTP/2 stream, each decided
 // by the broker before a byte of it reaches an upstream, forwarded with
 // regenerated framing and the rule's identity, and answered.
 #pragma once
@@ -13,6 +13,7 @@
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
+#include "userspace/proxy/guest_leg.h"
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
 #include "userspace/proxy/upstream_pool.h"
@@ -47,5 +48,10 @@ struct InterceptContext {
 // executor of `guest`); broker calls go to context.pool.
 asio::awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
                                         InterceptContext& context);
+
+// The same exchange over any guest leg (guest_leg.h): an HTTP/2 stream's
+// (h2_intercept.cpp) carries one request.
+asio::awaitable<void> serve_exchange(GuestLeg& guest, const UpstreamDecision& connection,
+                                     InterceptContext& context);
 
 }  // namespace zn::proxy

@@ -14,7 +14,7 @@
 namespace zn::proxy::filters {
 namespace {
 
-const std::string kCanary = "AKIAZNCANARY00001";
+const std::string kBodyCanary = "AKIAZNCANARY00001";
 const std::string kCredential = "sk_live_\"quoted\"&more";
 
 class BodyFiltersTest : public FilterTest {
@@ -40,7 +40,7 @@ class BodyFiltersTest : public FilterTest {
     read(r, body);
     return BodyScreenFilter().on_head(r, connection);
   }
-  void arm() { ASSERT_TRUE(screen.arm({{kCanary, "canary:0"}, {kPlaceholder, "placeholder:stripe"}})); }
+  void arm() { ASSERT_TRUE(screen.arm({{kBodyCanary, "canary:0"}, {kPlaceholder, "placeholder:stripe"}})); }
   static Substitution swap() { return Substitution{kPlaceholder, kCredential, "placeholder:stripe"}; }
 };
 
@@ -74,7 +74,7 @@ TEST_F(BodyFiltersTest, ACodedBodyIsReadWithinItsOwnBound) {
 TEST_F(BodyFiltersTest, ATripwireInTheBodyIsAnAlarmAndARefusalHoweverSpelled) {
   arm();
   const std::string spellings[] = {
-      "token=" + kCanary,
+      "token=" + kBodyCanary,
       "token=%41KIAZNCANARY0000%31",
       "{\"t\":\"\\u0041KIAZNCANARY00001\"}",
       "QUtJQVpOQ0FOQVJZMDAwMDE=",
@@ -102,8 +102,8 @@ TEST_F(BodyFiltersTest, ATripwireInTheBodyIsAnAlarmAndARefusalHoweverSpelled) {
 TEST_F(BodyFiltersTest, ACodedBodyIsScreenedAsTheUpstreamWillReadIt) {
   arm();
   for (const auto& [coding, bits] : {std::pair{"gzip", 31}, std::pair{"deflate", 15}}) {
-    const std::string coded = test::deflated("token=" + kCanary, bits);
-    ASSERT_EQ(coded.find(kCanary), std::string::npos);  // invisible as sent
+    const std::string coded = test::deflated("token=" + kBodyCanary, bits);
+    ASSERT_EQ(coded.find(kBodyCanary), std::string::npos);  // invisible as sent
     Request& r = post(coded, std::string("Content-Encoding: ") + coding + "\r\n");
     const FilterResult result = screen_body(r, coded);
     ASSERT_EQ(result.kind, FilterResult::Kind::kRefuse) << coding;
