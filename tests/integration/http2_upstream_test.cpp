@@ -1,6 +1,6 @@
 // HTTP/2 to upstreams (issue 17): intercepted requests offer ALPN "h2" to a
 // TLS upstream, and one that chooses it gets each request as a stream
-// (h2_upstream_stream.h), whatever the guest spoke. The upstream here is a
+// (h2_upstream_leg.h), whatever the guest spoke. The upstream here is a
 // real one: nginx serving HTTP/2 on h2.example (198.18.0.15:443), passing
 // every request on to the lab's echo server (which logs it), and saying in
 // response headers which protocol and which of its connections carried it.

@@ -19,7 +19,8 @@
 #include "userspace/proxy/filters/chain.h"
 #include "userspace/proxy/filters/response_scrub_filter.h"
 #include "userspace/proxy/h1_guest_leg.h"
-#include "userspace/proxy/h2_upstream_stream.h"
+#include "userspace/proxy/h1_upstream_leg.h"
+#include "userspace/proxy/h2_upstream_leg.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/scrub_fields.h"
 #include "userspace/proxy/secret_scrubber.h"
@@ -58,19 +59,17 @@ struct Upstream {
   std::string host;
   std::string identity;  // of the last request it carried ("" none)
   std::unique_ptr<tcp::socket> socket;
-  std::unique_ptr<ByteStream> stream;
-  std::string buffered;   // read past the end of the last response
-  std::string connected;  // "198.18.0.10:443": the address and port connected
+  std::unique_ptr<UpstreamLeg> leg;  // over *socket
+  std::string connected;             // "198.18.0.10:443": the address and port connected
 
-  bool open() const { return stream != nullptr; }
+  bool open() const { return leg != nullptr; }
   void reset() {
-    stream.reset();
+    leg.reset();
     if (socket) {
       asio::error_code ignored;
       socket->close(ignored);
     }
     socket.reset();
-    buffered.clear();
     host.clear();
     identity.clear();
     connected.clear();
@@ -109,11 +108,11 @@ class Exchange {
   // the next guest connection of the same session, host and identity.
   void release_upstream() {
     if (!upstream_.open()) return;
-    if (!ctx_.upstreams || !upstream_.buffered.empty()) {
+    if (!ctx_.upstreams || !upstream_.leg->reusable()) {
       upstream_.reset();
       return;
     }
-    IdleUpstream idle{std::move(upstream_.socket), std::move(upstream_.stream), upstream_.connected};
+    IdleUpstream idle{std::move(upstream_.socket), std::move(upstream_.leg), upstream_.connected};
     ctx_.upstreams->give(key_for(upstream_.host, upstream_.identity), std::move(idle));
     upstream_.reset();
   }
@@ -458,7 +457,7 @@ class Exchange {
         std::optional<IdleUpstream> idle = ctx_.upstreams->take(key_for(decision.host, identity), executor);
         if (idle) {
           upstream_.socket = std::move(idle->socket);
-          upstream_.stream = std::move(idle->stream);
+          upstream_.leg = std::move(idle->leg);
           upstream_.connected = std::move(idle->connected);
           upstream_.host = decision.host;
           ctx_.counters.upstream_reused++;
@@ -471,17 +470,14 @@ class Exchange {
       }
       summary.upstream = upstream_.connected;
       upstream_.identity = identity;
-      std::string out =
-          websocket_ ? upgrade_head(*send_req, *send_target, decision.host, injection)
-                     : http::forwarded_request_head(*send_req, *send_target, decision.host,
-                                                    injection ? &*injection : nullptr, scrubber_.armed());
-      bool sent = true;
+      const OutgoingRequest out{*send_req,         *send_target,
+                                decision.host,     injection ? &*injection : nullptr,
+                                scrubber_.armed(), websocket_};
+      bool sent = false;
       try {
-        co_await with_deadline(upstream_.stream->write_all(out), ctx_.idle_timeout);
+        sent = co_await with_deadline(upstream_.leg->send_head(out), ctx_.idle_timeout);
       } catch (const std::exception&) {
-        sent = false;
       }
-      OPENSSL_cleanse(out.data(), out.size());
       if (!sent) {
         upstream_.reset();
         if (reused && attempt == 0) continue;
@@ -491,7 +487,7 @@ class Exchange {
         body_sent = true;
         co_await forward_request_body(request, summary);
       }
-      const bool got = co_await read_response_head(req, resp);
+      const bool got = co_await with_deadline(upstream_.leg->response_head(resp), ctx_.idle_timeout);
       if (got) break;
       upstream_.reset();
       if (reused && attempt == 0 && send_req->framing == http::BodyFraming::kNone) continue;
@@ -536,35 +532,22 @@ class Exchange {
       filters::DataChain body_chain = filters::upstream_data_chain(connection_, summary);
       std::exception_ptr failed;
       try {
-        http::BodyDecoder decoder(resp.framing, resp.content_length, ctx_.limits);
         std::string piece, clean;
         for (;;) {
           piece.clear();
           clean.clear();
-          http::BodyDecoder::Step step = decoder.feed(upstream_.buffered, piece);
-          upstream_.buffered.erase(0, step.consumed);
-          if (step.error) throw std::runtime_error("malformed upstream body: " + step.error_reason);
-          body_chain.run(piece, step.done, clean);
+          const bool done = co_await with_deadline(upstream_.leg->response_body(piece), ctx_.idle_timeout);
+          body_chain.run(piece, done, clean);
           guest_.response_data(clean);
-          if (step.done) break;
+          if (done) break;
           // Sent before the next read: a streamed response is not delayed
           // beyond the partial match held back.
           co_await flush_to_guest();
-          size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
-          if (n == 0) {
-            if (resp.framing != http::BodyFraming::kUntilClose)
-              throw std::runtime_error("upstream body truncated");
-            clean.clear();
-            body_chain.run({}, true, clean);
-            guest_.response_data(clean);
-            break;
-          }
-          upstream_.buffered.append(buf_, n);
         }
         // The upstream's trailer fields (gRPC's status) go on, filtered,
         // scrubbed like a head (same-length replacement), where the guest's
         // framing can carry them.
-        std::vector<http::Header> trailers = http::forwarded_trailer_fields(decoder.trailers());
+        std::vector<http::Header> trailers = http::forwarded_trailer_fields(upstream_.leg->trailers());
         note_reflections(summary, scrub_fields(scrubber_, trailers), false);
         guest_.response_end(trailers);
         co_await flush_to_guest();
@@ -574,20 +557,8 @@ class Exchange {
       body_chain.close();  // what it replaced, into the audit record, however it ended
       if (failed) std::rethrow_exception(failed);
     }
-    if (!resp.keep_alive || resp.framing == http::BodyFraming::kUntilClose || websocket_) upstream_.reset();
+    if (!upstream_.leg->reusable() || websocket_) upstream_.reset();
     co_return std::nullopt;
-  }
-
-  // The guest's checked handshake as the upstream gets it: its fields as
-  // any request's (the identity injected), no extension offer.
-  std::string upgrade_head(const http::RequestHead& req, const http::NormalisedTarget& target,
-                           const std::string& host, const std::optional<Injection>& injection) {
-    http::ForwardedRequest forwarded =
-        http::forwarded_request(req, target, injection ? &*injection : nullptr, scrubber_.armed());
-    std::string out = websocket::upgrade_request_head(forwarded, host);
-    for (http::Header& h : forwarded.headers) OPENSSL_cleanse(h.value.data(), h.value.size());
-    OPENSSL_cleanse(forwarded.target.data(), forwarded.target.size());
-    return out;
   }
 
   // The upstream switched to WebSocket: its 101 checked against the guest's
@@ -608,12 +579,13 @@ class Exchange {
     std::string from_guest;
     ByteStream* tunnel = co_await guest_.open_tunnel(switched, from_guest);
     ctx_.counters.websockets++;
-    std::string from_upstream = std::move(upstream_.buffered);
-    upstream_.buffered.clear();
+    std::string from_upstream;
+    ByteStream* upstream = upstream_.leg->tunnel(from_upstream);
+    if (upstream == nullptr) throw std::runtime_error("the upstream's connection cannot carry a WebSocket");
     WebSocketChains chains{filters::guest_data_chain(decision.substitutions, connection_),
                            filters::upstream_data_chain(connection_, summary)};
     WebSocketOutcome outcome = co_await relay_websocket(
-        *tunnel, std::move(from_guest), *upstream_.stream, std::move(from_upstream), scrubber_, screen_,
+        *tunnel, std::move(from_guest), *upstream, std::move(from_upstream), scrubber_, screen_,
         decision.substitutions, std::move(chains), ctx_.websocket);
     upstream_.reset();
     summary.bytes_from_guest += outcome.bytes_up;
@@ -648,19 +620,19 @@ class Exchange {
     }
     // Interception's step after the TCP connect: no Nagle, then the
     // upstream TLS handshake; a failure tries the next address.
-    std::unique_ptr<ByteStream> stream;
+    std::unique_ptr<UpstreamLeg> leg;
     auto handshake = [&](tcp::socket& socket, const std::string&) -> awaitable<std::optional<std::string>> {
       try {
         socket.set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
         if (!conn_.tls) {
-          stream = std::make_unique<PlainStream>(socket);
+          leg = std::make_unique<H1UpstreamLeg>(std::make_unique<PlainStream>(socket), ctx_.limits);
           co_return std::nullopt;
         }
         SslPtr ssl(SSL_new(ctx_.upstream_tls));
         if (!ssl) throw std::runtime_error("SSL_new failed");
         prepare_upstream(ssl.get(), host);
         // HTTP/2 when the upstream prefers it (the request goes as a
-        // stream, h2_upstream_stream.h); never for a WebSocket handshake.
+        // stream, h2_upstream_leg.h); never for a WebSocket handshake.
         const bool offer_h2 = ctx_.upstream_http2 && !websocket_;
         if (offer_h2) offer_upstream_alpn(ssl.get());
         // Resumes the session this name and port last gave, if any.
@@ -671,13 +643,13 @@ class Exchange {
         if (SSL_session_reused(raw) == 1) ctx_.counters.upstream_resumed++;
         if (offer_h2 && upstream_chose_h2(raw)) {
           ctx_.counters.upstream_h2++;
-          stream = std::make_unique<H2UpstreamStream>(std::move(tls));
+          leg = std::make_unique<H2UpstreamLeg>(std::move(tls));
           co_return std::nullopt;
         }
-        stream = std::move(tls);
+        leg = std::make_unique<H1UpstreamLeg>(std::move(tls), ctx_.limits);
         co_return std::nullopt;
       } catch (const std::exception& e) {
-        stream.reset();
+        leg.reset();
         co_return std::string(e.what());
       }
     };
@@ -685,7 +657,7 @@ class Exchange {
                                                              ctx_.connect_timeout, handshake);
     if (up.socket) {
       upstream_.socket = std::move(up.socket);
-      upstream_.stream = std::move(stream);
+      upstream_.leg = std::move(leg);
       upstream_.host = host;
       upstream_.connected = up.upstream;
       co_return std::nullopt;
@@ -717,7 +689,7 @@ class Exchange {
       // Read, screened and swapped already; framed by its length.
       summary.bytes_from_guest += request.body.size();
       if (!request.body.empty())
-        co_await with_deadline(upstream_.stream->write_all(request.body), ctx_.idle_timeout);
+        co_await with_deadline(upstream_.leg->send_body(request.body, true), ctx_.idle_timeout);
       co_return;
     }
     // Streamed: through the guest data chain (filters/chain.cpp).
@@ -735,43 +707,11 @@ class Exchange {
         if (r.stopped()) throw TripwireInBody(std::move(r.tripwires));
         piece.swap(clean);
       }
-      if (!piece.empty()) {
-        summary.bytes_from_guest += piece.size();
-        if (req.framing == http::BodyFraming::kChunked) piece = http::chunk_frame(piece);
-        co_await with_deadline(upstream_.stream->write_all(piece), ctx_.idle_timeout);
-      }
+      summary.bytes_from_guest += piece.size();
+      if (!piece.empty() || done)
+        co_await with_deadline(upstream_.leg->send_body(piece, done), ctx_.idle_timeout);
       piece.clear();
       if (done) break;
-    }
-    if (req.framing == http::BodyFraming::kChunked)
-      co_await with_deadline(upstream_.stream->write_all(http::kLastChunk), ctx_.idle_timeout);
-  }
-
-  // false: the upstream closed before a byte of response.
-  awaitable<bool> read_response_head(const http::RequestHead& req, http::ResponseHead& resp) {
-    const bool head_request = req.method == "HEAD";
-    for (;;) {
-      http::ParseResult r = http::parse_response_head(upstream_.buffered, ctx_.limits, head_request, resp);
-      if (r.state == http::ParseState::kDone) {
-        upstream_.buffered.erase(0, r.consumed);
-        // Interim responses (100, 103) are not relayed; a 101 only ends the
-        // head of a WebSocket handshake (checked by the caller).
-        if (resp.status == 101 && websocket_) co_return true;
-        if (resp.status == 101) throw std::runtime_error("upstream switched protocols");
-        if (resp.status < 200) {
-          resp = {};
-          continue;
-        }
-        co_return true;
-      }
-      if (r.state == http::ParseState::kError)
-        throw std::runtime_error("malformed upstream response: " + r.error);
-      size_t n = co_await with_deadline(upstream_.stream->read_some(buf_, kReadChunk), ctx_.idle_timeout);
-      if (n == 0) {
-        if (upstream_.buffered.empty()) co_return false;
-        throw std::runtime_error("upstream response head truncated");
-      }
-      upstream_.buffered.append(buf_, n);
     }
   }
 
@@ -828,7 +768,6 @@ class Exchange {
   RequestScreen screen_;
   // What the filters keep from request to request (after what it refers to).
   filters::Connection connection_{conn_, ctx_.policy, ctx_.counters, scrubber_, screen_};
-  char buf_[kReadChunk];
 };
 
 }  // namespace

@@ -16,14 +16,14 @@
 #include <optional>
 #include <string>
 
-#include "userspace/proxy/byte_stream.h"
+#include "userspace/proxy/upstream_leg.h"
 
 namespace zn::proxy {
 
 struct IdleUpstream {
   std::unique_ptr<asio::ip::tcp::socket> socket;
-  std::unique_ptr<ByteStream> stream;  // over *socket; destroyed first
-  std::string connected;               // "198.18.0.10:443"
+  std::unique_ptr<UpstreamLeg> leg;  // over *socket; destroyed first
+  std::string connected;             // "198.18.0.10:443"
 };
 
 struct UpstreamKey {
