@@ -4,6 +4,8 @@
 // real one: nginx serving HTTP/2 on h2.example (198.18.0.15:443), passing
 // every request on to the lab's echo server (which logs it), and saying in
 // response headers which protocol and which of its connections carried it.
+#include <set>
+
 #include "integration/proxy_fixture.h"
 
 namespace zn::test {
@@ -101,6 +103,35 @@ TEST_F(Http2UpstreamTest, BodiesAndScrubbing) {
   EXPECT_GT(r.output.size(), 200u) << r.output;
   EXPECT_NE(audit_events("secret:reflected", {"secret:reflected"}).find("secret:reflected"),
             std::string::npos);
+}
+
+// Streams of an HTTP/2 guest started together share one upstream connection
+// (h2_upstream_connection.h): the burst waits for the first connect of its
+// session, host and identity and takes streams of it, instead of opening a
+// connection each. Each request still carries the identity.
+TEST_F(Http2UpstreamTest, ConcurrentStreamsShareOneUpstreamConnection) {
+  // The nginx connections that carried a burst of `n` streams to `path`.
+  const auto burst = [&](const std::string& path, int n) {
+    std::string uris;
+    for (int i = 0; i < n; ++i) uris += " https://h2.example" + path + std::to_string(i);
+    const auto r = guest("nghttp -n -v --no-verify-peer" + uris + " 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(count(r.output, ":status: 200"), static_cast<size_t>(n)) << r.output;
+    std::set<std::string> connections;
+    for (size_t at = r.output.find("x-upstream-conn: "); at != std::string::npos;
+         at = r.output.find("x-upstream-conn: ", at + 1))
+      connections.insert(r.output.substr(at, r.output.find('\n', at) - at));
+    return connections;
+  };
+  const std::set<std::string> with_identity = burst("/v1/m", 10);
+  EXPECT_EQ(with_identity.size(), 1u);
+  const std::string log = upstream_log();
+  EXPECT_EQ(count(log, std::string("\"Bearer ") + kSecret + "\""), 10u) << log;
+  // Positive control: a request of another identity (none) never shares
+  // that connection; its own burst shares another.
+  const std::set<std::string> without = burst("/open/o", 5);
+  EXPECT_EQ(without.size(), 1u);
+  EXPECT_NE(without, with_identity);
 }
 
 class Http2UpstreamOffTest : public Http2UpstreamTest {

@@ -5,23 +5,37 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "userspace/h2/fields.h"
 
 namespace zn::h2 {
 
-H2ClientSession::H2ClientSession(ClientOptions options) : SessionCore(/*server=*/false, std::move(options)) {
+H2ClientSession::H2ClientSession(ClientOptions options) : SessionCore(/*server=*/false, options) {
   const H2Limits& l = limits();
-  const nghttp2_settings_entry settings[] = {
+  std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, l.max_header_list_bytes},
       {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, l.hpack_table_bytes},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, l.max_frame_bytes},
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
-  const int rv = nghttp2_submit_settings(session(), NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  if (options.stream_window > 0)
+    settings.push_back({NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options.stream_window});
+  int rv = nghttp2_submit_settings(session(), NGHTTP2_FLAG_NONE, settings.data(), settings.size());
   if (rv != 0) throw std::runtime_error(std::string("nghttp2 SETTINGS: ") + nghttp2_strerror(rv));
+  if (options.connection_window > 0) {
+    rv = nghttp2_session_set_local_window_size(session(), NGHTTP2_FLAG_NONE, 0,
+                                               static_cast<int32_t>(options.connection_window));
+    if (rv != 0) throw std::runtime_error(std::string("nghttp2 window: ") + nghttp2_strerror(rv));
+  }
 }
+
+uint32_t H2ClientSession::peer_max_concurrent_streams() {
+  return nghttp2_session_get_remote_settings(session(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+bool H2ClientSession::request_allowed() { return nghttp2_session_check_request_allowed(session()) != 0; }
 
 int32_t H2ClientSession::submit_request(std::string_view method, std::string_view scheme,
                                         std::string_view authority, std::string_view path,

@@ -18,7 +18,15 @@
 
 namespace zn::h2 {
 
-using ClientOptions = SessionOptions;
+struct ClientOptions : SessionOptions {
+  // What the upstream may send ahead on one stream (SETTINGS_INITIAL_WINDOW_SIZE)
+  // and on the connection in all; 0 keeps the protocol's 65,535. With
+  // manual_window_updates a stream's reader that does not take its bytes
+  // holds at most its own window, and a connection window of every stream's
+  // keeps it from holding the others back.
+  uint32_t stream_window = 0;
+  uint32_t connection_window = 0;
+};
 
 class H2ClientSession : public SessionCore {
  public:
@@ -35,6 +43,12 @@ class H2ClientSession : public SessionCore {
   // in nghttp2 until one closes.
   int32_t submit_request(std::string_view method, std::string_view scheme, std::string_view authority,
                          std::string_view path, const std::vector<Field>& headers, bool has_body);
+
+  // Streams the upstream lets us have open at once (its SETTINGS; before
+  // they came, the protocol's initial "unlimited").
+  uint32_t peer_max_concurrent_streams();
+  // Whether a new stream may start (no GOAWAY either way, not failed).
+  bool request_allowed();
 
  private:
   void on_header_block(int32_t stream_id, Stream& stream, int category, bool end_stream) override;

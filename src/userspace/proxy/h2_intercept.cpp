@@ -26,9 +26,10 @@ constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr size_t kLingerBytes = size_t{1} << 20;
-// Each stream is an exchange with an upstream connection of its own: fewer
-// than the codec's default, so one guest connection cannot open more
-// upstream connections than a few HTTP/1.1 guests would.
+// Each stream is an exchange; to an HTTP/1.1 upstream, with a connection of
+// its own (streams to an HTTP/2 upstream share one): fewer than the codec's
+// default, so one guest connection cannot open more upstream connections
+// than a few HTTP/1.1 guests would.
 constexpr uint32_t kMaxConcurrentStreams = 32;
 
 // One stream: its guest leg, and how to end its exchange.

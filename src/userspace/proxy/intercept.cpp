@@ -57,10 +57,10 @@ awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
 // the UpstreamPool across guest connections.
 struct Upstream {
   std::string host;
-  std::string identity;  // of the last request it carried ("" none)
-  std::unique_ptr<tcp::socket> socket;
-  std::unique_ptr<UpstreamLeg> leg;  // over *socket
-  std::string connected;             // "198.18.0.10:443": the address and port connected
+  std::string identity;                 // of the last request it carried ("" none)
+  std::unique_ptr<tcp::socket> socket;  // null for a stream of a shared connection (it owns its socket)
+  std::unique_ptr<UpstreamLeg> leg;     // over *socket
+  std::string connected;                // "198.18.0.10:443": the address and port connected
 
   bool open() const { return leg != nullptr; }
   void reset() {
@@ -88,6 +88,19 @@ struct TripwireInBody : std::runtime_error {
   std::vector<std::string> labels;
 };
 
+// Ends a connect others of its key wait for (H2UpstreamShares::join).
+struct ConnectTurn {
+  H2UpstreamShares* shares = nullptr;
+  std::shared_ptr<H2UpstreamShares::Connecting> connecting;
+  ConnectTurn(H2UpstreamShares* s, std::shared_ptr<H2UpstreamShares::Connecting> c)
+      : shares(s), connecting(std::move(c)) {}
+  ConnectTurn(const ConnectTurn&) = delete;
+  ConnectTurn& operator=(const ConnectTurn&) = delete;
+  ~ConnectTurn() {
+    if (shares && connecting) shares->finish(connecting);
+  }
+};
+
 const Refusal kTripwireRefusal{403, std::string(filters::kTripwireRefusalBody)};
 
 class Exchange {
@@ -108,7 +121,7 @@ class Exchange {
   // the next guest connection of the same session, host and identity.
   void release_upstream() {
     if (!upstream_.open()) return;
-    if (!ctx_.upstreams || !upstream_.leg->reusable()) {
+    if (!ctx_.upstreams || !upstream_.leg->reusable() || upstream_.leg->shared()) {
       upstream_.reset();
       return;
     }
@@ -446,15 +459,28 @@ class Exchange {
     bool body_sent = false;
     const std::string identity = injection && decision.rule ? decision.rule->identity : "";
     for (int attempt = 0;; ++attempt) {
+      std::shared_ptr<H2UpstreamShares::Connecting> connecting;  // this exchange's connect, others wait for
       // Another host, or another identity than the connection last carried:
       // that connection goes back to the pool, this request gets its own.
       if (upstream_.open() && (upstream_.host != decision.host || upstream_.identity != identity))
         release_upstream();
       // A WebSocket takes a connection of its own that offered HTTP/1.1
-      // only (a pooled one may speak HTTP/2), and never gives it back.
-      if (!upstream_.open() && attempt == 0 && ctx_.upstreams && !websocket_) {
+      // only (a pooled or shared one may speak HTTP/2), and never gives it back.
+      if (!upstream_.open() && attempt == 0 && !websocket_) {
         auto executor = co_await asio::this_coro::executor;
-        std::optional<IdleUpstream> idle = ctx_.upstreams->take(key_for(decision.host, identity), executor);
+        const UpstreamKey key = key_for(decision.host, identity);
+        // A new stream of an HTTP/2 connection open for the same key first,
+        // then an idle connection.
+        if (ctx_.h2_upstreams) {
+          if (std::shared_ptr<H2UpstreamConnection> shared = ctx_.h2_upstreams->find(key, executor)) {
+            upstream_.connected = shared->connected();
+            upstream_.leg = std::make_unique<H2UpstreamLeg>(std::move(shared));
+            upstream_.host = decision.host;
+            ctx_.counters.upstream_reused++;
+          }
+        }
+        std::optional<IdleUpstream> idle;
+        if (!upstream_.open() && ctx_.upstreams) idle = ctx_.upstreams->take(key, executor);
         if (idle) {
           upstream_.socket = std::move(idle->socket);
           upstream_.leg = std::move(idle->leg);
@@ -462,10 +488,31 @@ class Exchange {
           upstream_.host = decision.host;
           ctx_.counters.upstream_reused++;
         }
+        // An upstream that may choose HTTP/2, being connected for this key
+        // already: a stream of that connection, once it is up.
+        if (!upstream_.open() && ctx_.h2_upstreams && ctx_.upstream_http2 && conn_.tls) {
+          H2UpstreamShares::Join join = ctx_.h2_upstreams->join(key, executor);
+          if (join.first) {
+            connecting = std::move(join.connecting);
+          } else {
+            co_await wait_for_connect(*join.connecting);
+            if (std::shared_ptr<H2UpstreamConnection> shared = ctx_.h2_upstreams->find(key, executor)) {
+              upstream_.connected = shared->connected();
+              upstream_.leg = std::make_unique<H2UpstreamLeg>(std::move(shared));
+              upstream_.host = decision.host;
+              ctx_.counters.upstream_reused++;
+            }
+          }
+        }
       }
       const bool reused = upstream_.open();
       if (!reused) {
-        std::optional<Refusal> refused = co_await connect_upstream(decision.host, summary);
+        std::optional<Refusal> refused;
+        {
+          // Whatever its outcome, the exchanges waiting for it look again.
+          const ConnectTurn turn{ctx_.h2_upstreams, std::move(connecting)};
+          refused = co_await connect_upstream(decision.host, identity, summary);
+        }
         if (refused) co_return refused;
       }
       summary.upstream = upstream_.connected;
@@ -605,12 +652,26 @@ class Exchange {
     }
   }
 
+  // Waits (up to the connect timeout) for another exchange's connect of the
+  // same key to end.
+  awaitable<void> wait_for_connect(H2UpstreamShares::Connecting& connecting) {
+    auto wait = [&]() -> awaitable<void> {
+      while (!connecting.finished) co_await wait_for_signal(connecting.signal);
+    };
+    try {
+      co_await with_deadline(wait(), ctx_.connect_timeout);
+    } catch (const std::system_error& e) {
+      if (e.code() != std::errc::timed_out) throw;  // the exchange itself was cancelled
+    }
+  }
+
   // Connects (and for TLS, handshakes with) the first of the broker's
   // addresses that the guard still allows and that answers. A Refusal when
   // the broker or the guard refused them all (nothing left the proxy: an
   // egress:deny with the reason); throws when none could be connected (an
   // egress:error, summary.upstream_failed).
-  awaitable<std::optional<Refusal>> connect_upstream(const std::string& host, RequestSummary& summary) {
+  awaitable<std::optional<Refusal>> connect_upstream(const std::string& host, const std::string& identity,
+                                                     RequestSummary& summary) {
     const std::string session = conn_.session;
     UpstreamAddresses where =
         co_await off_loop(ctx_.pool, [&] { return ctx_.policy.resolve_upstream(session, host); });
@@ -621,6 +682,7 @@ class Exchange {
     // Interception's step after the TCP connect: no Nagle, then the
     // upstream TLS handshake; a failure tries the next address.
     std::unique_ptr<UpstreamLeg> leg;
+    std::unique_ptr<ByteStream> h2_transport;  // an upstream that chose HTTP/2
     auto handshake = [&](tcp::socket& socket, const std::string&) -> awaitable<std::optional<std::string>> {
       try {
         socket.set_option(tcp::no_delay(true));  // see the guest side: no Nagle stalls
@@ -643,18 +705,32 @@ class Exchange {
         if (SSL_session_reused(raw) == 1) ctx_.counters.upstream_resumed++;
         if (offer_h2 && upstream_chose_h2(raw)) {
           ctx_.counters.upstream_h2++;
-          leg = std::make_unique<H2UpstreamLeg>(std::move(tls));
+          h2_transport = std::move(tls);
           co_return std::nullopt;
         }
         leg = std::make_unique<H1UpstreamLeg>(std::move(tls), ctx_.limits);
         co_return std::nullopt;
       } catch (const std::exception& e) {
         leg.reset();
+        h2_transport.reset();
         co_return std::string(e.what());
       }
     };
     UpstreamConnection up = co_await proxy::connect_upstream(where.addresses, conn_.port, ctx_.guard,
                                                              ctx_.connect_timeout, handshake);
+    if (up.socket && h2_transport) {
+      // A connection other exchanges of this key may take streams of.
+      const std::chrono::milliseconds idle =
+          ctx_.h2_upstreams ? ctx_.h2_upstreams->idle() : ctx_.idle_timeout;
+      auto connection = std::make_shared<H2UpstreamConnection>(std::move(up.socket), std::move(h2_transport),
+                                                               up.upstream, ctx_.idle_timeout, idle);
+      connection->start();
+      if (ctx_.h2_upstreams) ctx_.h2_upstreams->add(key_for(host, identity), connection);
+      upstream_.leg = std::make_unique<H2UpstreamLeg>(std::move(connection));
+      upstream_.host = host;
+      upstream_.connected = up.upstream;
+      co_return std::nullopt;
+    }
     if (up.socket) {
       upstream_.socket = std::move(up.socket);
       upstream_.leg = std::move(leg);

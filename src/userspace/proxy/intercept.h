@@ -14,6 +14,7 @@
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/guest_leg.h"
+#include "userspace/proxy/h2_upstream_shares.h"
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
 #include "userspace/proxy/upstream_pool.h"
@@ -36,6 +37,9 @@ struct InterceptContext {
   // Idle upstream connections shared across guest connections; null: each
   // guest connection opens its own.
   UpstreamPool* upstreams = nullptr;
+  // HTTP/2 upstream connections open now, each taking many exchanges'
+  // requests as streams; null: an exchange's HTTP/2 connection is its own.
+  H2UpstreamShares* h2_upstreams = nullptr;
   // The bounds of a WebSocket a rule allowed ("websocket": true).
   WebSocketLimits websocket;
   // Offer HTTP/2 to TLS upstreams (ALPN "h2" before "http/1.1").

@@ -67,7 +67,11 @@ void reset(tcp::socket& s) {
 
 struct TransparentProxy::Impl {
   Impl(ProxyConfig c, ProxyPolicy& p)
-      : config(std::move(c)), policy(p), mint_budget(config.mint_budget), upstreams(config.upstream_pool) {}
+      : config(std::move(c)),
+        policy(p),
+        mint_budget(config.mint_budget),
+        upstreams(config.upstream_pool),
+        h2_upstreams(config.upstream_pool.idle) {}
 
   // Accepts on the first loop (which alone touches per_guest) and hands
   // each connection to the loops in turn: the socket is accepted straight
@@ -346,6 +350,8 @@ struct TransparentProxy::Impl {
   std::unique_ptr<LeafCertAuthority> leaves;
   MintBudget mint_budget;
   UpstreamPool upstreams;  // cleared once the loops stop (its sockets are theirs)
+  // Holds no connection: each lives in its loop's coroutines (destroyed with the loops).
+  H2UpstreamShares h2_upstreams;
   SslCtxPtr guest_tls;
   std::optional<UpstreamTls> upstream_tls;
   InterceptCounters intercept_counters;
@@ -388,6 +394,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
                                                    c.connect_timeout, impl_->intercept_counters});
     impl_->interception->guard = impl_->guard.get();
     impl_->interception->upstreams = &impl_->upstreams;
+    impl_->interception->h2_upstreams = &impl_->h2_upstreams;
     impl_->interception->websocket = c.websocket;
     impl_->interception->upstream_http2 = c.upstream_http2;
   }

@@ -4,8 +4,9 @@
 // payload and trailer fields. The codec is the leg's:
 //   - H1UpstreamLeg (h1_upstream_leg.h): HTTP/1.1 text on a connection, one
 //     request after another (keep-alive), a WebSocket's tunnel after a 101;
-//   - H2UpstreamLeg (h2_upstream_leg.h): an upstream that chose HTTP/2, the
-//     request as one stream's fields and DATA, its answer taken from the
+//   - H2UpstreamLeg (h2_upstream_leg.h): a stream of an upstream connection
+//     that chose HTTP/2 (shared by the exchanges of one session, host and
+//     identity), the request as fields and DATA, its answer taken from the
 //     codec's events: never HTTP/1.1 text on the way.
 // The exchange bounds every call with its own deadline (the idle timeout);
 // the legs honour the caller's cancellation.
@@ -58,6 +59,9 @@ class UpstreamLeg {
   // After the response ended: whether the connection can carry another
   // request (nothing left unread, no close asked).
   virtual bool reusable() const = 0;
+  // A stream of a connection other exchanges share (HTTP/2): never kept in
+  // the idle pool, since its connection stays open for them anyway.
+  virtual bool shared() const { return false; }
 
   // After a 101 to an upgrade: the connection as bytes, and what the
   // upstream sent behind its head (moved into `pending`). nullptr for a leg

@@ -88,7 +88,8 @@ TEST_F(H1UpstreamLegTest, AResponseReadToItsLengthLeavesTheConnectionReusable) {
 
 TEST_F(H1UpstreamLegTest, ABodyUntilCloseEndsAtTheCloseAndTheConnectionWithIt) {
   run("\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\nall of it", true, [&](H1UpstreamLeg& up) -> awaitable<void> {
-    EXPECT_TRUE(co_await up.send_head(legtest::test_request(kPlainGet).out()));
+    const legtest::TestRequest r1 = legtest::test_request(kPlainGet);
+    EXPECT_TRUE(co_await up.send_head(r1.out()));
     http::ResponseHead head;
     EXPECT_TRUE(co_await up.response_head(head));
     EXPECT_EQ(co_await body(up), "all of it");
@@ -99,7 +100,8 @@ TEST_F(H1UpstreamLegTest, ABodyUntilCloseEndsAtTheCloseAndTheConnectionWithIt) {
 TEST_F(H1UpstreamLegTest, ACloseAskedOrBytesAfterTheResponseMeanNoReuse) {
   run("\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", false,
       [&](H1UpstreamLeg& up) -> awaitable<void> {
-        EXPECT_TRUE(co_await up.send_head(legtest::test_request(kPlainGet).out()));
+        const legtest::TestRequest r2 = legtest::test_request(kPlainGet);
+        EXPECT_TRUE(co_await up.send_head(r2.out()));
         http::ResponseHead head;
         EXPECT_TRUE(co_await up.response_head(head));
         EXPECT_EQ(co_await body(up), "ok");
@@ -110,7 +112,8 @@ TEST_F(H1UpstreamLegTest, ACloseAskedOrBytesAfterTheResponseMeanNoReuse) {
 TEST_F(H1UpstreamLegTest, BytesBehindTheResponseMeanNoReuse) {
   run("\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n", false,
       [&](H1UpstreamLeg& up) -> awaitable<void> {
-        EXPECT_TRUE(co_await up.send_head(legtest::test_request(kPlainGet).out()));
+        const legtest::TestRequest r3 = legtest::test_request(kPlainGet);
+        EXPECT_TRUE(co_await up.send_head(r3.out()));
         http::ResponseHead head;
         EXPECT_TRUE(co_await up.response_head(head));
         EXPECT_EQ(co_await body(up), "ok");
@@ -123,7 +126,8 @@ TEST_F(H1UpstreamLegTest, AChunkedRequestBodyIsFramedAndTheResponsesTrailersKept
   const std::string answer =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nmsg\r\n0\r\ngrpc-status: 0\r\n\r\n";
   run("0\r\n\r\n", answer, false, [&](H1UpstreamLeg& up) -> awaitable<void> {
-    EXPECT_TRUE(co_await up.send_head(legtest::test_request(head_text).out()));
+    const legtest::TestRequest r4 = legtest::test_request(head_text);
+    EXPECT_TRUE(co_await up.send_head(r4.out()));
     co_await up.send_body("hel", false);
     co_await up.send_body("lo", true);
     // The server answers once the last chunk came.
@@ -142,7 +146,8 @@ TEST_F(H1UpstreamLegTest, AChunkedRequestBodyIsFramedAndTheResponsesTrailersKept
 TEST_F(H1UpstreamLegTest, ATruncatedBodyFails) {
   run("\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", true,
       [&](H1UpstreamLeg& up) -> awaitable<void> {
-        EXPECT_TRUE(co_await up.send_head(legtest::test_request(kPlainGet).out()));
+        const legtest::TestRequest r5 = legtest::test_request(kPlainGet);
+        EXPECT_TRUE(co_await up.send_head(r5.out()));
         http::ResponseHead head;
         EXPECT_TRUE(co_await up.response_head(head));
         bool failed = false;
@@ -159,7 +164,8 @@ TEST_F(H1UpstreamLegTest, ATruncatedBodyFails) {
 TEST_F(H1UpstreamLegTest, ASwitchNobodyAskedForFails) {
   run("\r\n\r\n", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
       false, [&](H1UpstreamLeg& up) -> awaitable<void> {
-        EXPECT_TRUE(co_await up.send_head(legtest::test_request(kPlainGet).out()));
+        const legtest::TestRequest r6 = legtest::test_request(kPlainGet);
+        EXPECT_TRUE(co_await up.send_head(r6.out()));
         http::ResponseHead head;
         bool failed = false;
         try {
@@ -175,7 +181,8 @@ TEST_F(H1UpstreamLegTest, AClosedConnectionIsToldFromAFailedRequest) {
   // The server reads the request and closes: nothing of a response (the
   // exchange may retry a request that had no body).
   run("\r\n\r\n", "", true, [&](H1UpstreamLeg& up) -> awaitable<void> {
-    co_await up.send_head(legtest::test_request(kPlainGet).out());
+    const legtest::TestRequest r7 = legtest::test_request(kPlainGet);
+    co_await up.send_head(r7.out());
     http::ResponseHead head;
     EXPECT_FALSE(co_await up.response_head(head));
   });

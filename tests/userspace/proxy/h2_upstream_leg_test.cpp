@@ -1,9 +1,12 @@
-// The exchange's view of an HTTP/2 upstream (h2_upstream_leg.h): each
-// request it sends is one stream of fields and DATA, each answer comes back
-// as a head, payload and trailers, on one connection; an upstream that
-// resets, sends what cannot be relayed or goes away fails the request, never
-// another. The upstream is nghttp2 (H2ServerSession) over loopback TCP,
-// scripted by path.
+// The exchange's view of an HTTP/2 upstream (h2_upstream_leg.h,
+// h2_upstream_connection.h): each request it sends is one stream of fields
+// and DATA, each answer comes back as a head, payload and trailers; many
+// exchanges' streams share one connection at once, a stream whose reader
+// takes nothing holds back only itself, and an upstream that resets, sends
+// what cannot be relayed or goes away fails the request, never another.
+// The upstream is nghttp2 (H2ServerSession) over loopback TCP, scripted by
+// path; the shares (h2_upstream_shares.h) hand a connection only to its own
+// key on its own loop.
 #include "userspace/proxy/h2_upstream_leg.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +21,7 @@
 
 #include "userspace/h2/server_session.h"
 #include "userspace/http/message.h"
+#include "userspace/proxy/h2_upstream_shares.h"
 #include "upstream_leg_fixture.h"
 
 namespace zn::proxy {
@@ -35,7 +39,7 @@ struct Seen {
 
 class H2UpstreamLegTest : public ::testing::Test {
  protected:
-  H2UpstreamLegTest() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), client_(io_) {}
+  H2UpstreamLegTest() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
 
   // The upstream: answers each request by its path once its body ended.
   awaitable<void> serve(tcp::socket socket) {
@@ -47,6 +51,7 @@ class H2UpstreamLegTest : public ::testing::Test {
       for (;;) {
         std::string out = session.take_output();
         if (!out.empty()) co_await stream.write_all(out);
+        if (close_now_) break;
         const size_t n = co_await stream.read_some(buf, sizeof(buf));
         if (n == 0) break;
         if (!session.feed(std::span(reinterpret_cast<const uint8_t*>(buf), n))) break;
@@ -66,7 +71,18 @@ class H2UpstreamLegTest : public ::testing::Test {
 
   void answer(h2::H2ServerSession& s, int32_t id, const Seen& seen) {
     seen_.push_back(seen);
-    if (seen.path == "/reset") {
+    if (seen.path == "/slow") {
+      held_ = id;  // answered once /fast was
+    } else if (seen.path == "/fast") {
+      reply(s, id, "fast");
+      if (held_ > 0) reply(s, held_, "slow");
+    } else if (seen.path == "/big") {
+      // Past its stream's window: sent as the reader takes it.
+      s.submit_response(id, 200, {{"content-length", std::to_string(kBig)}}, true);
+      s.send_data(id, std::string(kBig, 'b'), true);
+    } else if (seen.path == "/close") {
+      close_now_ = true;
+    } else if (seen.path == "/reset") {
       s.reset_stream(id, 0x2);
     } else if (seen.path == "/unframed") {
       // No length: until the stream's end. In pieces.
@@ -82,19 +98,46 @@ class H2UpstreamLegTest : public ::testing::Test {
       s.send_data(id, "ok", true);
       s.goaway(0);
     } else {
-      const std::string body = "got " + std::to_string(seen.body.size());
-      s.submit_response(id, 200, {{"content-length", std::to_string(body.size())}}, true);
-      s.send_data(id, body, true);
+      reply(s, id, "got " + std::to_string(seen.body.size()));
     }
   }
 
-  // Runs `client` against a fresh upstream until both are done.
-  void run(std::function<awaitable<void>(H2UpstreamLeg&)> client) {
-    client_.connect(acceptor_.local_endpoint());
+  static void reply(h2::H2ServerSession& s, int32_t id, const std::string& body) {
+    s.submit_response(id, 200, {{"content-length", std::to_string(body.size())}}, true);
+    s.send_data(id, body, true);
+  }
+
+  // A connection to a fresh upstream, its owner started.
+  std::shared_ptr<H2UpstreamConnection> connect() {
+    auto socket = std::make_unique<tcp::socket>(io_);
+    socket->connect(acceptor_.local_endpoint());
     tcp::socket server = acceptor_.accept();
     asio::co_spawn(io_, serve(std::move(server)), asio::detached);
-    auto up = std::make_unique<H2UpstreamLeg>(std::make_unique<PlainStream>(client_));
-    legtest::run_over_leg(io_, client_, *up, client);
+    auto transport = std::make_unique<PlainStream>(*socket);
+    auto c =
+        std::make_shared<H2UpstreamConnection>(std::move(socket), std::move(transport), "127.0.0.1", 5s, 5s);
+    c->start();
+    return c;
+  }
+
+  // Runs `client` until it finishes (at most 10 s).
+  void finish(std::function<awaitable<void>()> client) {
+    bool done = false;
+    std::exception_ptr failed;
+    asio::co_spawn(io_, client(), [&](std::exception_ptr e) {
+      failed = e;
+      done = true;
+      io_.stop();
+    });
+    io_.run_for(10s);
+    ASSERT_TRUE(done) << "the client never finished";
+    if (failed) std::rethrow_exception(failed);
+  }
+
+  // Runs `client` over one leg of a fresh upstream connection.
+  void run(std::function<awaitable<void>(H2UpstreamLeg&)> client) {
+    auto up = std::make_unique<H2UpstreamLeg>(connect());
+    finish([&]() -> awaitable<void> { co_await client(*up); });
   }
 
   // One response as the exchange reads it: the head, then the payload.
@@ -109,10 +152,12 @@ class H2UpstreamLegTest : public ::testing::Test {
     co_return body;
   }
 
+  static constexpr size_t kBig = 1024 * 1024;
   asio::io_context io_;
   tcp::acceptor acceptor_;
-  tcp::socket client_;
   std::vector<Seen> seen_;
+  int32_t held_ = 0;
+  bool close_now_ = false;
 };
 
 TEST_F(H2UpstreamLegTest, RequestsGoAsStreamsOneAfterAnother) {
@@ -145,17 +190,18 @@ TEST_F(H2UpstreamLegTest, RequestsGoAsStreamsOneAfterAnother) {
     body = co_await response(up, head);
     EXPECT_EQ(body, "got 300000");
     // No length from the upstream: until the stream's end.
-    EXPECT_TRUE(co_await up.send_head(
-        legtest::test_request("GET /unframed HTTP/1.1\r\nHost: up.example\r\n\r\n").out()));
+    const legtest::TestRequest d =
+        legtest::test_request("GET /unframed HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await up.send_head(d.out()));
     body = co_await response(up, head);
     EXPECT_EQ(head.framing, http::BodyFraming::kUntilClose);
     EXPECT_TRUE(head.keep_alive);
     EXPECT_EQ(body.size(), 100003u);
     EXPECT_TRUE(up.reusable());  // the stream ended, not the connection
     // Trailer fields come apart from the payload.
-    EXPECT_TRUE(co_await up.send_head(
-        legtest::test_request("POST /trailers HTTP/1.1\r\nHost: up.example\r\nContent-Length: 0\r\n\r\n")
-            .out()));
+    const legtest::TestRequest e =
+        legtest::test_request("POST /trailers HTTP/1.1\r\nHost: up.example\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_TRUE(co_await up.send_head(e.out()));
     body = co_await response(up, head);
     EXPECT_EQ(body, "msg");
     const std::vector<http::Header> trailers = up.trailers();
@@ -180,8 +226,9 @@ TEST_F(H2UpstreamLegTest, RequestsGoAsStreamsOneAfterAnother) {
 TEST_F(H2UpstreamLegTest, AResetStreamFailsItsRequestOnly) {
   run([&](H2UpstreamLeg& up) -> awaitable<void> {
     http::ResponseHead head;
-    EXPECT_TRUE(co_await up.send_head(
-        legtest::test_request("GET /reset HTTP/1.1\r\nHost: up.example\r\n\r\n").out()));
+    const legtest::TestRequest reset =
+        legtest::test_request("GET /reset HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await up.send_head(reset.out()));
     bool failed = false;
     try {
       co_await response(up, head);
@@ -197,13 +244,14 @@ TEST_F(H2UpstreamLegTest, AResetStreamFailsItsRequestOnly) {
 TEST_F(H2UpstreamLegTest, AfterGoawayTheNextRequestIsNotSent) {
   run([&](H2UpstreamLeg& up) -> awaitable<void> {
     http::ResponseHead head;
-    EXPECT_TRUE(co_await up.send_head(
-        legtest::test_request("GET /goaway HTTP/1.1\r\nHost: up.example\r\n\r\n").out()));
+    const legtest::TestRequest goaway =
+        legtest::test_request("GET /goaway HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await up.send_head(goaway.out()));
     EXPECT_EQ(co_await response(up, head), "ok");
     EXPECT_FALSE(up.reusable());
     // Not written: the exchange retries it on a fresh connection.
-    EXPECT_FALSE(
-        co_await up.send_head(legtest::test_request("GET /a HTTP/1.1\r\nHost: up.example\r\n\r\n").out()));
+    const legtest::TestRequest next = legtest::test_request("GET /a HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_FALSE(co_await up.send_head(next.out()));
   });
   EXPECT_EQ(seen_.size(), 1u);
 }
@@ -224,6 +272,123 @@ TEST_F(H2UpstreamLegTest, AnUpgradeNeverGoesOverHttp2) {
     EXPECT_EQ(up.tunnel(ws.host), nullptr);
   });
   EXPECT_TRUE(seen_.empty());
+}
+
+TEST_F(H2UpstreamLegTest, ExchangesShareOneConnectionWithStreamsAtOnce) {
+  std::shared_ptr<H2UpstreamConnection> c = connect();
+  H2UpstreamLeg slow(c), fast(c);
+  std::string slow_body, fast_body;
+  finish([&]() -> awaitable<void> {
+    // /slow is answered only after /fast: one request at a time would never end.
+    const legtest::TestRequest r2 = legtest::test_request("GET /slow HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await slow.send_head(r2.out()));
+    const legtest::TestRequest r3 = legtest::test_request("GET /fast HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await fast.send_head(r3.out()));
+    http::ResponseHead head;
+    fast_body = co_await response(fast, head);
+    slow_body = co_await response(slow, head);
+    EXPECT_TRUE(slow.reusable());
+    EXPECT_TRUE(fast.reusable());
+  });
+  EXPECT_EQ(fast_body, "fast");
+  EXPECT_EQ(slow_body, "slow");
+  EXPECT_EQ(seen_.size(), 2u);  // both on the one connection the server saw
+}
+
+TEST_F(H2UpstreamLegTest, AStreamNobodyReadsHoldsBackOnlyItself) {
+  std::shared_ptr<H2UpstreamConnection> c = connect();
+  H2UpstreamLeg big(c), small(c);
+  std::string small_body, big_body;
+  finish([&]() -> awaitable<void> {
+    const legtest::TestRequest r4 = legtest::test_request("GET /big HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await big.send_head(r4.out()));
+    http::ResponseHead head;
+    EXPECT_TRUE(co_await big.response_head(head));
+    // Nothing of /big taken: its window (256 KiB) fills, the connection's does not.
+    asio::steady_timer pause(co_await asio::this_coro::executor, 200ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    const legtest::TestRequest r5 = legtest::test_request("GET /s HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await small.send_head(r5.out()));
+    small_body = co_await response(small, head);
+    // Positive control: the held stream goes on once read.
+    for (;;) {
+      const bool done = co_await big.response_body(big_body);
+      if (done) break;
+    }
+  });
+  EXPECT_EQ(small_body, "got 0");
+  EXPECT_EQ(big_body.size(), kBig);
+}
+
+TEST_F(H2UpstreamLegTest, AConnectionThatEndsFailsItsStreamsAsClosed) {
+  std::shared_ptr<H2UpstreamConnection> c = connect();
+  H2UpstreamLeg closing(c), other(c);
+  finish([&]() -> awaitable<void> {
+    // The positive control first: the connection answers.
+    http::ResponseHead head;
+    const legtest::TestRequest r6 = legtest::test_request("GET /a HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await other.send_head(r6.out()));
+    EXPECT_EQ(co_await response(other, head), "got 0");
+    const legtest::TestRequest r7 = legtest::test_request("GET /close HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await closing.send_head(r7.out()));
+    // Nothing of an answer: as a connection that closed (the exchange
+    // retries a bodiless request elsewhere).
+    EXPECT_FALSE(co_await closing.response_head(head));
+    EXPECT_FALSE(closing.reusable());
+    EXPECT_FALSE(other.reusable());
+    const legtest::TestRequest r8 = legtest::test_request("GET /b HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_FALSE(co_await other.send_head(r8.out()));
+  });
+  EXPECT_FALSE(c->ended().empty());
+}
+
+TEST_F(H2UpstreamLegTest, SharesHandAConnectionOnlyToItsKeyOnItsLoopWhileItTakesStreams) {
+  std::shared_ptr<H2UpstreamConnection> c = connect();
+  H2UpstreamShares shares;
+  const UpstreamKey key{"s1", "up.example", "", 443, true};
+  shares.add(key, c);
+  asio::io_context other_loop;
+  finish([&]() -> awaitable<void> {
+    EXPECT_EQ(shares.find(key, io_.get_executor()), c);
+    UpstreamKey other_session = key;
+    other_session.session = "s2";
+    EXPECT_EQ(shares.find(other_session, io_.get_executor()), nullptr);
+    UpstreamKey other_identity = key;
+    other_identity.identity = "another";
+    EXPECT_EQ(shares.find(other_identity, io_.get_executor()), nullptr);
+    EXPECT_EQ(shares.find(key, other_loop.get_executor()), nullptr);
+    // Once the upstream went away, no new stream goes to it.
+    H2UpstreamLeg leg(c);
+    http::ResponseHead head;
+    const legtest::TestRequest r9 = legtest::test_request("GET /goaway HTTP/1.1\r\nHost: up.example\r\n\r\n");
+    EXPECT_TRUE(co_await leg.send_head(r9.out()));
+    EXPECT_EQ(co_await response(leg, head), "ok");
+    EXPECT_EQ(shares.find(key, io_.get_executor()), nullptr);
+  });
+  // Its owner ends after the GOAWAY: once it has and its legs went, nothing holds it.
+  c.reset();
+  io_.restart();
+  io_.run_for(2s);
+  EXPECT_EQ(shares.size(), 0u);
+}
+
+TEST(H2UpstreamSharesTest, AConnectInFlightIsJoinedNotRepeated) {
+  asio::io_context loop, other_loop;
+  H2UpstreamShares shares;
+  const UpstreamKey key{"s1", "up.example", "", 443, true};
+  H2UpstreamShares::Join first = shares.join(key, loop.get_executor());
+  EXPECT_TRUE(first.first);
+  H2UpstreamShares::Join second = shares.join(key, loop.get_executor());
+  EXPECT_FALSE(second.first);
+  EXPECT_EQ(second.connecting, first.connecting);
+  // Another key, another loop: connects of their own.
+  UpstreamKey other = key;
+  other.identity = "cap:x";
+  EXPECT_TRUE(shares.join(other, loop.get_executor()).first);
+  EXPECT_TRUE(shares.join(key, other_loop.get_executor()).first);
+  shares.finish(first.connecting);
+  EXPECT_TRUE(second.connecting->finished);
+  EXPECT_TRUE(shares.join(key, loop.get_executor()).first);  // the next connect is a new one
 }
 
 }  // namespace
