@@ -15,9 +15,9 @@ namespace {
 using asio::awaitable;
 using asio::use_awaitable;
 
-constexpr uint32_t kCancel = 0x8;
+constexpr uint32_t kCancelStream = 0x8;
 
-h2::ClientOptions client_options() {
+h2::ClientOptions upstream_client_options() {
   h2::ClientOptions o;
   o.manual_window_updates = true;
   o.stream_window = H2UpstreamConnection::kStreamWindow;
@@ -49,7 +49,7 @@ H2UpstreamConnection::H2UpstreamConnection(std::unique_ptr<asio::ip::tcp::socket
       connected_(std::move(connected)),
       io_timeout_(io_timeout),
       idle_(idle),
-      session_(client_options()) {}
+      session_(upstream_client_options()) {}
 
 H2UpstreamConnection::~H2UpstreamConnection() {
   transport_.reset();
@@ -80,7 +80,7 @@ int32_t H2UpstreamConnection::open_stream(const h2::UpstreamRequest& r, H2Upstre
 
 void H2UpstreamConnection::close_stream(int32_t id, bool ended, size_t unconsumed) {
   if (streams_.erase(id) == 0) return;
-  if (!ended) session_.reset_stream(id, kCancel);
+  if (!ended) session_.reset_stream(id, kCancelStream);
   if (unconsumed > 0) session_.consume(id, unconsumed);  // the connection's window is shared
   kick();
 }
