@@ -28,6 +28,9 @@
 #                                capability stores written from several threads
 #   StoreSetTest.ConcurrentFirstUses...
 #                                rw stores opened on first use from several threads
+#   H2GuestLegTest, H2UpstreamLegTest
+#                                a guest stream and a shared upstream connection
+#                                on the proxy loop, their legs on exchanges
 #   ProxyTest, InterceptTest, Http2Test, WebSocketTest, Http2UpstreamTest, ZerodTest, ApprovalTest,
 #   SecretUseTest, CapabilityTest,
 #   IngressTest                  zerod itself: proxy loops, worker pool, audit,
@@ -42,8 +45,8 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              KvStoreTest.ConcurrentWritersCannotOvershootTheQuota
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. CapabilityQueueTest.
              SqlBoundsTest.ASlowStatementHoldsOnlyItsOwnCall SqlBoundsTest.ACancelledCallStopsAtOnce IngressTest. CommandTest.
-             ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. StreamPipeTest. WebSocketTest.
-             Http2UpstreamTest. H2UpstreamStreamTest. GrpcTest.)
+             ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. H2GuestLegTest. WebSocketTest.
+             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest.)
 
 # ctest -R/-E regex of the suites above (each a prefix of test names).
 tsan_regex() {
