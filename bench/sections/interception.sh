@@ -52,6 +52,10 @@
 #                              SSL_CERT_FILE = system CAs + the lab upstream CA.
 #   ZN_BENCH_IC_PARTS          which parts run (comma list: wrk, h2load,
 #                              handshakes, bulk, latency, audit); unset: all
+#   ZN_BENCH_PERF              a directory: zerod's first round of each wrk
+#                              and h2load figure is profiled there (perf
+#                              record, DWARF call graphs, one file per figure;
+#                              perf report -i; that round is slowed a little)
 #   ZN_BENCH_AUDIT_OFF_CONFIG  JSON merged into zerod's config for the "off"
 #                              variant of (d). zerod has no audit-off setting
 #                              (every verdict is audited), so unset = skipped;
@@ -384,7 +388,9 @@ ic_wrk() {
     for ((round = 1; round <= ROUNDS; round++)); do
       for v in zerod nginx squid mitmproxy veth-zerod veth-nginx veth-squid veth-mitmproxy; do
         [ -z "${IC_BROKEN[$v]:-}" ] || continue
+        [ "$round" = 1 ] && [[ $v == *zerod ]] && ic_profile "$v-$body" "$secs"
         echo "$round $v-$body $(wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs")" >> "$f"
+        ic_profile_end
       done
     done
     for kind in "" veth-; do
@@ -498,6 +504,21 @@ ic_latency() {
   done
 }
 
+# ic_profile NAME SECONDS: with ZN_BENCH_PERF, perf records zerod (call
+# graphs) for at most SECONDS while the figure runs; ic_profile_end waits.
+IC_PERF_PID=""
+ic_profile() {
+  [ -n "${ZN_BENCH_PERF:-}" ] || return 0
+  mkdir -p "$ZN_BENCH_PERF"
+  perf record -q -F 499 --call-graph dwarf,16384 -p "$ZEROD_PID" -o "$ZN_BENCH_PERF/$1.data" -- sleep "$2" > /dev/null 2>&1 &
+  IC_PERF_PID=$!
+}
+ic_profile_end() {
+  [ -n "$IC_PERF_PID" ] || return 0
+  wait "$IC_PERF_PID" || true
+  IC_PERF_PID=""
+}
+
 # h2load_rps NETNS URL N: requests/s of N requests over 4 connections x 10
 # streams, or null (any request failed or not 2xx).
 h2load_rps() {
@@ -516,7 +537,9 @@ ic_h2load() {
     return 0
   fi
   for ((round = 1; round <= ROUNDS; round++)); do
+    [ "$round" = 1 ] && ic_profile h2load 10
     echo "$round zerod $(h2load_rps "$IC_PREFIX-g0" "https://$IC_NAME/small" "$n")" >> "$f"
+    ic_profile_end
     echo "$round nginx $(h2load_rps "$IC_PREFIX-g1" "https://$IC_NAME/small" "$n")" >> "$f"
   done
   if [ "$(variant_median "$f" zerod)" = null ]; then
