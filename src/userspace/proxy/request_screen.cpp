@@ -45,9 +45,10 @@ std::string encoded(std::string_view credential, BodyKind as) {
 }  // namespace
 
 bool RequestScreen::arm(const std::vector<Tripwire>& tripwires) {
-  bool ok = true;
-  for (const Tripwire& t : tripwires) ok = scrubber_.add_secret(t.pattern, t.label) && ok;
-  return ok;
+  std::vector<std::pair<std::string_view, std::string_view>> list;
+  list.reserve(tripwires.size());
+  for (const Tripwire& t : tripwires) list.emplace_back(t.pattern, t.label);
+  return scrubber_.add_secrets(list);
 }
 
 std::vector<std::string> RequestScreen::hits(const ScrubReport& report,

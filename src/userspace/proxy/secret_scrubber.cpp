@@ -6,7 +6,9 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 
 namespace zn::proxy {
 namespace {
@@ -345,16 +347,101 @@ std::vector<SecretPattern> canonical_patterns(std::string_view secret) {
   return out;
 }
 
-SecretScrubber::~SecretScrubber() { clear(); }
+// The automaton: states 0..n-1, root 0; next_[state * classes_ + class] is
+// the target state's row (target * classes_), | kMatchFlag when a pattern
+// ends at the target. Every table spells the secrets: wiped when it goes.
+struct SecretScrubber::Automaton {
+  Automaton(std::vector<std::string> secrets, std::vector<std::string> labels)
+      : secrets_(std::move(secrets)), labels_(std::move(labels)) {
+    build();
+  }
+  ~Automaton();
+  Automaton(const Automaton&) = delete;
+  Automaton& operator=(const Automaton&) = delete;
+  bool armed() const { return !secrets_.empty(); }
 
-void SecretScrubber::clear() {
-  for (std::string& s : secrets_) cleanse(s);
-  secrets_.clear();
-  labels_.clear();
-  wipe_automaton();
+  std::vector<std::string> secrets_, labels_;
+  uint8_t class_of_[256] = {};
+  size_t classes_ = 1;
+  std::vector<uint32_t> next_;
+  std::vector<uint16_t> depth_;      // length of the prefix a state stands for
+  std::vector<uint16_t> match_len_;  // longest pattern ending here, 0 if none
+  std::vector<uint32_t> match_enc_;  // encodings of the patterns ending here
+  std::vector<uint64_t> match_sec_;  // secrets of the patterns ending here
+  std::vector<uint8_t> boundary_;    // boundary_redaction() of each state
+  size_t longest_ = 0;
+  size_t pattern_count_ = 0;
+
+ private:
+  void build();
+};
+
+namespace {
+
+constexpr uint32_t kMatchFlag = 0x80000000u;
+
+// The automata alive, by their list of secrets and labels: a scrubber armed
+// with a list another holds takes that one instead of building its own (an
+// HTTP/2 connection's streams and a session's connections arm with the same
+// list). Weak references: an automaton lives as long as its scrubbers and
+// streams. Built outside the lock; two that race keep the first.
+class AutomatonCache {
+ public:
+  using Ptr = std::shared_ptr<const SecretScrubber::Automaton>;
+
+  Ptr get(std::vector<std::string> secrets, std::vector<std::string> labels) {
+    const uint64_t key = key_of(secrets, labels);
+    if (Ptr found = find(key, secrets, labels)) {
+      for (std::string& s : secrets) cleanse(s);
+      return found;
+    }
+    auto built = std::make_shared<const SecretScrubber::Automaton>(std::move(secrets), std::move(labels));
+    std::lock_guard lock(mu_);
+    if (Ptr found = find_locked(key, built->secrets_, built->labels_)) return found;
+    if (++inserts_ % 256 == 0) std::erase_if(alive_, [](const auto& e) { return e.second.expired(); });
+    alive_.emplace(key, built);
+    return built;
+  }
+
+ private:
+  static uint64_t key_of(const std::vector<std::string>& secrets, const std::vector<std::string>& labels) {
+    uint64_t h = secrets.size();
+    for (const auto* list : {&secrets, &labels})
+      for (const std::string& s : *list) h = (h ^ std::hash<std::string_view>{}(s)) * 0x100000001b3ull + 1;
+    return h;
+  }
+  Ptr find(uint64_t key, const std::vector<std::string>& secrets, const std::vector<std::string>& labels) {
+    std::lock_guard lock(mu_);
+    return find_locked(key, secrets, labels);
+  }
+  Ptr find_locked(uint64_t key, const std::vector<std::string>& secrets, const std::vector<std::string>& labels) {
+    auto [from, to] = alive_.equal_range(key);
+    for (auto it = from; it != to;) {
+      Ptr p = it->second.lock();
+      if (!p) {
+        it = alive_.erase(it);
+        continue;
+      }
+      if (p->secrets_ == secrets && p->labels_ == labels) return p;
+      ++it;
+    }
+    return nullptr;
+  }
+
+  std::mutex mu_;
+  std::unordered_multimap<uint64_t, std::weak_ptr<const SecretScrubber::Automaton>> alive_;
+  uint64_t inserts_ = 0;
+};
+
+AutomatonCache& automata() {
+  static AutomatonCache cache;
+  return cache;
 }
 
-void SecretScrubber::wipe_automaton() {
+}  // namespace
+
+SecretScrubber::Automaton::~Automaton() {
+  for (std::string& s : secrets_) cleanse(s);
   cleanse(next_);
   cleanse(depth_);
   cleanse(match_len_);
@@ -362,31 +449,74 @@ void SecretScrubber::wipe_automaton() {
   cleanse(match_sec_);
   cleanse(boundary_);
   OPENSSL_cleanse(class_of_, sizeof class_of_);
-  classes_ = 1;
-  longest_ = 0;
-  pattern_count_ = 0;
 }
+
+SecretScrubber::SecretScrubber() = default;
+SecretScrubber::~SecretScrubber() = default;
+
+bool SecretScrubber::armed() const { return a_ && a_->armed(); }
+size_t SecretScrubber::longest() const { return a_ ? a_->longest_ : 0; }
+size_t SecretScrubber::patterns() const { return a_ ? a_->pattern_count_ : 0; }
+size_t SecretScrubber::states() const { return a_ ? a_->depth_.size() : 0; }
+const std::string& SecretScrubber::label(size_t i) const { return a_->labels_[i]; }
+size_t SecretScrubber::secret_count() const { return a_ ? a_->secrets_.size() : 0; }
+size_t SecretScrubber::boundary_redaction(uint32_t state) const { return a_->boundary_[state]; }
+void SecretScrubber::clear() { a_.reset(); }
 
 bool SecretScrubber::add_secret(std::string_view secret, std::string_view label) {
   if (secret.empty() || secret.size() > kMaxSecretBytes) return false;
-  if (std::find(secrets_.begin(), secrets_.end(), secret) != secrets_.end()) return true;
-  if (secrets_.size() >= kMaxSecrets) return false;
-  secrets_.emplace_back(secret);
-  labels_.emplace_back(label);
-  build();
-  if (next_.size() > kMaxTableEntries) {
-    // Too big to hold per connection: the caller refuses to inject it.
-    cleanse(secrets_.back());
-    secrets_.pop_back();
-    labels_.pop_back();
-    build();
-    return false;
+  std::vector<std::string> secrets, labels;
+  if (a_) {
+    if (std::find(a_->secrets_.begin(), a_->secrets_.end(), secret) != a_->secrets_.end()) return true;
+    if (a_->secrets_.size() >= kMaxSecrets) return false;
+    secrets = a_->secrets_;
+    labels = a_->labels_;
   }
+  secrets.emplace_back(secret);
+  labels.emplace_back(label);
+  std::shared_ptr<const Automaton> next = automata().get(std::move(secrets), std::move(labels));
+  // Too big to hold per connection: the caller refuses to inject it.
+  if (next->next_.size() > kMaxTableEntries) return false;
+  a_ = std::move(next);
   return true;
 }
 
-void SecretScrubber::build() {
-  wipe_automaton();
+bool SecretScrubber::add_secrets(const std::vector<std::pair<std::string_view, std::string_view>>& list) {
+  std::vector<std::string> secrets, labels;
+  if (a_) {
+    secrets = a_->secrets_;
+    labels = a_->labels_;
+  }
+  const size_t had = secrets.size();
+  bool ok = true;
+  for (const auto& [secret, label] : list) {
+    if (secret.empty() || secret.size() > kMaxSecretBytes) {
+      ok = false;
+    } else if (std::find(secrets.begin(), secrets.end(), secret) == secrets.end()) {
+      if (secrets.size() >= kMaxSecrets) {
+        ok = false;
+      } else {
+        secrets.emplace_back(secret);
+        labels.emplace_back(label);
+      }
+    }
+  }
+  if (secrets.size() == had) {
+    for (std::string& s : secrets) cleanse(s);
+    return ok;
+  }
+  std::shared_ptr<const Automaton> next = automata().get(std::move(secrets), std::move(labels));
+  if (next->next_.size() <= kMaxTableEntries) {
+    a_ = std::move(next);
+    return ok;
+  }
+  // Too big together: one at a time, each refused that does not fit.
+  next.reset();
+  for (const auto& [secret, label] : list) ok = add_secret(secret, label) && ok;
+  return ok;
+}
+
+void SecretScrubber::Automaton::build() {
   struct Owned {
     SecretPattern p;
     size_t secret;
@@ -487,7 +617,17 @@ void SecretScrubber::build() {
   for (uint32_t& t : next_) t = static_cast<uint32_t>(t * k) | (match_len_[t] != 0 ? kMatchFlag : 0);
 }
 
-SecretScrubber::Stream::Stream(const SecretScrubber& s, Mode mode) : s_(s), mode_(mode) {
+namespace {
+// A stream of a scrubber with no secret: it passes bytes through.
+const std::shared_ptr<const SecretScrubber::Automaton>& unarmed() {
+  static const auto none = std::make_shared<const SecretScrubber::Automaton>(std::vector<std::string>{},
+                                                                             std::vector<std::string>{});
+  return none;
+}
+}  // namespace
+
+SecretScrubber::Stream::Stream(const SecretScrubber& s, Mode mode)
+    : a_(s.a_ ? s.a_ : unarmed()), s_(*a_), mode_(mode) {
   if (!s_.armed()) return;
   size_t ring = 1;
   while (ring < s_.longest_ + 1) ring <<= 1;
@@ -510,6 +650,7 @@ void SecretScrubber::Stream::reset() {
     v->canon.reset();
     v->row = 0;
     v->count = 0;
+    v->run = 0;
   }
   runs_.clear();
 }
@@ -558,9 +699,12 @@ void SecretScrubber::Stream::scan_identity(size_t from) {
   const uint8_t* class_of = s_.class_of_;
   uint32_t row = row_;
   const char* data = pending_.data();
+  rows_.resize(pending_.size() - from);
+  uint32_t* rows = rows_.data() - from;
   for (size_t i = from; i < pending_.size(); ++i) {
     const uint32_t t = next[row + class_of[static_cast<unsigned char>(data[i])]];
     row = t & ~kMatchFlag;
+    rows[i] = row;
     if (!(t & kMatchFlag)) [[likely]]
       continue;
     const uint32_t state = row / static_cast<uint32_t>(k);
@@ -588,13 +732,23 @@ void SecretScrubber::Stream::scan_view(View& v, size_t from) {
   // Most bytes are plain (no escape lead, no byte to drop, no escape
   // pending): they step the automaton here, with the state in locals; the
   // others go through the canonicaliser.
+  //
+  // Inside a run of plain bytes the view reads what the as-sent view reads.
+  // Once it is in the as-sent view's state, and that state's prefix lies
+  // within the run (depth <= run), the two stay in one state to the run's
+  // end, and every match the view would find there has the same source
+  // bytes as one the as-sent view found (already redacted and reported):
+  // the view skips to the run's end and takes the as-sent view's state,
+  // keeping the source positions of that state's prefix.
   const uint32_t k = static_cast<uint32_t>(s_.classes_);
   const uint32_t* next = s_.next_.data();
   const uint8_t* class_of = s_.class_of_;
+  const uint16_t* depth = s_.depth_.data();
+  const uint32_t* rows = rows_.data() - from;  // rows[i]: the as-sent state after byte i
   uint64_t* ring = v.ring.data();
   const uint64_t mask = ring_mask_;
   uint32_t row = v.row;
-  uint64_t count = v.count;
+  uint64_t count = v.count, run = v.run;
   bool idle = v.canon.idle(), took = false;
   const unsigned char* data = reinterpret_cast<const unsigned char*>(pending_.data());
   const size_t n = pending_.size();
@@ -603,19 +757,34 @@ void SecretScrubber::Stream::scan_view(View& v, size_t from) {
     if (idle && v.canon.plain(c)) [[likely]] {
       ring[count & mask] = base_ + i;
       ++count;
+      ++run;
       const uint32_t t = next[row + class_of[c]];
       row = t & ~kMatchFlag;
       took = true;
-      if (!(t & kMatchFlag)) [[likely]]
+      if (t & kMatchFlag) [[unlikely]] {
+        const uint32_t state = row / k;
+        matched(state, ring[(count - s_.match_len_[state]) & mask], base_ + i + 1, true);
+      }
+      if (row != rows[i] || depth[row / k] > run || !skip_) [[likely]]
         continue;
-      const uint32_t state = row / k;
-      matched(state, ring[(count - s_.match_len_[state]) & mask], base_ + i + 1, true);
+      size_t j = i + 1;
+      while (j < n && v.canon.plain(data[j])) ++j;
+      const size_t skipped = j - (i + 1);
+      if (skipped > 0) {
+        row = rows[j - 1];
+        count += skipped;
+        run += skipped;
+        const size_t keep = std::min<size_t>(depth[row / k], skipped);
+        for (size_t p = j - keep; p < j; ++p) ring[(count - (j - p)) & mask] = base_ + p;
+      }
+      i = j - 1;
       continue;
     }
     v.row = row;
     v.count = count;
     if (took) v.canon.took_plain();
     took = false;
+    run = 0;
     v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
     row = v.row;
     count = v.count;
@@ -623,6 +792,7 @@ void SecretScrubber::Stream::scan_view(View& v, size_t from) {
   }
   v.row = row;
   v.count = count;
+  v.run = run;
   if (took) v.canon.took_plain();
 }
 

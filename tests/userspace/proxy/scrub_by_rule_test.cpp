@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -525,6 +526,103 @@ TEST(ScrubByRule, ACanarySplitAcrossGuestMessagesIsFound) {
   EXPECT_TRUE(stream.end_message(out).empty());
   EXPECT_TRUE(stream.feed("RY00002 end", out).empty());
   EXPECT_TRUE(stream.finish(out).empty());
+}
+
+// The canonical views skip ahead inside a plain run once they are in the
+// as-sent view's state (secret_scrubber.cpp scan_view): the same bytes out,
+// the same report and the same redacted ranges as views that step every
+// byte, over bodies of plain runs, escapes, line breaks, binary bytes and
+// the secrets in every family (raw ones inside plain runs, where the views
+// skip), at random cuts, in both modes.
+struct Scanned {
+  std::string out;
+  ScrubReport report;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // merged
+};
+
+Scanned scan(const SecretScrubber& s, const std::string& in, const std::vector<size_t>& cuts, bool every_byte,
+             SecretScrubber::Stream::Mode mode) {
+  SecretScrubber::Stream stream(s, mode);
+  if (every_byte) stream.step_every_byte();
+  std::vector<std::pair<uint64_t, uint64_t>> found;
+  stream.record_matches(&found);
+  Scanned r;
+  size_t from = 0;
+  for (size_t cut : cuts) {
+    stream.feed(std::string_view(in).substr(from, cut - from), r.out);
+    from = cut;
+  }
+  stream.feed(std::string_view(in).substr(from), r.out);
+  stream.finish(r.out);
+  r.report = stream.report();
+  std::sort(found.begin(), found.end());
+  for (const auto& f : found) {
+    if (!r.ranges.empty() && f.first <= r.ranges.back().second) {
+      r.ranges.back().second = std::max(r.ranges.back().second, f.second);
+    } else {
+      r.ranges.push_back(f);
+    }
+  }
+  return r;
+}
+
+TEST(ScrubByRule, SkippingAheadInPlainRunsChangesNothing) {
+  Rng rng(31);
+  const std::vector<Family> fams = families();
+  size_t cases = 0, matched = 0;
+  for (int round = 0; round < 60; ++round) {
+    SecretScrubber s;
+    std::vector<std::string> secrets;
+    for (size_t n = 1 + rng() % 3; secrets.size() < n;) {
+      secrets.push_back(utf8(random_secret(rng)));
+      ASSERT_TRUE(s.add_secret(secrets.back(), "cap:" + std::to_string(secrets.size())));
+    }
+    std::string body;
+    while (body.size() < 4096) {
+      switch (rng() % 6) {
+        case 0:
+          body += kText.substr(rng() % kText.size());
+          break;
+        case 1:
+          body += secrets[rng() % secrets.size()];  // raw, in a plain run
+          break;
+        case 2:
+          body += fams[rng() % fams.size()].encode(random_secret(rng), rng);
+          break;
+        case 3: {
+          const std::vector<uint32_t> cps = random_secret(rng);
+          body += fams[rng() % fams.size()].encode(cps, rng);
+          break;
+        }
+        case 4:
+          for (int i = 0; i < 64; ++i) body.push_back(static_cast<char>(rng()));
+          break;
+        default:
+          body += std::string(1 + rng() % 200, "abc%\\&=\r\n"[rng() % 9]);
+      }
+      // A secret of this scrubber in a random family now and then.
+      if (rng() % 4 == 0) {
+        std::string_view sec = secrets[rng() % secrets.size()];
+        std::vector<uint32_t> cps;
+        for (unsigned char c : sec) cps.push_back(c);  // Latin-1 view of its bytes: still a spelling of bytes
+        body += fams[rng() % fams.size()].encode(cps, rng);
+      }
+    }
+    for (auto mode : {SecretScrubber::Stream::Mode::kRedact, SecretScrubber::Stream::Mode::kDetect}) {
+      const std::vector<size_t> cuts = round % 2 ? random_cuts(rng, body.size()) : std::vector<size_t>{};
+      const Scanned fast = scan(s, body, cuts, false, mode), every = scan(s, body, cuts, true, mode);
+      SCOPED_TRACE("round " + std::to_string(round));
+      EXPECT_EQ(fast.out, every.out);
+      EXPECT_EQ(fast.report.matches, every.report.matches);
+      EXPECT_EQ(fast.report.encodings, every.report.encodings);
+      EXPECT_EQ(fast.report.secrets, every.report.secrets);
+      EXPECT_EQ(fast.ranges, every.ranges);
+      matched += every.report.matches > 0;
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 120u);
+  EXPECT_GE(matched, 100u);  // the bodies hold secrets: both found them
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 
 namespace zn::proxy {
@@ -294,6 +295,94 @@ TEST(SecretScrubber, PatternsAreTheSecretsOwnBytesInEachEncodingDeduplicated) {
     b64 += x.encoding == SecretEncoding::kBase64 || x.encoding == SecretEncoding::kBase64Url;
   EXPECT_GE(b64, 3u);  // three alignments
   EXPECT_LE(p.size(), 10u);
+}
+
+TEST(SecretScrubber, OneListIsBuiltOnceAndSharedAndOutlivesAnyOneHolder) {
+  const std::string a = "sk_live_shared_automaton_1a2b3c";
+  const std::string b = "ghp_shared_automaton_second_9z8y";
+  auto first = std::make_unique<SecretScrubber>();
+  SecretScrubber second, other_label, other_order;
+  ASSERT_TRUE(first->add_secret(a, "cap:a") && first->add_secret(b, "cap:b"));
+  ASSERT_TRUE(second.add_secret(a, "cap:a") && second.add_secret(b, "cap:b"));
+  EXPECT_TRUE(second.shares_automaton_with(*first));
+  // Another label or order is another automaton (labels are reported by
+  // position).
+  ASSERT_TRUE(other_label.add_secret(a, "cap:x") && other_label.add_secret(b, "cap:b"));
+  ASSERT_TRUE(other_order.add_secret(b, "cap:b") && other_order.add_secret(a, "cap:a"));
+  EXPECT_FALSE(other_label.shares_automaton_with(*first));
+  EXPECT_FALSE(other_order.shares_automaton_with(*first));
+  // A stream keeps the automaton it was made with: the scrubber that made
+  // it cleared and gone, it still finds both secrets.
+  SecretScrubber::Stream stream(*first);
+  first.reset();
+  std::string out;
+  stream.feed("x=" + a + "&y=" + b, out);
+  stream.finish(out);
+  EXPECT_EQ(stream.report().matches, 2u);
+  EXPECT_EQ(out.find(a), std::string::npos);
+  EXPECT_EQ(out.find(b), std::string::npos);
+  // The other holder is unaffected; a secret added to it makes a list of
+  // its own, and the first list's other holders keep theirs.
+  std::string t = "echo " + a;
+  EXPECT_EQ(second.scrub(t).matches, 1u);
+  SecretScrubber third;
+  ASSERT_TRUE(third.add_secret(a, "cap:a") && third.add_secret(b, "cap:b"));
+  EXPECT_TRUE(third.shares_automaton_with(second));
+  ASSERT_TRUE(third.add_secret("tok_third_only_secret_77", "cap:c"));
+  EXPECT_FALSE(third.shares_automaton_with(second));
+  std::string u = "tok_third_only_secret_77";
+  EXPECT_EQ(second.scrub(u).matches, 0u);  // positive control below
+  EXPECT_EQ(third.scrub(u).matches, 1u);
+}
+
+TEST(SecretScrubber, SecretsAddedTogetherAreTheListAddedOneByOne) {
+  const std::string a = "sk_live_together_automaton_1a2b", b = "ghp_together_automaton_9z8y7x";
+  SecretScrubber together, one_by_one;
+  EXPECT_TRUE(together.add_secrets({{a, "cap:a"}, {b, "cap:b"}, {a, "cap:a"}}));
+  ASSERT_TRUE(one_by_one.add_secret(a, "cap:a") && one_by_one.add_secret(b, "cap:b"));
+  EXPECT_TRUE(together.shares_automaton_with(one_by_one));
+  EXPECT_EQ(together.secret_count(), 2u);
+  // An empty or oversized one is refused, the others taken.
+  SecretScrubber some;
+  EXPECT_FALSE(some.add_secrets({{"", "cap:empty"}, {a, "cap:a"}, {std::string(5000, 'x'), "cap:big"}}));
+  EXPECT_EQ(some.secret_count(), 1u);
+  std::string t = "echo " + a;
+  EXPECT_EQ(some.scrub(t).matches, 1u);
+  // Nothing new: the automaton stays.
+  EXPECT_TRUE(together.add_secrets({{b, "cap:b"}}));
+  EXPECT_TRUE(together.shares_automaton_with(one_by_one));
+}
+
+// An escape that ends in the byte it decodes to ("%31" is "1") followed by
+// the secret's other bytes: the as-sent view finds "1abc..." from the
+// escape's last byte, a canonical view from its first. The canonical views'
+// skipping ahead (same state as the as-sent view inside a plain run) must
+// not start before the state's prefix lies in the run, or the escape's
+// first bytes would stay unredacted.
+TEST(SecretScrubber, AnEscapeEndingInTheByteItDecodesToIsRedactedWhole) {
+  const std::string secret = "1abcdefghijk";
+  SecretScrubber s;
+  ASSERT_TRUE(s.add_secret(secret, "cap:x"));
+  for (const std::string esc : {"%31", "\\x31", "\\u0031", "=31", "%30", "&#x31;"}) {
+    SCOPED_TRACE(esc);
+    const std::string value = (esc == "%30" ? esc + "1" : esc) + secret.substr(1);
+    const std::string body = "v=" + value + ";";
+    std::string out = body;
+    EXPECT_GE(s.scrub(out).matches, 1u);
+    if (esc == "%30") {
+      EXPECT_EQ(out.substr(0, 5), body.substr(0, 5));  // "%30" is "0": not the secret's first byte
+      EXPECT_EQ(out.find(secret), std::string::npos);
+      continue;
+    }
+    std::string marker;
+    while (marker.size() < value.size()) marker += SecretScrubber::kMarker;
+    EXPECT_EQ(out, "v=" + marker.substr(0, value.size()) + ";");
+    // Positive control: one byte of the rest changed, nothing is touched.
+    std::string miss = "v=" + esc + "abcdefghijX;";
+    const std::string before = miss;
+    EXPECT_EQ(s.scrub(miss).matches, 0u);
+    EXPECT_EQ(miss, before);
+  }
 }
 
 }  // namespace
