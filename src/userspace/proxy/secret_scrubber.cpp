@@ -414,7 +414,8 @@ class AutomatonCache {
     std::lock_guard lock(mu_);
     return find_locked(key, secrets, labels);
   }
-  Ptr find_locked(uint64_t key, const std::vector<std::string>& secrets, const std::vector<std::string>& labels) {
+  Ptr find_locked(uint64_t key, const std::vector<std::string>& secrets,
+                  const std::vector<std::string>& labels) {
     auto [from, to] = alive_.equal_range(key);
     for (auto it = from; it != to;) {
       Ptr p = it->second.lock();

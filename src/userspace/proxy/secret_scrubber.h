@@ -202,7 +202,7 @@ class SecretScrubber {
     std::shared_ptr<const Automaton> a_;
     const Automaton& s_;  // *a_
     Mode mode_;
-    uint32_t row_ = 0;     // the as-sent view's state (row offset)
+    uint32_t row_ = 0;  // the as-sent view's state (row offset)
     // The as-sent view's state after each byte of the feed being scanned:
     // where a canonical view is in the same state inside a plain run, it
     // finds what the as-sent view found, and skips ahead (scan_view).

@@ -508,6 +508,31 @@ TEST_F(AuditLogTest, PostReturnsWhileACommitIsStuck) {
   for (size_t i = 0; i < sink.lines.size(); ++i) EXPECT_EQ(json::parse(sink.lines[i])["seq"], i + 1);
 }
 
+// Group commit (AuditLogOptions::gather): a record after a quiet spell is
+// committed at once; records that keep coming right after a commit gather
+// into one transaction. The control: without gather, the same two records
+// are two transactions.
+TEST_F(AuditLogTest, RecordsThatKeepComingGatherAndALoneOneIsCommittedAtOnce) {
+  for (const bool gather : {true, false}) {
+    SCOPED_TRACE(gather ? "gather" : "no gather");
+    test::TempDir d;
+    AuditLogOptions o = opts();
+    o.db_path = d.file("audit.db");
+    o.gather = gather ? std::chrono::microseconds(400ms) : std::chrono::microseconds(0);
+    AuditLog log(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));
+    ASSERT_TRUE(log.flush());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms);  // not held for the gather
+    const uint64_t before = log.stats().batches;
+    ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 1}})));
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 2}})));
+    ASSERT_TRUE(eventually([&] { return log.stats().committed == 3; }));
+    EXPECT_EQ(log.stats().batches - before, gather ? 1u : 2u);
+  }
+}
+
 // batch_done runs once per committed batch, after all of that batch's lines
 // (zerod flushes stdout and wakes its exporters there, not per record).
 TEST_F(AuditLogTest, BatchDoneFollowsEachBatchsLines) {
