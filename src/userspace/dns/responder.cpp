@@ -7,6 +7,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "userspace/net/transparent_socket.h"
@@ -59,8 +60,25 @@ struct Responder::Impl {
     gate->io = &io;
   }
 
+  // Port 0 (tests): the kernel picks the first UDP socket's port, and every
+  // other listener must take the same number, which a TCP socket (a
+  // client's ephemeral port) may already hold: then all are closed and a
+  // new number is picked, a few times.
   void open() {
-    port = config.port;
+    for (int attempt = 1;; ++attempt) {
+      try {
+        open_on(config.port);
+        return;
+      } catch (const std::system_error& e) {
+        udp.clear();
+        tcp.clear();
+        if (config.port != 0 || e.code() != std::errc::address_in_use || attempt == 16) throw;
+      }
+    }
+  }
+
+  void open_on(uint16_t wanted) {
+    port = wanted;
     for (const auto& address : config.addresses) {
       sockaddr_storage addr = net::make_endpoint(address, port);
       int ufd = net::open_transparent_listener(addr, SOCK_DGRAM);
