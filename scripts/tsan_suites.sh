@@ -28,6 +28,7 @@
 #                                capability stores written from several threads
 #   StoreSetTest.ConcurrentFirstUses...
 #                                rw stores opened on first use from several threads
+#   SecretScrubberConcurrency    the scrubber automata shared by the proxy loops
 #   H2GuestLegTest, H2UpstreamLegTest
 #                                a guest stream and a shared upstream connection
 #                                on the proxy loop, their legs on exchanges
@@ -46,7 +47,7 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. CapabilityQueueTest.
              SqlBoundsTest.ASlowStatementHoldsOnlyItsOwnCall SqlBoundsTest.ACancelledCallStopsAtOnce IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. H2GuestLegTest. WebSocketTest.
-             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest.)
+             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest. SecretScrubberConcurrency.)
 
 # ctest -R/-E regex of the suites above (each a prefix of test names).
 tsan_regex() {

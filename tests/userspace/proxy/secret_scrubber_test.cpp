@@ -8,7 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <utility>
+#include <vector>
+#include <thread>
 #include <random>
 
 namespace zn::proxy {
@@ -383,6 +387,38 @@ TEST(SecretScrubber, AnEscapeEndingInTheByteItDecodesToIsRedactedWhole) {
     EXPECT_EQ(s.scrub(miss).matches, 0u);
     EXPECT_EQ(miss, before);
   }
+}
+
+// The automaton cache is shared by every proxy loop: threads arming the same
+// lists at once (and dropping them) each get a working scrubber, and those
+// holding one list at one time hold one automaton (run under TSan too).
+TEST(SecretScrubberConcurrency, LoopsArmingTheSameListsAtOnceShareAndScrub) {
+  const std::vector<std::string> lists[2] = {
+      {"sk_live_concurrent_list_one_1a2b"},
+      {"sk_live_concurrent_list_one_1a2b", "ghp_concurrent_second_9z8y7x"}};
+  constexpr int kThreads = 4, kRounds = 200;
+  std::vector<std::unique_ptr<SecretScrubber>> kept(kThreads);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const std::vector<std::string>& list = lists[(t + r) % 2];
+        auto s = std::make_unique<SecretScrubber>();
+        std::vector<std::pair<std::string_view, std::string_view>> items;
+        for (const std::string& secret : list) items.emplace_back(secret, "cap:x");
+        if (!s->add_secrets(items)) failures++;
+        std::string body = "echo " + list.back();
+        if (s->scrub(body).matches != 1) failures++;
+        if (r == kRounds - 1 && (t % 2) == 1) kept[t] = std::move(s);  // the last round's, all on list 0
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Threads 1 and 3 ended on the same list (index (t + kRounds - 1) % 2 == 0).
+  ASSERT_TRUE(kept[1] && kept[3]);
+  EXPECT_TRUE(kept[1]->shares_automaton_with(*kept[3]));
 }
 
 }  // namespace
