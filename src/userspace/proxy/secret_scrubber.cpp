@@ -465,21 +465,7 @@ size_t SecretScrubber::boundary_redaction(uint32_t state) const { return a_->bou
 void SecretScrubber::clear() { a_.reset(); }
 
 bool SecretScrubber::add_secret(std::string_view secret, std::string_view label) {
-  if (secret.empty() || secret.size() > kMaxSecretBytes) return false;
-  std::vector<std::string> secrets, labels;
-  if (a_) {
-    if (std::find(a_->secrets_.begin(), a_->secrets_.end(), secret) != a_->secrets_.end()) return true;
-    if (a_->secrets_.size() >= kMaxSecrets) return false;
-    secrets = a_->secrets_;
-    labels = a_->labels_;
-  }
-  secrets.emplace_back(secret);
-  labels.emplace_back(label);
-  std::shared_ptr<const Automaton> next = automata().get(std::move(secrets), std::move(labels));
-  // Too big to hold per connection: the caller refuses to inject it.
-  if (next->next_.size() > kMaxTableEntries) return false;
-  a_ = std::move(next);
-  return true;
+  return add_secrets({{secret, label}});
 }
 
 bool SecretScrubber::add_secrets(const std::vector<std::pair<std::string_view, std::string_view>>& list) {
@@ -511,9 +497,12 @@ bool SecretScrubber::add_secrets(const std::vector<std::pair<std::string_view, s
     a_ = std::move(next);
     return ok;
   }
-  // Too big together: one at a time, each refused that does not fit.
+  // Too big to hold: one secret alone is refused (the caller must not
+  // inject it); several are taken one at a time, each that does not fit
+  // refused.
   next.reset();
-  for (const auto& [secret, label] : list) ok = add_secret(secret, label) && ok;
+  if (list.size() == 1) return false;
+  for (const auto& item : list) ok = add_secrets({item}) && ok;
   return ok;
 }
 
