@@ -7,7 +7,6 @@
 #include <asio.hpp>
 #include <atomic>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "userspace/net/transparent_socket.h"
@@ -60,31 +59,24 @@ struct Responder::Impl {
     gate->io = &io;
   }
 
-  // Port 0 (tests): the kernel picks the first UDP socket's port, and every
-  // other listener must take the same number, which a TCP socket (a
-  // client's ephemeral port) may already hold: then all are closed and a
-  // new number is picked, a few times.
+  // Every address's UDP and TCP listener on one port (port 0: the number the
+  // first UDP socket picked).
   void open() {
-    for (int attempt = 1;; ++attempt) {
-      try {
-        open_on(config.port);
-        return;
-      } catch (const std::system_error& e) {
-        udp.clear();
-        tcp.clear();
-        if (config.port != 0 || e.code() != std::errc::address_in_use || attempt == 16) throw;
-      }
-    }
+    port = net::open_on_one_port(
+        config.port, [this](uint16_t wanted) { return open_on(wanted); },
+        [this] {
+          udp.clear();
+          tcp.clear();
+        });
   }
 
-  void open_on(uint16_t wanted) {
-    port = wanted;
+  uint16_t open_on(uint16_t number) {
     for (const auto& address : config.addresses) {
-      sockaddr_storage addr = net::make_endpoint(address, port);
+      sockaddr_storage addr = net::make_endpoint(address, number);
       int ufd = net::open_transparent_listener(addr, SOCK_DGRAM);
-      if (port == 0) {
-        port = net::bound_port(ufd);
-        addr = net::make_endpoint(address, port);
+      if (number == 0) {
+        number = net::bound_port(ufd);
+        addr = net::make_endpoint(address, number);
       }
       auto l = std::make_unique<UdpListener>(UdpListener{asio::ip::udp::socket(io), addr});
       l->socket.assign(udp_protocol(addr), ufd);
@@ -94,6 +86,7 @@ struct Responder::Impl {
       a->assign(tcp_protocol(addr), tfd);
       tcp.push_back(std::move(a));
     }
+    return number;
   }
 
   void start() {

@@ -126,6 +126,18 @@ uint16_t bound_port(int fd) {
   return endpoint_port(ss);
 }
 
+uint16_t open_on_one_port(uint16_t port, const std::function<uint16_t(uint16_t)>& open,
+                          const std::function<void()>& close) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return open(port);
+    } catch (const std::system_error& e) {
+      close();
+      if (port != 0 || e.code() != std::errc::address_in_use || attempt == 16) throw;
+    }
+  }
+}
+
 std::optional<ReceivedDatagram> receive_datagram(int fd, std::span<uint8_t> buf) {
   ReceivedDatagram d;
   iovec iov{buf.data(), buf.size()};

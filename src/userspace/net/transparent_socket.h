@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,15 @@ std::string endpoint_text(const sockaddr_storage& ss);  // "1.2.3.4:53" / "[::1]
 // IP(V6)_RECVORIGDSTADDR; SOCK_STREAM: listening). Throws std::system_error.
 int open_transparent_listener(const sockaddr_storage& addr, int type, int backlog = 128);
 uint16_t bound_port(int fd);  // throws std::system_error
+
+// A service's listeners on one port number: open(port) opens them all and
+// returns the number taken (for port 0, what its first bind picked); close()
+// undoes what a failed open() made. With port 0 another socket type or
+// address may already hold the number the first bind picked (a TCP client's
+// ephemeral port beside a UDP listener's): then a new one is picked, up to
+// 16 times. Any other failure, and a fixed port in use, is thrown.
+uint16_t open_on_one_port(uint16_t port, const std::function<uint16_t(uint16_t)>& open,
+                          const std::function<void()>& close);
 
 struct ReceivedDatagram {
   size_t size = 0;

@@ -13,7 +13,6 @@
 #include <atomic>
 #include <map>
 #include <optional>
-#include <system_error>
 #include <thread>
 
 #include "userspace/net/asio_endpoint.h"
@@ -410,26 +409,20 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     asio::steady_timer make_reactor(*impl_->loops.back());
   }
   asio::io_context& accepting = *impl_->loops.front();
-  // Port 0 (tests): the first bind picks the port for the rest, and another
-  // address's socket (a client's ephemeral port) may already hold that
-  // number there: then all are closed and a new one picked, a few times.
-  uint16_t port = impl_->config.port;
-  for (int attempt = 1;; ++attempt) {
-    try {
-      port = impl_->config.port;
-      for (const std::string& address : impl_->config.addresses) {
-        sockaddr_storage addr = net::make_endpoint(address, port);
-        int fd = net::open_transparent_listener(addr, SOCK_STREAM, 1024);
-        port = net::bound_port(fd);  // the first bind fixes a picked port for the rest
-        auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
-        impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(accepting, protocol, fd));
-      }
-      break;
-    } catch (const std::system_error& e) {
-      impl_->acceptors.clear();
-      if (impl_->config.port != 0 || e.code() != std::errc::address_in_use || attempt == 16) throw;
-    }
-  }
+  // Every address on one port (port 0: the number the first bind picked).
+  const uint16_t port = net::open_on_one_port(
+      impl_->config.port,
+      [&](uint16_t number) {
+        for (const std::string& address : impl_->config.addresses) {
+          sockaddr_storage addr = net::make_endpoint(address, number);
+          int fd = net::open_transparent_listener(addr, SOCK_STREAM, 1024);
+          number = net::bound_port(fd);  // the first bind fixes a picked port for the rest
+          auto protocol = addr.ss_family == AF_INET ? tcp::v4() : tcp::v6();
+          impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(accepting, protocol, fd));
+        }
+        return number;
+      },
+      [&] { impl_->acceptors.clear(); });
   impl_->port = port;
   for (auto& acceptor : impl_->acceptors)
     asio::co_spawn(accepting, impl_->accept_loop(*acceptor), asio::detached);
