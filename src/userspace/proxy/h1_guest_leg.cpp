@@ -34,11 +34,12 @@ awaitable<void> H1GuestLeg::Tracked::write_all(std::string_view data) {
   }
 }
 
-H1GuestLeg::H1GuestLeg(ByteStream& guest, const http::HttpLimits& limits, H1Timeouts timeouts)
-    : stream_(guest), limits_(limits), timeouts_(timeouts) {}
+H1GuestLeg::H1GuestLeg(ByteStream& guest, const http::HttpLimits& limits, H1Timeouts timeouts,
+                       const Watchdog& dog)
+    : stream_(guest), limits_(limits), timeouts_(timeouts), dog_(dog) {}
 
 awaitable<bool> H1GuestLeg::read_more() {
-  const size_t n = co_await with_deadline(stream_.read_some(buf_, kReadChunk), timeouts_.idle);
+  const size_t n = co_await dog_.guard(stream_.read_some(buf_, kReadChunk), timeouts_.idle);
   if (n == 0) co_return false;
   in_.append(buf_, n);
   co_return true;
@@ -71,7 +72,7 @@ awaitable<HeadIn> H1GuestLeg::next_head(http::RequestHead& head) {
     size_t n = 0;
     bool expired = false, failed = false;
     try {
-      n = co_await with_deadline(stream_.read_some(buf_, kReadChunk), std::max<Clock::duration>(wait, 1ms));
+      n = co_await dog_.guard(stream_.read_some(buf_, kReadChunk), std::max<Clock::duration>(wait, 1ms));
     } catch (const std::system_error& e) {
       expired = e.code() == std::errc::timed_out;
       failed = true;
@@ -164,7 +165,7 @@ awaitable<bool> H1GuestLeg::read_ahead() {
 }
 
 awaitable<void> H1GuestLeg::send_continue() {
-  co_await with_deadline(stream_.write_all("HTTP/1.1 100 Continue\r\n\r\n"), timeouts_.idle);
+  co_await dog_.guard(stream_.write_all("HTTP/1.1 100 Continue\r\n\r\n"), timeouts_.idle);
 }
 
 bool H1GuestLeg::response_head(const http::ResponseHead& head, bool close) {
@@ -193,7 +194,7 @@ awaitable<size_t> H1GuestLeg::flush() {
   if (pending_.empty()) co_return 0;
   started_ = true;
   // A guest that stops reading holds the exchange no longer than an idle one.
-  co_await with_deadline(stream_.write_all(pending_), timeouts_.idle);
+  co_await dog_.guard(stream_.write_all(pending_), timeouts_.idle);
   const size_t n = pending_.size();
   pending_.clear();
   co_return n;
@@ -206,7 +207,7 @@ awaitable<void> H1GuestLeg::answer(const ProxyAnswer& a, const http::RequestHead
     if (head && head->method == "HEAD" && a.status != 204 && a.status != 304)
       out.resize(out.size() - a.body.size());
     started_ = true;
-    co_await with_deadline(stream_.write_all(out), timeouts_.idle);
+    co_await dog_.guard(stream_.write_all(out), timeouts_.idle);
     if (close) co_await stream_.close_write();
     co_return;
   }
@@ -216,11 +217,11 @@ awaitable<void> H1GuestLeg::answer(const ProxyAnswer& a, const http::RequestHead
   try {
     const std::string out = http::proxy_response(a.status, a.body);
     started_ = true;
-    co_await with_deadline(stream_.write_all(out), 5s);
+    co_await dog_.guard(stream_.write_all(out), 5s);
     co_await stream_.close_write();
     size_t drained = 0;
     while (drained < (1u << 20)) {
-      const size_t n = co_await with_deadline(stream_.read_some(buf_, kReadChunk), 500ms);
+      const size_t n = co_await dog_.guard(stream_.read_some(buf_, kReadChunk), 500ms);
       if (n == 0) break;
       drained += n;
     }
@@ -233,7 +234,7 @@ awaitable<void> H1GuestLeg::close() { co_await stream_.close_write(); }
 awaitable<ByteStream*> H1GuestLeg::open_tunnel(const http::ResponseHead& head, std::string& pending) {
   const std::string out = websocket::switching_head(head.headers);
   started_ = true;
-  co_await with_deadline(stream_.write_all(out), timeouts_.idle);
+  co_await dog_.guard(stream_.write_all(out), timeouts_.idle);
   pending = std::move(in_);
   in_.clear();
   co_return &stream_;

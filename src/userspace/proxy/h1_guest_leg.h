@@ -13,6 +13,7 @@
 #include "userspace/http/body.h"
 #include "userspace/proxy/guest_leg.h"
 #include "userspace/proxy/proxy_io.h"
+#include "userspace/proxy/watchdog.h"
 
 namespace zn::proxy {
 
@@ -23,7 +24,8 @@ struct H1Timeouts {
 
 class H1GuestLeg final : public GuestLeg {
  public:
-  H1GuestLeg(ByteStream& guest, const http::HttpLimits& limits, H1Timeouts timeouts);
+  // `dog`: the watchdog of the thread the leg is used in (watchdog.h).
+  H1GuestLeg(ByteStream& guest, const http::HttpLimits& limits, H1Timeouts timeouts, const Watchdog& dog);
 
   asio::awaitable<HeadIn> next_head(http::RequestHead& head) override;
   const std::string& input() const override { return in_; }
@@ -81,6 +83,7 @@ class H1GuestLeg final : public GuestLeg {
   Tracked stream_;
   http::HttpLimits limits_;
   H1Timeouts timeouts_;
+  const Watchdog& dog_;
   std::string in_;
   size_t head_bytes_ = 0;  // the current head's, at the front of in_ until released
   bool guest_11_ = true;   // the current request's version is HTTP/1.1

@@ -21,7 +21,7 @@ namespace {
 
 H2GuestLeg::H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::function<void()> kick,
                        asio::ip::tcp::socket& socket, http::RequestHead head,
-                       std::chrono::milliseconds idle_timeout)
+                       std::chrono::milliseconds idle_timeout, const Watchdog& dog)
     : session_(session),
       id_(stream_id),
       kick_(std::move(kick)),
@@ -30,7 +30,8 @@ H2GuestLeg::H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::fun
       method_(head.method),
       content_length_(head.content_length),
       has_length_(head.framing == http::BodyFraming::kContentLength),
-      idle_(idle_timeout) {
+      idle_(idle_timeout),
+      dog_(dog) {
   head_.emplace(std::move(head));
 }
 
@@ -136,7 +137,7 @@ awaitable<std::string> H2GuestLeg::preview_body(const http::RequestHead& head, s
       while (received_ < want && !ended_ && !aborted_) co_await wait_for_signal(read_signal_);
     };
     try {
-      co_await with_deadline(wait(), patience);
+      co_await dog_.guard(wait(), patience);
     } catch (const std::system_error&) {
     }
   }
@@ -145,7 +146,7 @@ awaitable<std::string> H2GuestLeg::preview_body(const http::RequestHead& head, s
 
 awaitable<bool> H2GuestLeg::read_body(const http::RequestHead& head, std::string& out) {
   if (head.framing == http::BodyFraming::kNone) co_return true;
-  co_await with_deadline(wait_for_data(), Clock::duration(idle_));
+  co_await dog_.guard(wait_for_data(), Clock::duration(idle_));
   take_all(out);
   // The codec checks DATA against content-length too; the body is never
   // read past it here either way.
@@ -158,7 +159,7 @@ awaitable<bool> H2GuestLeg::read_body(const http::RequestHead& head, std::string
 awaitable<bool> H2GuestLeg::wait_readable(Clock::duration timeout) {
   if (has_buffered()) co_return true;
   try {
-    co_await with_deadline(wait_for_data(), timeout);
+    co_await dog_.guard(wait_for_data(), timeout);
   } catch (const std::system_error& e) {
     if (e.code() == std::errc::timed_out) co_return false;
   }
@@ -201,7 +202,7 @@ awaitable<void> H2GuestLeg::wait_unsent() {
   auto held = [&]() -> awaitable<void> {
     while (!aborted_ && session_.buffered(id_) > kMaxUnsent) co_await wait_for_signal(write_signal_);
   };
-  co_await with_deadline(held(), Clock::duration(idle_));
+  co_await dog_.guard(held(), Clock::duration(idle_));
   if (aborted_) gone();
 }
 

@@ -24,6 +24,7 @@
 
 #include "userspace/h2/server_session.h"
 #include "userspace/proxy/guest_leg.h"
+#include "userspace/proxy/watchdog.h"
 
 namespace zn::proxy {
 
@@ -36,7 +37,8 @@ class H2GuestLeg final : public GuestLeg, public ByteStream {
   // `head`: the stream's request (to_request_head); `kick`: asks the
   // connection to write out what the session holds.
   H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::function<void()> kick,
-             asio::ip::tcp::socket& socket, http::RequestHead head, std::chrono::milliseconds idle_timeout);
+             asio::ip::tcp::socket& socket, http::RequestHead head, std::chrono::milliseconds idle_timeout,
+             const Watchdog& dog);
 
   // ---- The connection's side ----
   void push(std::string data);  // the stream's next DATA payload
@@ -101,6 +103,7 @@ class H2GuestLeg final : public GuestLeg, public ByteStream {
   uint64_t content_length_ = 0;
   bool has_length_ = false;
   std::chrono::milliseconds idle_;
+  const Watchdog& dog_;  // of the stream's exchange's thread
 
   std::deque<std::string> in_;  // DATA payloads not taken
   size_t front_taken_ = 0;      // of in_.front()

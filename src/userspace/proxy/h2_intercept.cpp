@@ -32,16 +32,19 @@ constexpr size_t kLingerBytes = size_t{1} << 20;
 // than a few HTTP/1.1 guests would.
 constexpr uint32_t kMaxConcurrentStreams = 32;
 
-// One stream: its guest leg, and how to end its exchange.
+// One stream: the watchdog of its exchange's thread (its deadlines, and
+// how to end it), and its guest leg.
 struct StreamBridge {
+  explicit StreamBridge(const asio::any_io_executor& executor) : dog(executor) {}
+  Watchdog dog;
   std::unique_ptr<H2GuestLeg> leg;
-  asio::cancellation_signal cancel;
 };
 
 class H2Connection {
  public:
-  H2Connection(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx)
-      : session(options()), guest_(guest), conn_(connection), ctx_(ctx) {}
+  H2Connection(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx,
+               const Watchdog& dog)
+      : session(options()), guest_(guest), conn_(connection), ctx_(ctx), dog_(dog) {}
 
   awaitable<void> run() {
     ctx_.counters.h2_connections++;
@@ -89,7 +92,7 @@ class H2Connection {
       }
       size_t n = 0;
       try {
-        n = co_await with_deadline(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
+        n = co_await dog_.guard(guest_.read_some(buf_, kReadChunk), ctx_.idle_timeout);
       } catch (const std::exception&) {
         over = true;
       }
@@ -109,9 +112,9 @@ class H2Connection {
     const auto until = Clock::now() + kLingerTime;
     size_t dropped = 0;
     while (dropped < kLingerBytes && Clock::now() < until) {
-      const size_t n = co_await with_deadline(
-          guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable),
-          until - Clock::now());
+      const size_t n =
+          co_await dog_.guard(guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable),
+                              until - Clock::now());
       if (n == 0) break;
       dropped += n;
     }
@@ -140,7 +143,7 @@ class H2Connection {
       std::string out = session.take_output();
       handle_events();  // a stream closes once its last frame is out
       if (out.empty()) break;
-      co_await with_deadline(guest_.write_all(out), ctx_.idle_timeout);
+      co_await dog_.guard(guest_.write_all(out), ctx_.idle_timeout);
     }
     // The guest's window may have opened: writers held back go on.
     for (auto& [id, s] : streams_) s->leg->wake();
@@ -169,13 +172,14 @@ class H2Connection {
       report_refusal(h.method, h.path, r.status, r.reason);
       return;
     }
-    auto s = std::make_shared<StreamBridge>();
+    const asio::any_io_executor executor = guest_.socket().get_executor();
+    auto s = std::make_shared<StreamBridge>(executor);
     s->leg = std::make_unique<H2GuestLeg>(
-        session, h.stream_id, [this] { kick(); }, guest_.socket(), std::move(r.head), ctx_.idle_timeout);
+        session, h.stream_id, [this] { kick(); }, guest_.socket(), std::move(r.head), ctx_.idle_timeout,
+        s->dog);
     if (h.end_stream) s->leg->end_request();
     streams_[h.stream_id] = s;
-    asio::co_spawn(guest_.socket().get_executor(), run_stream(s),
-                   asio::bind_cancellation_slot(s->cancel.slot(), asio::detached));
+    s->dog.spawn(executor, run_stream(s));
   }
 
   void on(h2::RequestData& d) {
@@ -210,7 +214,7 @@ class H2Connection {
     StreamBridge& s = *it->second;
     session.consume(r.stream_id, s.leg->drop_pending());
     s.leg->abort();
-    s.cancel.emit(asio::cancellation_type::terminal);
+    s.dog.cancel();
   }
 
   void on(h2::LimitTripped& l) {
@@ -225,7 +229,7 @@ class H2Connection {
   // a whole response (an upstream that failed mid-body, a cancellation).
   awaitable<void> run_stream(std::shared_ptr<StreamBridge> s) {
     try {
-      co_await serve_exchange(*s->leg, conn_, ctx_);
+      co_await serve_exchange(*s->leg, conn_, ctx_, s->dog);
     } catch (const std::exception&) {
     }
     const int32_t id = s->leg->id();
@@ -242,7 +246,7 @@ class H2Connection {
   awaitable<void> stop_streams() {
     for (auto& [id, s] : streams_) {
       s->leg->abort();
-      s->cancel.emit(asio::cancellation_type::terminal);
+      s->dog.cancel();
     }
     while (!streams_.empty()) {
       kicked_ = false;
@@ -274,6 +278,7 @@ class H2Connection {
   ByteStream& guest_;
   const UpstreamDecision& conn_;
   InterceptContext& ctx_;
+  const Watchdog& dog_;  // the connection's thread's
   std::map<int32_t, std::shared_ptr<StreamBridge>> streams_;
   std::optional<asio::steady_timer> kick_;
   bool kicked_ = false;
@@ -285,8 +290,8 @@ class H2Connection {
 }  // namespace
 
 awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
-                                     InterceptContext& context) {
-  auto h2 = std::make_unique<H2Connection>(guest, connection, context);
+                                     InterceptContext& context, const Watchdog& dog) {
+  auto h2 = std::make_unique<H2Connection>(guest, connection, context, dog);
   try {
     co_await h2->run();
   } catch (const std::exception&) {

@@ -22,8 +22,10 @@
 namespace zn::proxy {
 
 // Runs until the guest closes, a flood bound trips, or the connection idles
-// with no stream open. Never throws. On the proxy's I/O loop.
+// with no stream open. Never throws. On the proxy's I/O loop, in the
+// thread `dog` watches (watchdog.h); each stream's exchange runs in a thread
+// of its own, with a watchdog of its own.
 asio::awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
-                                           InterceptContext& context);
+                                           InterceptContext& context, const Watchdog& dog);
 
 }  // namespace zn::proxy

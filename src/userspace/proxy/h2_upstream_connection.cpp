@@ -49,6 +49,7 @@ H2UpstreamConnection::H2UpstreamConnection(std::unique_ptr<asio::ip::tcp::socket
       connected_(std::move(connected)),
       io_timeout_(io_timeout),
       idle_(idle),
+      dog_(executor_),
       session_(upstream_client_options()) {}
 
 H2UpstreamConnection::~H2UpstreamConnection() {
@@ -60,7 +61,7 @@ H2UpstreamConnection::~H2UpstreamConnection() {
 void H2UpstreamConnection::start() {
   if (started_) return;
   started_ = true;
-  asio::co_spawn(executor_, run(shared_from_this()), asio::detached);
+  dog_.spawn(executor_, run(shared_from_this()));
 }
 
 bool H2UpstreamConnection::open_for_more() {
@@ -111,7 +112,7 @@ awaitable<void> H2UpstreamConnection::write_pending() {
     std::string out = session_.take_output();
     dispatch();  // a stream closes once its last frame is out
     if (out.empty()) break;
-    co_await with_deadline(transport_->write_all(out), io_timeout_);
+    co_await dog_.guard(transport_->write_all(out), io_timeout_);
   }
   // The upstream's window may have opened: senders held back go on.
   for (auto& [id, leg] : streams_) leg->wake();
@@ -155,7 +156,7 @@ awaitable<void> H2UpstreamConnection::run(std::shared_ptr<H2UpstreamConnection> 
   try {
     session_.goaway(0);
     co_await write_pending();
-    co_await with_deadline(transport_->close_write(), io_timeout_);
+    co_await dog_.guard(transport_->close_write(), io_timeout_);
   } catch (const std::exception&) {
   }
   asio::error_code ignored;
@@ -179,7 +180,7 @@ awaitable<void> H2UpstreamConnection::serve() {
       if (streams_.empty()) co_return;  // idle
       continue;
     }
-    const size_t n = co_await with_deadline(transport_->read_some(buf_, sizeof(buf_)), io_timeout_);
+    const size_t n = co_await dog_.guard(transport_->read_some(buf_, sizeof(buf_)), io_timeout_);
     if (n == 0) co_return;
     const h2::Result fed = session_.feed(std::span(reinterpret_cast<const uint8_t*>(buf_), n));
     dispatch();

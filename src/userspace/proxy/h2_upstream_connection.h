@@ -30,6 +30,7 @@
 #include "userspace/h2/stream_upstream.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/proxy_io.h"
+#include "userspace/proxy/watchdog.h"
 
 namespace zn::proxy {
 
@@ -87,6 +88,7 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   asio::any_io_executor executor_;
   std::string connected_;
   std::chrono::milliseconds io_timeout_, idle_;
+  Watchdog dog_;  // of the owner's thread (run)
   h2::H2ClientSession session_;
   std::map<int32_t, H2UpstreamLeg*> streams_;
   std::optional<asio::steady_timer> kick_;

@@ -105,8 +105,8 @@ const Refusal kTripwireRefusal{403, std::string(filters::kTripwireRefusalBody)};
 
 class Exchange {
  public:
-  Exchange(GuestLeg& guest, const UpstreamDecision& connection, InterceptContext& ctx)
-      : guest_(guest), conn_(connection), ctx_(ctx) {}
+  Exchange(GuestLeg& guest, const UpstreamDecision& connection, InterceptContext& ctx, const Watchdog& dog)
+      : guest_(guest), conn_(connection), ctx_(ctx), dog_(dog) {}
 
   awaitable<void> run() {
     // g++ 12 miscompiles co_await in an if condition, and destroys
@@ -522,7 +522,7 @@ class Exchange {
                                 scrubber_.armed(), websocket_};
       bool sent = false;
       try {
-        sent = co_await with_deadline(upstream_.leg->send_head(out), ctx_.idle_timeout);
+        sent = co_await dog_.guard(upstream_.leg->send_head(out), ctx_.idle_timeout);
       } catch (const std::exception&) {
       }
       if (!sent) {
@@ -534,7 +534,7 @@ class Exchange {
         body_sent = true;
         co_await forward_request_body(request, summary);
       }
-      const bool got = co_await with_deadline(upstream_.leg->response_head(resp), ctx_.idle_timeout);
+      const bool got = co_await dog_.guard(upstream_.leg->response_head(resp), ctx_.idle_timeout);
       if (got) break;
       upstream_.reset();
       if (reused && attempt == 0 && send_req->framing == http::BodyFraming::kNone) continue;
@@ -583,7 +583,7 @@ class Exchange {
         for (;;) {
           piece.clear();
           clean.clear();
-          const bool done = co_await with_deadline(upstream_.leg->response_body(piece), ctx_.idle_timeout);
+          const bool done = co_await dog_.guard(upstream_.leg->response_body(piece), ctx_.idle_timeout);
           body_chain.run(piece, done, clean);
           guest_.response_data(clean);
           if (done) break;
@@ -659,7 +659,7 @@ class Exchange {
       while (!connecting.finished) co_await wait_for_signal(connecting.signal);
     };
     try {
-      co_await with_deadline(wait(), ctx_.connect_timeout);
+      co_await dog_.guard(wait(), ctx_.connect_timeout);
     } catch (const std::system_error& e) {
       if (e.code() != std::errc::timed_out) throw;  // the exchange itself was cancelled
     }
@@ -701,7 +701,7 @@ class Exchange {
         offer_kept_session(ssl.get(), host + ":" + std::to_string(conn_.port));
         SSL* raw = ssl.get();
         auto tls = std::make_unique<TlsStream>(socket, std::move(ssl), false);
-        co_await with_deadline(tls->handshake(), ctx_.connect_timeout);
+        co_await dog_.guard(tls->handshake(), ctx_.connect_timeout);
         if (SSL_session_reused(raw) == 1) ctx_.counters.upstream_resumed++;
         if (offer_h2 && upstream_chose_h2(raw)) {
           ctx_.counters.upstream_h2++;
@@ -765,7 +765,7 @@ class Exchange {
       // Read, screened and swapped already; framed by its length.
       summary.bytes_from_guest += request.body.size();
       if (!request.body.empty())
-        co_await with_deadline(upstream_.leg->send_body(request.body, true), ctx_.idle_timeout);
+        co_await dog_.guard(upstream_.leg->send_body(request.body, true), ctx_.idle_timeout);
       co_return;
     }
     // Streamed: through the guest data chain (filters/chain.cpp).
@@ -785,7 +785,7 @@ class Exchange {
       }
       summary.bytes_from_guest += piece.size();
       if (!piece.empty() || done)
-        co_await with_deadline(upstream_.leg->send_body(piece, done), ctx_.idle_timeout);
+        co_await dog_.guard(upstream_.leg->send_body(piece, done), ctx_.idle_timeout);
       piece.clear();
       if (done) break;
     }
@@ -834,6 +834,7 @@ class Exchange {
   GuestLeg& guest_;
   const UpstreamDecision& conn_;
   InterceptContext& ctx_;
+  const Watchdog& dog_;      // of the thread the exchange runs in
   bool guest_gone_ = false;  // the guest went while its request was held
   Upstream upstream_;
   bool close_after_ = false;
@@ -849,14 +850,14 @@ class Exchange {
 }  // namespace
 
 awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
-                                  InterceptContext& context) {
-  H1GuestLeg leg(guest, context.limits, H1Timeouts{context.header_timeout, context.idle_timeout});
-  co_await serve_exchange(leg, connection, context);
+                                  InterceptContext& context, const Watchdog& dog) {
+  H1GuestLeg leg(guest, context.limits, H1Timeouts{context.header_timeout, context.idle_timeout}, dog);
+  co_await serve_exchange(leg, connection, context, dog);
 }
 
-awaitable<void> serve_exchange(GuestLeg& guest, const UpstreamDecision& connection,
-                               InterceptContext& context) {
-  auto exchange = std::make_unique<Exchange>(guest, connection, context);
+awaitable<void> serve_exchange(GuestLeg& guest, const UpstreamDecision& connection, InterceptContext& context,
+                               const Watchdog& dog) {
+  auto exchange = std::make_unique<Exchange>(guest, connection, context, dog);
   try {
     co_await exchange->run();
     exchange->release_upstream();  // not after a throw: the upstream's state is unknown

@@ -18,6 +18,7 @@
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
 #include "userspace/proxy/upstream_pool.h"
+#include "userspace/proxy/watchdog.h"
 #include "userspace/proxy/websocket_relay.h"
 
 namespace zn::proxy {
@@ -49,13 +50,14 @@ struct InterceptContext {
 // Runs until the guest closes, a request is refused (refusals close the
 // connection, so nothing pipelined behind a denied request is ever read as a
 // request), or a timeout. Never throws. Runs on the proxy's I/O loop (the
-// executor of `guest`); broker calls go to context.pool.
+// executor of `guest`); broker calls go to context.pool. `dog`: the
+// watchdog of the thread it runs in (watchdog.h), which its deadlines use.
 asio::awaitable<void> serve_intercepted(ByteStream& guest, const UpstreamDecision& connection,
-                                        InterceptContext& context);
+                                        InterceptContext& context, const Watchdog& dog);
 
 // The same exchange over any guest leg (guest_leg.h): an HTTP/2 stream's
 // (h2_intercept.cpp) carries one request.
 asio::awaitable<void> serve_exchange(GuestLeg& guest, const UpstreamDecision& connection,
-                                     InterceptContext& context);
+                                     InterceptContext& context, const Watchdog& dog);
 
 }  // namespace zn::proxy

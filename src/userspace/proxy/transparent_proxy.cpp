@@ -23,6 +23,7 @@
 #include "userspace/proxy/kernel_splice.h"
 #include "userspace/proxy/splice_relay.h"
 #include "userspace/proxy/upstream_connector.h"
+#include "userspace/proxy/watchdog.h"
 #include "userspace/tls/leaf_certs.h"
 #include "userspace/tls/contexts.h"
 #include "userspace/net/transparent_socket.h"
@@ -107,7 +108,9 @@ struct TransparentProxy::Impl {
         continue;
       }
       per_guest[guest]++;
-      asio::co_spawn(serving, handle(std::move(socket), guest), asio::detached);
+      // The connection's thread, with the watchdog its deadlines use.
+      Watchdog dog(serving);
+      dog.spawn(serving, handle(std::move(socket), guest, dog));
     }
   }
 
@@ -117,7 +120,7 @@ struct TransparentProxy::Impl {
     return peer.substr(0, peer.rfind(':'));  // the address, without the port
   }
 
-  awaitable<void> handle(tcp::socket guest, std::string guest_id) {
+  awaitable<void> handle(tcp::socket guest, std::string guest_id, Watchdog dog) {
     active++;
     struct Done {
       Impl& impl;
@@ -195,7 +198,7 @@ struct TransparentProxy::Impl {
         reset(guest);
         co_return;
       }
-      co_await intercept(guest, decision, first_bytes);
+      co_await intercept(guest, decision, first_bytes, dog);
       co_return;
     }
     if (decision.mode != ConnectionMode::kPassthrough || decision.addresses.empty()) {
@@ -263,7 +266,7 @@ struct TransparentProxy::Impl {
   }
 
   awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision,
-                            const std::vector<uint8_t>& hello) {
+                            const std::vector<uint8_t>& hello, const Watchdog& dog) {
     if (!interception) {
       counters.denied++;
       reset(guest);
@@ -276,7 +279,7 @@ struct TransparentProxy::Impl {
     guest.set_option(tcp::no_delay(true), ignored);
     if (!decision.tls) {
       PlainStream plain(guest);
-      co_await serve_intercepted(plain, decision, *interception);
+      co_await serve_intercepted(plain, decision, *interception, dog);
       co_return;
     }
     // A cached leaf is served on the loop; a miss is minted (an ECDSA
@@ -316,7 +319,7 @@ struct TransparentProxy::Impl {
     TlsStream tls(guest, std::move(ssl), true,
                   std::string_view(reinterpret_cast<const char*>(hello.data()), hello.size()));
     try {
-      co_await with_deadline(tls.handshake(), config.hello_timeout);
+      co_await dog.guard(tls.handshake(), config.hello_timeout);
     } catch (const std::exception&) {
       // Typically a guest that does not trust the deployment CA.
       counters.tls_handshake_failures++;
@@ -338,9 +341,9 @@ struct TransparentProxy::Impl {
       (void)::setsockopt(guest.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
     }
     if (alpn_length == 2 && alpn[0] == 'h' && alpn[1] == '2')
-      co_await serve_intercepted_h2(tls, decision, *interception);
+      co_await serve_intercepted_h2(tls, decision, *interception, dog);
     else
-      co_await serve_intercepted(tls, decision, *interception);
+      co_await serve_intercepted(tls, decision, *interception, dog);
   }
 
   ProxyConfig config;

@@ -254,7 +254,8 @@ class ExchangeTest : public ::testing::Test {
     upstream_->start(tls);
     bool done = false;
     auto work = asio::make_work_guard(*io_);
-    asio::co_spawn(*io_, serve_intercepted(guest, conn, ctx), [&](std::exception_ptr) {
+    Watchdog dog(io_->get_executor());
+    dog.spawn(io_->get_executor(), serve_intercepted(guest, conn, ctx, dog), [&](std::exception_ptr) {
       done = true;
       upstream_->stop(!keep_upstream_connections_);
       work.reset();

@@ -61,7 +61,7 @@ class H2GuestLegTest : public ::testing::Test {
       ASSERT_TRUE(r) << r.reason;
       leg_ = std::make_unique<H2GuestLeg>(
           *server_, h.stream_id, [this] { ++kicks_; }, socket_, std::move(r.head),
-          std::chrono::milliseconds(500));
+          std::chrono::milliseconds(500), dog_);
       if (h.end_stream) leg_->end_request();
     }
     ASSERT_TRUE(leg_);
@@ -83,7 +83,7 @@ class H2GuestLegTest : public ::testing::Test {
     ASSERT_TRUE(r) << r.reason;
     leg_ = std::make_unique<H2GuestLeg>(
         *server_, h.stream_id, [this] { ++kicks_; }, socket_, std::move(r.head),
-        std::chrono::milliseconds(500));
+        std::chrono::milliseconds(500), dog_);
   }
   // Bytes both ways until both sides are quiet.
   void pump() { ex_.pump(*server_, client_); }
@@ -102,7 +102,7 @@ class H2GuestLegTest : public ::testing::Test {
   void run(std::function<asio::awaitable<void>()> body) {
     bool done = false;
     std::exception_ptr failed;
-    asio::co_spawn(io_, body(), [&](std::exception_ptr e) {
+    dog_.spawn(io_.get_executor(), body(), [&](std::exception_ptr e) {
       failed = e;
       done = true;
     });
@@ -119,6 +119,7 @@ class H2GuestLegTest : public ::testing::Test {
   }
 
   asio::io_context io_;
+  Watchdog dog_{io_.get_executor()};  // the leg's deadlines, in the thread run() starts
   asio::ip::tcp::socket socket_;
   h2::test::NgPeer client_;
   std::unique_ptr<h2::H2ServerSession> server_;
@@ -317,18 +318,17 @@ TEST_F(H2GuestLegTest, AWriterWaitsWhileTheGuestTakesNothing) {
   resp.status = 200;
   resp.framing = http::BodyFraming::kUntilClose;
   bool flushed = false;
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        http::RequestHead head;
-        co_await leg_->next_head(head);
-        leg_->response_head(resp, false);
-        leg_->response_data(std::string(H2GuestLeg::kMaxUnsent + 100000, 'x'));
-        co_await leg_->flush();
-        flushed = true;
-        leg_->response_end({});
-      },
-      asio::detached);
+  // Named: a coroutine lambda's captures live in the lambda, not its frame.
+  auto writer = [&]() -> asio::awaitable<void> {
+    http::RequestHead head;
+    co_await leg_->next_head(head);
+    leg_->response_head(resp, false);
+    leg_->response_data(std::string(H2GuestLeg::kMaxUnsent + 100000, 'x'));
+    co_await leg_->flush();
+    flushed = true;
+    leg_->response_end({});
+  };
+  dog_.spawn(io_.get_executor(), writer());
   io_.run_for(100ms);
   io_.restart();
   EXPECT_FALSE(flushed);  // nothing taken: held
@@ -347,18 +347,16 @@ TEST_F(H2GuestLegTest, AResetStreamEndsEveryWait) {
   open_unended({});
   http::RequestHead head;
   bool read_threw = false;
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        co_await leg_->next_head(head);
-        std::string body;
-        try {
-          co_await leg_->read_body(head, body);
-        } catch (const std::system_error&) {
-          read_threw = true;
-        }
-      },
-      asio::detached);
+  auto reader = [&]() -> asio::awaitable<void> {
+    co_await leg_->next_head(head);
+    std::string body;
+    try {
+      co_await leg_->read_body(head, body);
+    } catch (const std::system_error&) {
+      read_threw = true;
+    }
+  };
+  dog_.spawn(io_.get_executor(), reader());
   io_.run_for(20ms);
   io_.restart();
   EXPECT_FALSE(read_threw);
