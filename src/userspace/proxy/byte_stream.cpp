@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
 
 #include <stdexcept>
 
@@ -48,14 +50,33 @@ awaitable<void> wait_for_signal(std::optional<asio::steady_timer>& signal) {
     throw std::system_error(std::make_error_code(std::errc::operation_canceled));
 }
 
+// Both waits are plain asynchronous operations in one parallel group: no
+// coroutine is spawned (awaitable operators spawn one per operand, and
+// these waits run once per read on every connection).
 awaitable<bool> ByteStream::wait_readable(std::chrono::steady_clock::duration timeout) {
-  using namespace asio::experimental::awaitable_operators;
   if (has_buffered()) co_return true;
   asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
-  auto ready = co_await (socket().async_wait(asio::ip::tcp::socket::wait_read,
-                                             asio::experimental::as_tuple(asio::use_awaitable)) ||
-                         timer.async_wait(asio::experimental::as_tuple(asio::use_awaitable)));
-  co_return ready.index() == 0 && !std::get<0>(std::get<0>(ready));
+  auto [order, readable, expired] =
+      co_await asio::experimental::make_parallel_group(
+          socket().async_wait(asio::ip::tcp::socket::wait_read, asio::experimental::deferred),
+          timer.async_wait(asio::experimental::deferred))
+          .async_wait(asio::experimental::wait_for_one(), use_awaitable);
+  (void)expired;
+  co_return order[0] == 0 && !readable;
+}
+
+awaitable<Woke> wait_readable_or_signal(ByteStream& stream, asio::steady_timer& signal,
+                                        std::chrono::steady_clock::duration timeout) {
+  if (stream.has_buffered()) co_return Woke::kReadable;
+  signal.expires_after(timeout);
+  auto [order, readable, expired] =
+      co_await asio::experimental::make_parallel_group(
+          stream.socket().async_wait(asio::ip::tcp::socket::wait_read, asio::experimental::deferred),
+          signal.async_wait(asio::experimental::deferred))
+          .async_wait(asio::experimental::wait_for_one(), use_awaitable);
+  // A failed socket shows as readable: the read that follows reports it.
+  if (order[0] == 0) co_return readable == asio::error::operation_aborted ? Woke::kSignalled : Woke::kReadable;
+  co_return expired ? Woke::kSignalled : Woke::kTimedOut;
 }
 
 awaitable<size_t> PlainStream::read_some(char* data, size_t size) {

@@ -93,6 +93,18 @@ class TlsStream : public ByteStream {
 // std::system_error(operation_canceled).
 asio::awaitable<void> wait_for_signal(std::optional<asio::steady_timer>& signal);
 
+// What ended wait_readable_or_signal.
+enum class Woke { kReadable, kSignalled, kTimedOut };
+
+// Waits until `stream` would not block a read (ByteStream::wait_readable),
+// `signal` is cancelled (someone's notify, as for wait_for_signal), or
+// `timeout` passes. A connection's owner waits so for its peer or its
+// streams. The caller's own cancellation ends the wait as kSignalled (its
+// next co_await throws). `signal`'s expiry is the timeout: it must have no
+// other waiter.
+asio::awaitable<Woke> wait_readable_or_signal(ByteStream& stream, asio::steady_timer& signal,
+                                              std::chrono::steady_clock::duration timeout);
+
 namespace detail {
 template <typename T>
 struct Outcome {

@@ -1,7 +1,6 @@
 #include "userspace/proxy/h2_intercept.h"
 
 #include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
 
 #include <map>
 #include <memory>
@@ -83,10 +82,10 @@ class H2Connection {
         wrote = false;  // the guest stopped reading, or went
       }
       if (!wrote || failed_ || session.finished() || (goaway_ && streams_.empty())) break;
-      using namespace asio::experimental::awaitable_operators;
-      auto woke = co_await (guest_.wait_readable(ctx_.idle_timeout) || wait_kick());
-      if (woke.index() == 1) continue;  // a stream has output
-      if (!std::get<0>(woke)) {
+      if (kicked_) continue;  // a stream has output
+      const Woke woke = co_await wait_readable_or_signal(guest_, *kick_, ctx_.idle_timeout);
+      if (woke == Woke::kSignalled) continue;
+      if (woke == Woke::kTimedOut) {
         if (streams_.empty()) break;  // idle: no request in flight
         continue;
       }

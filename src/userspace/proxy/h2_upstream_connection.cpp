@@ -1,7 +1,5 @@
 #include "userspace/proxy/h2_upstream_connection.h"
 
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
 #include <span>
@@ -101,12 +99,6 @@ void H2UpstreamConnection::kick() {
   if (kick_) kick_->cancel();
 }
 
-awaitable<void> H2UpstreamConnection::wait_kick() {
-  if (kicked_) co_return;
-  kick_->expires_at(asio::steady_timer::time_point::max());
-  co_await kick_->async_wait(asio::experimental::as_tuple(use_awaitable));
-}
-
 awaitable<void> H2UpstreamConnection::write_pending() {
   for (;;) {
     std::string out = session_.take_output();
@@ -165,7 +157,6 @@ awaitable<void> H2UpstreamConnection::run(std::shared_ptr<H2UpstreamConnection> 
 }
 
 awaitable<void> H2UpstreamConnection::serve() {
-  using namespace asio::experimental::awaitable_operators;
   for (;;) {
     kicked_ = false;
     co_await write_pending();
@@ -174,9 +165,10 @@ awaitable<void> H2UpstreamConnection::serve() {
     // none, the connection's idle bound.
     const auto patience =
         streams_.empty() ? std::chrono::steady_clock::duration(idle_) : std::chrono::hours(24);
-    auto woke = co_await (transport_->wait_readable(patience) || wait_kick());
-    if (woke.index() == 1) continue;  // a leg changed the session
-    if (!std::get<0>(woke)) {
+    if (kicked_) continue;  // a leg changed the session
+    const Woke woke = co_await wait_readable_or_signal(*transport_, *kick_, patience);
+    if (woke == Woke::kSignalled) continue;
+    if (woke == Woke::kTimedOut) {
       if (streams_.empty()) co_return;  // idle
       continue;
     }

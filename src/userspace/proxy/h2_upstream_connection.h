@@ -79,7 +79,6 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   asio::awaitable<void> run(std::shared_ptr<H2UpstreamConnection> self);
   asio::awaitable<void> serve();
   asio::awaitable<void> write_pending();
-  asio::awaitable<void> wait_kick();
   void dispatch();
   void end(const std::string& why);
 
