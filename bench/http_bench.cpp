@@ -18,8 +18,13 @@
 #include "userspace/http/target.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/secret_scrubber.h"
+#include "scrub_bodies.h"
 
 namespace {
+
+using zn::bench::random_body;
+using zn::bench::response_body;
+using zn::bench::secret_for;
 
 // What curl sends plus what an SDK adds: a typical API request head.
 const std::string kHead =
@@ -84,40 +89,6 @@ void http_normalise_target(benchmark::State& state) {
 }
 BENCHMARK(http_normalise_target);
 
-// A JSON API response of 64 KiB (as an echoing upstream or a list endpoint
-// sends), with one reflected secret per 8 KiB, so replacements are counted
-// in the cost.
-constexpr size_t kBodySize = 64 * 1024;
-
-std::string secret_for(size_t i) { return "sk_live_bench_" + std::to_string(i) + "_0123456789abcdefXYZ"; }
-
-const std::string& response_body() {
-  static const std::string body = [] {
-    std::mt19937 rng(42);
-    std::string b;
-    const char* words[] = {"\"id\": ",
-                           "\"object\": \"charge\", ",
-                           "\"amount\": 500, ",
-                           "\"currency\": \"usd\", ",
-                           "\"description\": \"Order 1234/5\", ",
-                           "\"metadata\": {}, ",
-                           "\"livemode\": false, ",
-                           "\"created\": 1700000000, ",
-                           "\"status\": \"succeeded\"}, {"};
-    size_t next_secret = 8192;
-    while (b.size() < kBodySize) {
-      b += words[rng() % std::size(words)];
-      if (b.size() >= next_secret) {
-        b += "\"echo\": \"Bearer " + secret_for(0) + "\", ";
-        next_secret += 8192;
-      }
-    }
-    b.resize(kBodySize);
-    return b;
-  }();
-  return body;
-}
-
 void baseline_memcpy_body(benchmark::State& state) {
   const std::string& body = response_body();
   std::string out(body.size(), '\0');
@@ -164,12 +135,7 @@ BENCHMARK(scrub_response_body)->Arg(1)->Arg(4)->Arg(16);
 // The same over 64 KiB of random bytes (the interception bench's /64k): an
 // escape lead, NUL or line break every ~40 bytes.
 void scrub_random_body(benchmark::State& state) {
-  static const std::string body = [] {
-    std::mt19937 rng(64);
-    std::string b(64 * 1024, '\0');
-    for (char& c : b) c = static_cast<char>(rng());
-    return b;
-  }();
+  const std::string& body = random_body();
   zn::proxy::SecretScrubber scrubber;
   for (int64_t i = 0; i < state.range(0); ++i)
     scrubber.add_secret(secret_for(static_cast<size_t>(i)), "bench");

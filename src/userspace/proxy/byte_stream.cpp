@@ -75,7 +75,8 @@ awaitable<Woke> wait_readable_or_signal(ByteStream& stream, asio::steady_timer& 
           signal.async_wait(asio::experimental::deferred))
           .async_wait(asio::experimental::wait_for_one(), use_awaitable);
   // A failed socket shows as readable: the read that follows reports it.
-  if (order[0] == 0) co_return readable == asio::error::operation_aborted ? Woke::kSignalled : Woke::kReadable;
+  if (order[0] == 0)
+    co_return readable == asio::error::operation_aborted ? Woke::kSignalled : Woke::kReadable;
   co_return expired ? Woke::kSignalled : Woke::kTimedOut;
 }
 

@@ -1,6 +1,5 @@
 #include "userspace/proxy/h2_upstream_connection.h"
 
-
 #include <algorithm>
 #include <span>
 #include <variant>
