@@ -72,6 +72,9 @@ Watchdog::Clock::time_point Watchdog::enter(Clock::duration timeout) const {
 bool Watchdog::leave(Clock::time_point saved, Clock::time_point own) const {
   State& s = *state_;
   s.deadline = saved;
+  // After a firing the timer waits for nothing: the enclosing deadline
+  // still holds.
+  if (!s.waiting) State::arm(state_);
   if (!s.fired || s.fired_at < own) return false;  // not fired, or an enclosing guard's deadline
   s.fired = false;
   s.fired_at = Clock::time_point::max();

@@ -1,6 +1,8 @@
 // The event model: names, validation, timestamp format, canonical payload and
 // the JSON line.
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "support/audit_fixtures.h"
 #include "broker/audit/chain.h"
@@ -140,6 +142,32 @@ TEST(AuditCanonical, PayloadIsTheWholeObjectDumped) {
     r.detail = json();  // only the serialised form, as the writer keeps it
     EXPECT_EQ(r.canonical_payload(), whole.dump());
     EXPECT_NE(r.json_line().find(R"("detail":)" + detail.dump() + R"(,"prev")"), std::string::npos);
+  }
+}
+
+// The head's strings are escaped without dump() when ASCII: every byte
+// 0x00-0x7f, alone and in a run, and a non-ASCII sid (dump()'s path), each
+// byte for byte what dumping the whole object writes.
+TEST(AuditCanonical, HeadStringsAreEscapedAsDumpEscapesThem) {
+  std::vector<std::string> sids;
+  std::string every;
+  for (int c = 0; c < 0x80; ++c) {
+    sids.push_back(std::string(1, static_cast<char>(c)));
+    every += static_cast<char>(c);
+  }
+  sids.push_back(every);
+  sids.push_back("caf\xC3\xA9\n\"");
+  for (const std::string& sid : sids) {
+    AuditRecord r;
+    r.seq = 1;
+    r.ts = "2026-11-29T12:00:00.123Z";
+    r.event = "egress:allow";
+    r.sid = sid;
+    r.detail = json::object();
+    const json whole = {
+        {"seq", r.seq}, {"ts", r.ts}, {"event", r.event}, {"sid", r.sid}, {"detail", r.detail}};
+    EXPECT_EQ(r.canonical_payload(), whole.dump()) << "sid byte " << static_cast<int>(sid[0]);
+    EXPECT_NE(r.json_line().find(R"("sid":)" + json(sid).dump() + ","), std::string::npos);
   }
 }
 

@@ -177,6 +177,34 @@ TEST_F(WatchdogTest, AnInnerTimeoutCaughtLetsTheThreadGoOn) {
   EXPECT_EQ(got, 'y');
 }
 
+TEST_F(WatchdogTest, AfterAnInnerTimeoutTheOuterDeadlineStillHolds) {
+  End inner = End::kNotRun;
+  End outer = End::kNotRun;
+  Clock::duration waited{};
+  run([&](const Watchdog& dog) -> awaitable<void> {
+    const auto start = Clock::now();
+    auto patient = [&]() -> awaitable<void> {
+      try {
+        co_await dog.guard(read_byte(), 30ms);
+      } catch (...) {
+        inner = classify(std::current_exception());
+      }
+      co_await read_byte();  // nothing comes: only the outer deadline ends it
+    };
+    try {
+      co_await dog.guard(patient(), 150ms);
+      outer = End::kValue;
+    } catch (...) {
+      outer = classify(std::current_exception());
+    }
+    waited = Clock::now() - start;
+  });
+  EXPECT_EQ(inner, End::kTimedOut);
+  EXPECT_EQ(outer, End::kTimedOut);
+  EXPECT_GE(waited, 150ms);
+  EXPECT_LT(waited, 2s);
+}
+
 TEST_F(WatchdogTest, CancelAbortsAndIsNotATimeout) {
   End end = End::kNotRun;
   Watchdog dog(io_.get_executor());
