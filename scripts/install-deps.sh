@@ -16,7 +16,7 @@ PACKAGES=(
   iproute2 iputils-ping curl netcat-openbsd dnsutils procps socat dnsmasq-base openssl python3
   python3-websockets python3-h2 python3-wsproto python3-grpcio nginx
   qemu-system-x86 qemu-utils cryptsetup-bin e2fsprogs busybox-static cpio
-  libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev help2man dpkg-dev
+  libnats-dev nats-server rsyslog rsyslog-gnutls libsystemd-dev zlib1g-dev help2man dpkg-dev libjemalloc-dev
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(iperf3 haproxy wrk gnuplot-nox jq nftables squid-openssl mitmproxy)

@@ -16,6 +16,7 @@
 #include "broker/session/sealed_policy.h"
 #include "broker/session/state_file.h"
 #include "userspace/datapath/tc_attachment.h"
+#include "userspace/proxy/secret_scrubber.h"
 #include "vmm/host/route_netlink.h"
 #include "vmm/host/tap_device.h"
 #include "zn_abi.h"
@@ -275,6 +276,9 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
     publish_locked(previous);
     throw;
   }
+  // Automata kept warm for connections to come may hold secrets the new
+  // policy no longer injects: built again when next armed.
+  proxy::SecretScrubber::forget_warm();
   emit("session:update", id, {{"policy_version", next->record.policy_version}});
   return next;
 }
@@ -352,6 +356,9 @@ void SessionRegistry::remove(const std::string& id, bool detach) {
     detail["device_state"] = "deleted";
   }
   persist_erase_locked(id);
+  // The session's secrets leave the automata kept warm (its connections
+  // still open hold theirs until they end).
+  proxy::SecretScrubber::forget_warm();
   emit("session:delete", id, detail);
 }
 

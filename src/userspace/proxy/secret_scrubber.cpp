@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -350,10 +352,15 @@ std::vector<SecretPattern> canonical_patterns(std::string_view secret) {
 // The automaton: states 0..n-1, root 0; next_[state * classes_ + class] is
 // the target state's row (target * classes_), | kMatchFlag when a pattern
 // ends at the target. Every table spells the secrets: wiped when it goes.
+namespace {
+std::atomic<uint64_t> g_automata_built{0};
+}  // namespace
+
 struct SecretScrubber::Automaton {
   Automaton(std::vector<std::string> secrets, std::vector<std::string> labels)
       : secrets_(std::move(secrets)), labels_(std::move(labels)) {
     build();
+    g_automata_built.fetch_add(1, std::memory_order_relaxed);
   }
   ~Automaton();
   Automaton(const Automaton&) = delete;
@@ -384,7 +391,9 @@ constexpr uint32_t kMatchFlag = 0x80000000u;
 // with a list another holds takes that one instead of building its own (an
 // HTTP/2 connection's streams and a session's connections arm with the same
 // list). Weak references: an automaton lives as long as its scrubbers and
-// streams. Built outside the lock; two that race keep the first.
+// streams, and the few most recently armed a little longer (warm_,
+// SecretScrubber::kWarmAutomata). Built outside the lock; two that race
+// keep the first.
 class AutomatonCache {
  public:
   using Ptr = std::shared_ptr<const SecretScrubber::Automaton>;
@@ -396,11 +405,22 @@ class AutomatonCache {
       return found;
     }
     auto built = std::make_shared<const SecretScrubber::Automaton>(std::move(secrets), std::move(labels));
+    std::vector<Ptr> dropped;  // let go after the lock: the last one wipes
     std::lock_guard lock(mu_);
-    if (Ptr found = find_locked(key, built->secrets_, built->labels_)) return found;
+    if (Ptr found = find_locked(key, built->secrets_, built->labels_)) {
+      keep_warm_locked(found, dropped);
+      return found;
+    }
     if (++inserts_ % 256 == 0) std::erase_if(alive_, [](const auto& e) { return e.second.expired(); });
     alive_.emplace(key, built);
+    keep_warm_locked(built, dropped);
     return built;
+  }
+
+  void forget_warm() {
+    std::deque<std::pair<Clock::time_point, Ptr>> dropped;
+    std::lock_guard lock(mu_);
+    dropped.swap(warm_);
   }
 
  private:
@@ -410,9 +430,32 @@ class AutomatonCache {
       for (const std::string& s : *list) h = (h ^ std::hash<std::string_view>{}(s)) * 0x100000001b3ull + 1;
     return h;
   }
+  using Clock = std::chrono::steady_clock;
+
   Ptr find(uint64_t key, const std::vector<std::string>& secrets, const std::vector<std::string>& labels) {
+    std::vector<Ptr> dropped;
     std::lock_guard lock(mu_);
-    return find_locked(key, secrets, labels);
+    Ptr found = find_locked(key, secrets, labels);
+    if (found) keep_warm_locked(found, dropped);
+    return found;
+  }
+  // `p` to the front of the warm list; the expired and the surplus out (to
+  // `dropped`, released by the caller after the lock).
+  void keep_warm_locked(const Ptr& p, std::vector<Ptr>& dropped) {
+    const Clock::time_point now = Clock::now();
+    for (auto it = warm_.begin(); it != warm_.end();) {
+      if (it->second == p || now - it->first > SecretScrubber::kWarmFor) {
+        dropped.push_back(std::move(it->second));
+        it = warm_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    warm_.emplace_front(now, p);
+    while (warm_.size() > SecretScrubber::kWarmAutomata) {
+      dropped.push_back(std::move(warm_.back().second));
+      warm_.pop_back();
+    }
   }
   Ptr find_locked(uint64_t key, const std::vector<std::string>& secrets,
                   const std::vector<std::string>& labels) {
@@ -432,6 +475,7 @@ class AutomatonCache {
   std::mutex mu_;
   std::unordered_multimap<uint64_t, std::weak_ptr<const SecretScrubber::Automaton>> alive_;
   uint64_t inserts_ = 0;
+  std::deque<std::pair<Clock::time_point, Ptr>> warm_;  // most recent first
 };
 
 AutomatonCache& automata() {
@@ -463,6 +507,10 @@ const std::string& SecretScrubber::label(size_t i) const { return a_->labels_[i]
 size_t SecretScrubber::secret_count() const { return a_ ? a_->secrets_.size() : 0; }
 size_t SecretScrubber::boundary_redaction(uint32_t state) const { return a_->boundary_[state]; }
 void SecretScrubber::clear() { a_.reset(); }
+
+void SecretScrubber::forget_warm() { automata().forget_warm(); }
+
+uint64_t SecretScrubber::automata_built() { return g_automata_built.load(std::memory_order_relaxed); }
 
 bool SecretScrubber::add_secret(std::string_view secret, std::string_view label) {
   return add_secrets({{secret, label}});

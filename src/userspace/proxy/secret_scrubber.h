@@ -59,6 +59,7 @@
 // that short is guessable anyway.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -143,6 +144,19 @@ class SecretScrubber {
   // Forgets every secret; the memory that held them is wiped once no other
   // scrubber holds the same list.
   void clear();
+
+  // The automata armed most recently stay built for a while with nobody
+  // holding them (at most kWarmAutomata, each kWarmFor after its last
+  // arming), so that a guest opening one connection after another does not
+  // have its session's automaton rebuilt for each. forget_warm() lets them
+  // go at once (a session deleted, its secrets changed); each is wiped when
+  // its last holder lets it go.
+  static constexpr size_t kWarmAutomata = 8;
+  static constexpr std::chrono::seconds kWarmFor{30};
+  static void forget_warm();
+  // Automata built since the process started (every arming that found none
+  // alive or warm): for tests and diagnostics.
+  static uint64_t automata_built();
 
   // One response stream (a head, or a decoded body). Bytes come out in
   // order, scrubbed; held back between feeds (until finish()) are the bytes

@@ -392,6 +392,36 @@ TEST(SecretScrubber, AnEscapeEndingInTheByteItDecodesToIsRedactedWhole) {
 // The automaton cache is shared by every proxy loop: threads arming the same
 // lists at once (and dropping them) each get a working scrubber, and those
 // holding one list at one time hold one automaton (run under TSan too).
+// A list armed again after its last holder went is found warm, not built
+// again; forget_warm() lets it go (positive control: armed again, built
+// again); more lists than kWarmAutomata push out the oldest.
+TEST(SecretScrubber, AListArmedAgainSoonAfterItsHoldersWentIsNotRebuilt) {
+  SecretScrubber::forget_warm();
+  const std::string secret = "sk_live_warm_automaton_5f6e7d";
+  auto arm = [&](const std::string& s) {
+    SecretScrubber scrubber;
+    EXPECT_TRUE(scrubber.add_secret(s, "cap:warm"));
+    std::string text = "Bearer " + s;
+    EXPECT_EQ(scrubber.scrub(text).matches, 1u);
+  };
+  const uint64_t before = SecretScrubber::automata_built();
+  arm(secret);  // built; its scrubber gone at once
+  EXPECT_EQ(SecretScrubber::automata_built(), before + 1);
+  arm(secret);  // the next connection: warm
+  arm(secret);
+  EXPECT_EQ(SecretScrubber::automata_built(), before + 1);
+  SecretScrubber::forget_warm();
+  arm(secret);
+  EXPECT_EQ(SecretScrubber::automata_built(), before + 2);
+  // kWarmAutomata other lists armed since: the first is no longer warm.
+  for (size_t i = 0; i < SecretScrubber::kWarmAutomata; ++i) arm(secret + "_other_" + std::to_string(i));
+  const uint64_t after_others = SecretScrubber::automata_built();
+  EXPECT_EQ(after_others, before + 2 + SecretScrubber::kWarmAutomata);
+  arm(secret);
+  EXPECT_EQ(SecretScrubber::automata_built(), after_others + 1);
+  SecretScrubber::forget_warm();
+}
+
 TEST(SecretScrubberConcurrency, LoopsArmingTheSameListsAtOnceShareAndScrub) {
   const std::vector<std::string> lists[2] = {
       {"sk_live_concurrent_list_one_1a2b"},
