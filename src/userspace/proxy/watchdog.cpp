@@ -16,6 +16,7 @@ struct Watchdog::State {
   uint64_t generation = 0;  // of the wait in flight; an older one's completion is stale
   bool waiting = false;
   bool fired = false;
+  bool cancelled = false;                                 // cancel(): for good, never turned into a timeout
   Clock::time_point fired_at = Clock::time_point::max();  // the deadline that fired
 
   static void arm(const std::shared_ptr<State>& self) {
@@ -53,7 +54,10 @@ void Watchdog::finished() const { state_->timer.cancel(); }
 
 asio::cancellation_slot Watchdog::slot() const { return state_->signal.slot(); }
 
-void Watchdog::cancel() const { state_->signal.emit(asio::cancellation_type::terminal); }
+void Watchdog::cancel() const {
+  state_->cancelled = true;
+  state_->signal.emit(asio::cancellation_type::terminal);
+}
 
 Watchdog::Clock::time_point Watchdog::deadline() const { return state_->deadline; }
 
@@ -75,7 +79,9 @@ bool Watchdog::leave(Clock::time_point saved, Clock::time_point own) const {
   // After a firing the timer waits for nothing: the enclosing deadline
   // still holds.
   if (!s.waiting) State::arm(state_);
-  if (!s.fired || s.fired_at < own) return false;  // not fired, or an enclosing guard's deadline
+  // Not fired, or an enclosing guard's deadline; or cancelled from outside
+  // as well, which stays (the thread's state is not reset).
+  if (!s.fired || s.fired_at < own || s.cancelled) return false;
   s.fired = false;
   s.fired_at = Clock::time_point::max();
   return true;

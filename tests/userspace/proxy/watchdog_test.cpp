@@ -10,6 +10,7 @@
 #include <asio.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace zn::proxy {
@@ -222,6 +223,48 @@ TEST_F(WatchdogTest, CancelAbortsAndIsNotATimeout) {
   t.async_wait([&](const asio::error_code&) { dog.cancel(); });
   io_.run_for(10s);
   EXPECT_EQ(end, End::kAborted);
+}
+
+TEST_F(WatchdogTest, ACancelIsNotUndoneByADeadlinePassingAfterIt) {
+  // The guarded operation ignores cancellation (it ends when told): the
+  // cancel comes, then the deadline passes, then the operation ends. The
+  // thread stays cancelled; the deadline is not reported over it.
+  std::shared_ptr<std::function<void()>> finish;
+  auto until_told = [&]() {
+    return asio::async_initiate<decltype(use_awaitable), void()>(
+        [&](auto handler) {
+          auto h = std::make_shared<decltype(handler)>(std::move(handler));
+          finish = std::make_shared<std::function<void()>>([h] { std::move (*h)(); });
+        },
+        use_awaitable);
+  };
+  End first = End::kNotRun;
+  End after = End::kNotRun;
+  Watchdog dog(io_.get_executor());
+  auto body = [&]() -> awaitable<void> {
+    try {
+      co_await dog.guard(until_told(), 20ms);
+      first = End::kValue;
+    } catch (...) {
+      first = classify(std::current_exception());
+    }
+    try {
+      send_after(1ms);
+      co_await read_byte();
+      after = End::kValue;
+    } catch (...) {
+      after = classify(std::current_exception());
+    }
+  };
+  dog.spawn(io_.get_executor(), body());
+  io_.run_for(5ms);
+  dog.cancel();
+  io_.run_for(40ms);  // the deadline passes meanwhile
+  ASSERT_TRUE(finish);
+  asio::post(io_, [&] { (*finish)(); });
+  io_.run_for(10s);
+  EXPECT_NE(first, End::kTimedOut);
+  EXPECT_EQ(after, End::kAborted);
 }
 
 TEST_F(WatchdogTest, AGuardInAThreadNotStartedByTheWatchdogRefusesToRun) {
