@@ -10,21 +10,18 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 
 #include "userspace/http/message.h"
 #include "userspace/http/rewrite.h"
 #include "userspace/http/target.h"
 #include "userspace/proxy/request_screen.h"
-#include "userspace/proxy/secret_scrubber.h"
-#include "scrub_bodies.h"
+#include "scrub_bench.h"
 
 namespace {
 
 using zn::bench::random_body;
 using zn::bench::response_body;
-using zn::bench::secret_for;
 
 // What curl sends plus what an SDK adds: a typical API request head.
 const std::string kHead =
@@ -101,52 +98,12 @@ void baseline_memcpy_body(benchmark::State& state) {
 }
 BENCHMARK(baseline_memcpy_body);
 
-// As the relay feeds it: 16 KiB reads, one stream per response; the
-// matches it reported.
-uint64_t scrub_in_reads(const zn::proxy::SecretScrubber& scrubber, const std::string& body,
-                        std::string& out) {
-  out.clear();
-  zn::proxy::SecretScrubber::Stream stream(scrubber);
-  for (size_t at = 0; at < body.size(); at += 16384)
-    stream.feed(std::string_view(body).substr(at, 16384), out);
-  stream.finish(out);
-  return stream.report().matches;
-}
-
-void scrub_response_body(benchmark::State& state) {
-  const std::string& body = response_body();
-  zn::proxy::SecretScrubber scrubber;
-  for (int64_t i = 0; i < state.range(0); ++i)
-    scrubber.add_secret(secret_for(static_cast<size_t>(i)), "bench");
-  std::string out;
-  out.reserve(body.size());
-  uint64_t matches = 0;
-  for (auto _ : state) {
-    matches = scrub_in_reads(scrubber, body, out);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
-  state.counters["patterns"] = static_cast<double>(scrubber.patterns());
-  state.counters["states"] = static_cast<double>(scrubber.states());
-  state.counters["matches"] = static_cast<double>(matches);
-}
+void scrub_response_body(benchmark::State& state) { zn::bench::run_scrub(state, response_body()); }
 BENCHMARK(scrub_response_body)->Arg(1)->Arg(4)->Arg(16);
 
 // The same over 64 KiB of random bytes (the interception bench's /64k): an
 // escape lead, NUL or line break every ~40 bytes.
-void scrub_random_body(benchmark::State& state) {
-  const std::string& body = random_body();
-  zn::proxy::SecretScrubber scrubber;
-  for (int64_t i = 0; i < state.range(0); ++i)
-    scrubber.add_secret(secret_for(static_cast<size_t>(i)), "bench");
-  std::string out;
-  out.reserve(body.size());
-  for (auto _ : state) {
-    scrub_in_reads(scrubber, body, out);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
-}
+void scrub_random_body(benchmark::State& state) { zn::bench::run_scrub(state, random_body()); }
 BENCHMARK(scrub_random_body)->Arg(1)->Arg(16);
 
 // The request side: a 64 KiB body streamed through the tripwire screen
@@ -163,8 +120,9 @@ void screen_request_body(benchmark::State& state) {
   for (auto _ : state) {
     out.clear();
     zn::proxy::StreamScreen stream(screen, {});
-    for (size_t at = 0; at < body.size(); at += 16384)
-      if (!stream.feed(std::string_view(body).substr(at, 16384), out).empty()) state.SkipWithError("hit");
+    for (size_t at = 0; at < body.size(); at += zn::bench::kScrubRead)
+      if (!stream.feed(std::string_view(body).substr(at, zn::bench::kScrubRead), out).empty())
+        state.SkipWithError("hit");
     if (!stream.finish(out).empty()) state.SkipWithError("hit");
     benchmark::DoNotOptimize(out.data());
   }

@@ -24,8 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "scrub_bodies.h"
-#include "userspace/proxy/secret_scrubber.h"
+#include "scrub_bench.h"
 
 namespace {
 
@@ -33,7 +32,7 @@ using zn::bench::random_body;
 using zn::bench::response_body;
 using zn::bench::secret_for;
 
-constexpr size_t kRead = 16384;
+using zn::bench::kScrubRead;
 
 // A hex digit matched in either case.
 std::string hex_digit(unsigned v) {
@@ -108,8 +107,8 @@ uint64_t hs_in_reads(const Database& d, const std::string& body) {
   uint64_t matches = 0;
   hs_stream_t* stream = nullptr;
   hs_open_stream(d.db, 0, &stream);
-  for (size_t at = 0; at < body.size(); at += kRead) {
-    const std::string_view piece = std::string_view(body).substr(at, kRead);
+  for (size_t at = 0; at < body.size(); at += kScrubRead) {
+    const std::string_view piece = std::string_view(body).substr(at, kScrubRead);
     hs_scan_stream(stream, piece.data(), static_cast<unsigned>(piece.size()), 0, d.scratch, count_match,
                    &matches);
   }
@@ -146,27 +145,7 @@ void run_hs(benchmark::State& state, const std::string& body, Set set) {
   state.counters["matches"] = static_cast<double>(matches);
 }
 
-void run_ours(benchmark::State& state, const std::string& body) {
-  zn::proxy::SecretScrubber scrubber;
-  std::vector<std::string> list = secrets(state.range(0));
-  for (const std::string& s : list) scrubber.add_secret(s, "bench");
-  std::string out;
-  out.reserve(body.size());
-  uint64_t matches = 0;
-  for (auto _ : state) {
-    out.clear();
-    zn::proxy::SecretScrubber::Stream stream(scrubber);
-    for (size_t at = 0; at < body.size(); at += kRead)
-      stream.feed(std::string_view(body).substr(at, kRead), out);
-    stream.finish(out);
-    matches = stream.report().matches;
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
-  state.counters["matches"] = static_cast<double>(matches);
-}
-
-void scrub_ours_json(benchmark::State& state) { run_ours(state, response_body()); }
+void scrub_ours_json(benchmark::State& state) { zn::bench::run_scrub(state, response_body()); }
 BENCHMARK(scrub_ours_json)->Arg(1)->Arg(16);
 void hs_literal_json(benchmark::State& state) { run_hs(state, response_body(), Set::kLiteral); }
 BENCHMARK(hs_literal_json)->Arg(1)->Arg(16);
@@ -181,7 +160,7 @@ void hs_escapes_gaps_start_json(benchmark::State& state) {
 }
 BENCHMARK(hs_escapes_gaps_start_json)->Arg(1);
 
-void scrub_ours_random(benchmark::State& state) { run_ours(state, random_body()); }
+void scrub_ours_random(benchmark::State& state) { zn::bench::run_scrub(state, random_body()); }
 BENCHMARK(scrub_ours_random)->Arg(1)->Arg(16);
 void hs_literal_random(benchmark::State& state) { run_hs(state, random_body(), Set::kLiteral); }
 BENCHMARK(hs_literal_random)->Arg(1)->Arg(16);

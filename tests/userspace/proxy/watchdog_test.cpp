@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace zn::proxy {
 namespace {
@@ -26,7 +27,6 @@ using Socket = asio::local::stream_protocol::socket;
 enum class End { kValue, kTimedOut, kAborted, kOther, kNotRun };
 
 End classify(const std::exception_ptr& e) {
-  if (!e) return End::kValue;
   try {
     std::rethrow_exception(e);
   } catch (const std::system_error& s) {
@@ -36,6 +36,22 @@ End classify(const std::exception_ptr& e) {
   } catch (...) {
   }
   return End::kOther;
+}
+
+// How `op` ended; with `value`, what it returned.
+template <typename T>
+awaitable<End> ending(awaitable<T> op, T* value = nullptr) {
+  try {
+    if constexpr (std::is_void_v<T>) {
+      co_await std::move(op);
+    } else {
+      T v = co_await std::move(op);
+      if (value) *value = v;
+    }
+    co_return End::kValue;
+  } catch (...) {
+    co_return classify(std::current_exception());
+  }
 }
 
 class WatchdogTest : public ::testing::Test {
@@ -73,21 +89,11 @@ TEST_F(WatchdogTest, AReadPastItsDeadlineIsTimedOutAndOneInTimeIsNot) {
   Clock::duration waited{};
   run([&](const Watchdog& dog) -> awaitable<void> {
     const auto start = Clock::now();
-    try {
-      co_await dog.guard(read_byte(), 50ms);
-      late = End::kValue;
-    } catch (...) {
-      late = classify(std::current_exception());
-    }
+    late = co_await ending(dog.guard(read_byte(), 50ms));
     waited = Clock::now() - start;
     // Positive control: the same read, with a byte on its way.
     send_after(10ms);
-    try {
-      got = co_await dog.guard(read_byte(), 2s);
-      in_time = End::kValue;
-    } catch (...) {
-      in_time = classify(std::current_exception());
-    }
+    in_time = co_await ending(dog.guard(read_byte(), 2s), &got);
   });
   EXPECT_EQ(late, End::kTimedOut);
   EXPECT_GE(waited, 50ms);
@@ -103,18 +109,8 @@ TEST_F(WatchdogTest, ALongDeadlineArmedFirstDoesNotHoldBackAShorterOneAfterIt) {
   End second = End::kNotRun;
   run([&](const Watchdog& dog) -> awaitable<void> {
     send_after(5ms);
-    try {
-      co_await dog.guard(read_byte(), 1h);
-      first = End::kValue;
-    } catch (...) {
-      first = classify(std::current_exception());
-    }
-    try {
-      co_await dog.guard(read_byte(), 50ms);
-      second = End::kValue;
-    } catch (...) {
-      second = classify(std::current_exception());
-    }
+    first = co_await ending(dog.guard(read_byte(), 1h));
+    second = co_await ending(dog.guard(read_byte(), 50ms));
   });
   EXPECT_EQ(first, End::kValue);
   EXPECT_EQ(second, End::kTimedOut);
@@ -135,12 +131,7 @@ TEST_F(WatchdogTest, AnInnerGuardCannotOutliveTheOuterOne) {
         throw;
       }
     };
-    try {
-      co_await dog.guard(nested(), 50ms);
-      outer = End::kValue;
-    } catch (...) {
-      outer = classify(std::current_exception());
-    }
+    outer = co_await ending(dog.guard(nested(), 50ms));
     waited = Clock::now() - start;
   });
   // The outer deadline passed: the inner guard's operation was aborted, and
@@ -156,22 +147,12 @@ TEST_F(WatchdogTest, AnInnerTimeoutCaughtLetsTheThreadGoOn) {
   char got = 0;
   run([&](const Watchdog& dog) -> awaitable<void> {
     auto patient = [&]() -> awaitable<char> {
-      try {
-        co_await dog.guard(read_byte(), 30ms);  // a short patience, then go on
-        inner = End::kValue;
-      } catch (...) {
-        inner = classify(std::current_exception());
-      }
+      inner = co_await ending(dog.guard(read_byte(), 30ms));  // a short patience, then go on
       send_after(10ms);
       // Not thrown at once: the timeout's cancellation was cleared.
       co_return co_await read_byte();
     };
-    try {
-      got = co_await dog.guard(patient(), 5s);
-      after = End::kValue;
-    } catch (...) {
-      after = classify(std::current_exception());
-    }
+    after = co_await ending(dog.guard(patient(), 5s), &got);
   });
   EXPECT_EQ(inner, End::kTimedOut);
   EXPECT_EQ(after, End::kValue);
@@ -185,19 +166,10 @@ TEST_F(WatchdogTest, AfterAnInnerTimeoutTheOuterDeadlineStillHolds) {
   run([&](const Watchdog& dog) -> awaitable<void> {
     const auto start = Clock::now();
     auto patient = [&]() -> awaitable<void> {
-      try {
-        co_await dog.guard(read_byte(), 30ms);
-      } catch (...) {
-        inner = classify(std::current_exception());
-      }
+      inner = co_await ending(dog.guard(read_byte(), 30ms));
       co_await read_byte();  // nothing comes: only the outer deadline ends it
     };
-    try {
-      co_await dog.guard(patient(), 150ms);
-      outer = End::kValue;
-    } catch (...) {
-      outer = classify(std::current_exception());
-    }
+    outer = co_await ending(dog.guard(patient(), 150ms));
     waited = Clock::now() - start;
   });
   EXPECT_EQ(inner, End::kTimedOut);
@@ -210,14 +182,7 @@ TEST_F(WatchdogTest, CancelAbortsAndIsNotATimeout) {
   End end = End::kNotRun;
   Watchdog dog(io_.get_executor());
   // Named: a coroutine lambda's captures live in the lambda, not its frame.
-  auto body = [&]() -> awaitable<void> {
-    try {
-      co_await dog.guard(read_byte(), 1h);
-      end = End::kValue;
-    } catch (...) {
-      end = classify(std::current_exception());
-    }
-  };
+  auto body = [&]() -> awaitable<void> { end = co_await ending(dog.guard(read_byte(), 1h)); };
   dog.spawn(io_.get_executor(), body());
   asio::steady_timer t(io_, 20ms);
   t.async_wait([&](const asio::error_code&) { dog.cancel(); });
@@ -242,12 +207,9 @@ TEST_F(WatchdogTest, ACancelIsNotUndoneByADeadlinePassingAfterIt) {
   End after = End::kNotRun;
   Watchdog dog(io_.get_executor());
   auto body = [&]() -> awaitable<void> {
-    try {
-      co_await dog.guard(until_told(), 20ms);
-      first = End::kValue;
-    } catch (...) {
-      first = classify(std::current_exception());
-    }
+    first = co_await ending(dog.guard(until_told(), 20ms));
+    // Inline, not through ending(): in a cancelled thread the co_await of
+    // any awaitable throws, ending()'s own included.
     try {
       send_after(1ms);
       co_await read_byte();
