@@ -32,13 +32,14 @@
 #   H2GuestLegTest, H2UpstreamLegTest
 #                                a guest stream and a shared upstream connection
 #                                on the proxy loop, their legs on exchanges
+#   FairPool                     workers of a shared pool against posters and a stop
 #   ProxyTest, InterceptTest, Http2Test, WebSocketTest, Http2UpstreamTest, ZerodTest, ApprovalTest,
 #   SecretUseTest, CapabilityTest,
 #   IngressTest                  zerod itself: proxy loops, worker pool, audit,
 #                                DNS loop, control server, the capability
 #                                service's workers and the ingress loop
 #                                against the control plane, with real traffic
-tsan_targets=(audit_tests audit_export_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests resources_tests)
+tsan_targets=(common_tests audit_tests audit_export_tests tls_tests proxy_tests proxy_root_tests session_tests host_tests net_tests zerod_tests secrets_tests identity_tests daemon_tests resources_tests)
 tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.ConcurrentLeafForIsSafe ExchangeTest.
              AcceptBackoff. MintBudgetProxy. SessionIndexTest. SessionProxyPolicyAudit. UpstreamResolutionCache.
              KernelSpliceTest. TapReaper. LocalAddressesWatch. ProxyTest. InterceptTest. ZerodTest. GuardedBytes. JwtMinterConcurrency.
@@ -47,7 +48,7 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. CapabilityQueueTest.
              SqlBoundsTest.ASlowStatementHoldsOnlyItsOwnCall SqlBoundsTest.ACancelledCallStopsAtOnce IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. H2GuestLegTest. WebSocketTest.
-             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest. SecretScrubberConcurrency.)
+             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest. SecretScrubberConcurrency. FairPool.)
 
 # ctest -R/-E regex of the suites above (each a prefix of test names).
 tsan_regex() {

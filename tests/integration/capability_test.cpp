@@ -405,8 +405,9 @@ class CapabilityQueueTest : public CapabilityTest {
           0, kSlowSeconds + 10);
     });
   }
-  // Fills every thread: two slow calls on each SQL store (each store's most).
-  std::vector<std::future<Answer>> fill_the_pool() {
+  // Fills the session's share (3 calls running; the fourth waits): two slow
+  // calls on each SQL store (each store's most).
+  std::vector<std::future<Answer>> fill_the_share() {
     std::vector<std::future<Answer>> slow;
     for (const char* env : {"ZN_CAP_LEDGER", "ZN_CAP_LEDGER", "ZN_CAP_SCRATCH", "ZN_CAP_SCRATCH"})
       slow.push_back(slow_sql(env));
@@ -437,11 +438,11 @@ TEST_F(CapabilityQueueTest, ASlowStoreHoldsOnlyItsOwnCalls) {
 
 TEST_F(CapabilityQueueTest, AQueuedWriteOfARemovedCapabilityNeverLands) {
   ASSERT_TRUE(calls_become(0, 0));
-  std::vector<std::future<Answer>> slow = fill_the_pool();
-  ASSERT_TRUE(calls_become(0, 4)) << calls().queued << " " << calls().running;
+  std::vector<std::future<Answer>> slow = fill_the_share();
+  ASSERT_TRUE(calls_become(1, 3)) << calls().queued << " " << calls().running;
   std::future<Answer> write = kv_put("k", "after-revocation");
-  ASSERT_TRUE(calls_become(1, 4)) << calls().queued << " "
-                                  << calls().running;  // the write waits for a thread
+  ASSERT_TRUE(calls_become(2, 3)) << calls().queued << " "
+                                  << calls().running;  // the write waits for the session's share
   // The update drops the KV capability while its write is queued.
   std::string without = caps_policy();
   const std::string data = R"("data":{"kind":"kv","mode":"rw"},)";
@@ -459,15 +460,46 @@ TEST_F(CapabilityQueueTest, AQueuedWriteOfARemovedCapabilityNeverLands) {
 // The positive control: the same queued write, no update, lands.
 TEST_F(CapabilityQueueTest, AQueuedWriteOfAKeptCapabilityLands) {
   ASSERT_TRUE(calls_become(0, 0));
-  std::vector<std::future<Answer>> slow = fill_the_pool();
-  ASSERT_TRUE(calls_become(0, 4)) << calls().queued << " " << calls().running;
+  std::vector<std::future<Answer>> slow = fill_the_share();
+  ASSERT_TRUE(calls_become(1, 3)) << calls().queued << " " << calls().running;
   std::future<Answer> write = kv_put("k", "kept");
-  ASSERT_TRUE(calls_become(1, 4)) << calls().queued << " " << calls().running;
+  ASSERT_TRUE(calls_become(2, 3)) << calls().queued << " " << calls().running;
   // An update that keeps the capability keeps its queued write.
   ASSERT_TRUE(call("session.update", {{"id", "user-1"}, {"policy", caps_policy()}})["ok"]);
   EXPECT_EQ(write.get().status, "204");
   for (auto& f : slow) EXPECT_EQ(f.get().status, "422");
   EXPECT_EQ(kv_values(), "kept\n");
+}
+
+// Issue 32: a session whose calls all run to their budget holds only its
+// share of the service's threads; another session's call starts at once,
+// while the first session's own next call still waits (the control: the
+// service is saturated for it).
+TEST_F(CapabilityQueueTest, ASessionAtItsShareDoesNotDelayAnother) {
+  lab_->add_guest("g1");
+  json r = call("session.create", {{"id", "user-2"},
+                                   {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
+                                   {"device", "zn-tap1"},
+                                   {"slot", 1}});
+  ASSERT_TRUE(r["ok"]) << r.dump();
+  const std::string theirs =
+      call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
+  ASSERT_EQ(theirs.rfind("cap:", 0), 0u);
+  ASSERT_TRUE(calls_become(0, 0));
+  std::vector<std::future<Answer>> slow = fill_the_share();
+  ASSERT_TRUE(calls_become(1, 3)) << calls().queued << " " << calls().running;
+  std::future<Answer> own = kv_put("k", "user-1");
+  ASSERT_TRUE(calls_become(2, 3)) << calls().queued << " " << calls().running;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(cap("PUT", "/v1/kv/" + theirs + "/k", "user-2", 1).status, "204");
+  EXPECT_EQ(cap("GET", "/v1/kv/" + theirs + "/k", "", 1).body, "user-2");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(kSlowSeconds / 2));
+  EXPECT_EQ(own.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "user-1's own call did not wait: the service was not saturated for it, the test proved nothing";
+  // Stop the slow calls rather than wait for their budgets.
+  ASSERT_TRUE(call("session.delete", {{"id", "user-1"}})["ok"]);
+  for (auto& f : slow) f.get();
+  EXPECT_NE(own.get().status, "204");
 }
 
 // A running SQL call of a removed capability is cancelled, and the update

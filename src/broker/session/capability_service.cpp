@@ -1,6 +1,5 @@
 #include "broker/session/capability_service.h"
 
-#include <asio/post.hpp>
 #include <sodium.h>
 
 #include <algorithm>
@@ -16,6 +15,11 @@ bool same_terms(const Capability& a, const Capability& b) {
   return a.kind == b.kind && a.read_only == b.read_only && a.store == b.store;
 }
 
+// At least one, and at most all threads but one (another always has one).
+size_t share_of(size_t threads, size_t wanted) {
+  return std::max<size_t>(1, std::min(wanted, threads > 1 ? threads - 1 : 1));
+}
+
 }  // namespace
 
 proxy::LocalResponse capability_error(int status, std::string_view code, std::string_view message) {
@@ -23,13 +27,14 @@ proxy::LocalResponse capability_error(int status, std::string_view code, std::st
 }
 
 CapabilityService::CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads,
-                                     size_t max_pending, size_t per_store)
+                                     size_t max_pending, size_t per_store, size_t per_session)
     : audit_(audit),
       stores_(std::move(stores)),
       gateway_(*stores_),
-      max_pending_(max_pending),
-      per_store_(std::max<size_t>(1, std::min(per_store, threads > 1 ? threads - 1 : 1))),
-      pool_(threads) {}
+      pool_(FairLimits{.slots = std::max<size_t>(1, threads),
+                       .per_tenant = share_of(threads, per_session),
+                       .per_lane = share_of(threads, per_store),
+                       .queued = max_pending}) {}
 
 void CapabilityService::check(const Policy& policy) const {
   for (const auto& [name, cap] : policy.caps)
@@ -82,27 +87,11 @@ void CapabilityService::revoke(const std::string& session, const std::set<std::s
 
 CapabilityService::~CapabilityService() { shutdown(); }
 
-void CapabilityService::shutdown() {
-  {
-    std::lock_guard lock(lanes_mu_);
-    stopped_ = true;
-  }
-  pool_.join();
-}
+void CapabilityService::shutdown() { pool_.stop(); }
 
 CapabilityCallCounts CapabilityService::counts() const {
-  std::lock_guard lock(lanes_mu_);
-  // A lane's running calls include those posted and waiting for a thread:
-  // queued too, to the reader.
-  uint64_t admitted = 0;
-  CapabilityCallCounts c;
-  for (const auto& [name, lane] : lanes_) {
-    c.queued += lane.queued.size();
-    admitted += lane.running;
-  }
-  c.running = std::min<uint64_t>(executing_.load(), admitted);
-  c.queued += admitted - c.running;
-  return c;
+  const FairPool::Counts c = pool_.counts();
+  return CapabilityCallCounts{c.waiting, c.running};
 }
 
 std::optional<BoundCapability> CapabilityService::bound(const Session& s, std::string_view handle) {
@@ -172,61 +161,32 @@ proxy::LocalResponse CapabilityService::answer(const Session& queued, const prox
 
 void CapabilityService::serve(SessionPtr session, proxy::LocalRequest request,
                               std::function<void(proxy::LocalResponse)> done) {
-  if (pending_.fetch_add(1) >= max_pending_) {
-    pending_.fetch_sub(1);
-    audit_.post({"resource:deny", session->record.id, {{"status", 503}, {"code", "busy"}}});
-    done(capability_error(503, "busy", "too many requests in progress"));
-    return;
-  }
   const std::string lane = lane_of(*session, request);
-  std::unique_lock lock(lanes_mu_);
-  if (stopped_) {
-    lock.unlock();
-    pending_.fetch_sub(1);
-    done(capability_error(503, "unavailable", "zerod is stopping"));
-    return;
-  }
-  Lane& l = lanes_[lane];
-  Job job{std::move(session), std::move(request), std::move(done)};
-  // A request naming no store of its session is answered at once (a 404):
-  // it waits for no store's calls.
-  if (!lane.empty() && l.running >= per_store_) {
-    l.queued.push_back(std::move(job));
-    return;
-  }
-  run_locked(lane, std::move(job));
-}
-
-void CapabilityService::run_locked(const std::string& lane, Job job) {
-  ++lanes_[lane].running;
-  asio::post(pool_, [this, lane, job = std::move(job)]() mutable {
+  const std::string id = session->record.id;
+  // One owner for the call's state, shared by the two ways it can end (run
+  // or refused), exactly one of which happens.
+  struct Call {
+    SessionPtr session;
+    proxy::LocalRequest request;
+    std::function<void(proxy::LocalResponse)> done;
+  };
+  auto call = std::make_shared<Call>(Call{std::move(session), std::move(request), std::move(done)});
+  FairPool::Job job;
+  job.run = [this, call] {
     proxy::LocalResponse r;
-    ++executing_;
     try {
-      r = answer(*job.session, job.request);
+      r = answer(*call->session, call->request);
     } catch (const std::exception&) {
       r = capability_error(500, "internal", "the request failed");
     }
-    --executing_;
-    pending_.fetch_sub(1);
-    job.done(std::move(r));
-    finished(lane);
-  });
-}
-
-void CapabilityService::finished(const std::string& lane) {
-  std::lock_guard lock(lanes_mu_);
-  auto it = lanes_.find(lane);
-  if (it == lanes_.end()) return;
-  Lane& l = it->second;
-  --l.running;
-  if (!l.queued.empty()) {
-    Job next = std::move(l.queued.front());
-    l.queued.pop_front();
-    run_locked(lane, std::move(next));
-  } else if (l.running == 0) {
-    lanes_.erase(it);
-  }
+    call->done(std::move(r));
+  };
+  job.refused = [this, call] {
+    // Refused while full (this session had the most waiting) or stopping.
+    audit_.post({"resource:deny", call->session->record.id, {{"status", 503}, {"code", "busy"}}});
+    call->done(capability_error(503, "busy", "too many requests in progress"));
+  };
+  pool_.post(id, lane, std::move(job));
 }
 
 }  // namespace zn::broker

@@ -4,14 +4,16 @@
 // resource:read / resource:write / resource:deny audit record. The proxy's
 // loop only hands a request over and gets the answer posted back.
 //
-// One slow store does not hold the others' calls (issue 30): calls queue per
-// store (kind and name), at most `per_store` of one store run at once, and
-// the rest wait in that store's own queue, not on a thread. With the
-// defaults (4 threads, 2 per store) a store whose every call runs to its
-// time budget leaves two threads to all the others. Not yet fair between
-// sessions: two slow stores together still take every thread, and one
-// session's slow calls on a shared store delay another session's calls on
-// it (per-session fair queueing is later work).
+// Calls share the service's threads fairly (issue 32): each session's calls
+// wait in the session's own queue and sessions take turns (FairPool), at
+// most `per_session` of one session's calls run at once, and at most
+// `per_store` of one store's whoever's they are. With the defaults (8
+// threads, 3 per session, 2 per store) two sessions whose every call runs to
+// its time budget leave two threads to the others, and the next session's
+// call starts at once; a slow store holds two, and a session's slow store
+// leaves it a thread for its other stores. When `max_pending` calls wait,
+// the session with the most waiting gives way (its newest is answered 503
+// busy): one session's flood never refuses another's call.
 //
 // Revocation is immediate (issue 30): a call is authorised at execution, not
 // when it was queued — its handle is looked up in its session as it is now
@@ -24,8 +26,6 @@
 // `session update` or `session delete` has answered, nothing of a removed
 // capability takes effect, and no KV key or queue message of it stays.
 #pragma once
-
-#include <asio/thread_pool.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -43,6 +43,7 @@
 #include "broker/resources/store_set.h"
 #include "broker/session/directory.h"
 #include "broker/session/session.h"
+#include "common/fair_pool.h"
 #include "userspace/proxy/policy.h"
 
 namespace zn::broker {
@@ -55,12 +56,13 @@ struct CapabilityCallCounts {
 
 class CapabilityService {
  public:
-  // `threads`: store calls at once; `max_pending`: requests queued or
-  // running past which a new one is answered 503 at once (a slow query
-  // cannot pile up the proxy's memory); `per_store`: calls of one store
-  // running at once (at most threads - 1, so another store always has one).
-  CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads = 4,
-                    size_t max_pending = 64, size_t per_store = 2);
+  // `threads`: store calls at once; `max_pending`: requests waiting past
+  // which one is answered 503 (a slow query cannot pile up the proxy's
+  // memory); `per_store` and `per_session`: calls of one store, of one
+  // session running at once (each at most threads - 1, so another store and
+  // another session always have one).
+  CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> stores, size_t threads = 8,
+                    size_t max_pending = 64, size_t per_store = 2, size_t per_session = 3);
   ~CapabilityService();  // shutdown()
 
   // Where a call finds its session as it is when it runs (null: deleted).
@@ -104,15 +106,6 @@ class CapabilityService {
   CapabilityCallCounts counts() const;
 
  private:
-  struct Job {
-    SessionPtr session;
-    proxy::LocalRequest request;
-    std::function<void(proxy::LocalResponse)> done;
-  };
-  struct Lane {
-    size_t running = 0;
-    std::deque<Job> queued;
-  };
   // A call between its handle's lookup and its end, for release().
   struct Running {
     std::string session;
@@ -123,29 +116,19 @@ class CapabilityService {
   // The store a request's handle names in its session ("kind/name"), ""
   // when it names none (answered at once, whatever it is).
   static std::string lane_of(const Session& s, const proxy::LocalRequest& request);
-  void run_locked(const std::string& lane, Job job);
-  void finished(const std::string& lane);
   proxy::LocalResponse answer(const Session& s, const proxy::LocalRequest& request);
   void revoke(const std::string& session, const std::set<std::string>& handles);
 
   AuditLog& audit_;
   std::shared_ptr<StoreSet> stores_;
   ResourceGateway gateway_;
-  const size_t max_pending_;
-  const size_t per_store_;
   std::function<SessionPtr(const std::string&)> current_;
-  std::atomic<size_t> pending_{0};
-  std::atomic<uint64_t> executing_{0};  // calls on a thread now
-
-  mutable std::mutex lanes_mu_;  // lanes_, stopped_, and serve's post against shutdown
-  std::map<std::string, Lane> lanes_;
-  bool stopped_ = false;
 
   mutable std::mutex running_mu_;
   std::condition_variable running_cv_;
   std::list<Running*> running_;
 
-  asio::thread_pool pool_;
+  FairPool pool_;  // last: its threads end before what they use
 };
 
 // The JSON error body every refusal of the gateway uses.
