@@ -32,7 +32,8 @@
 #   H2GuestLegTest, H2UpstreamLegTest
 #                                a guest stream and a shared upstream connection
 #                                on the proxy loop, their legs on exchanges
-#   FairPool                     workers of a shared pool against posters and a stop
+#   FairPool, ProxyWorkerShare   workers of a shared pool against posters and a stop;
+#                                the proxy's decisions on them from its loops
 #   ProxyTest, InterceptTest, Http2Test, WebSocketTest, Http2UpstreamTest, ZerodTest, ApprovalTest,
 #   SecretUseTest, CapabilityTest,
 #   IngressTest                  zerod itself: proxy loops, worker pool, audit,
@@ -48,7 +49,7 @@ tsan_suites=(AuditLogTest. ClientHello.ConcurrentCallers LeafCertsTest.Concurren
              StoreSetTest.ConcurrentFirstUsesShareOneReadWriteInstance CapabilityTest. CapabilityQueueTest.
              SqlBoundsTest.ASlowStatementHoldsOnlyItsOwnCall SqlBoundsTest.ACancelledCallStopsAtOnce IngressTest. CommandTest.
              ExporterTest. AuditRetentionTest. AuditExportTest. Http2Test. H2GuestLegTest. WebSocketTest.
-             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest. SecretScrubberConcurrency. FairPool.)
+             Http2UpstreamTest. H2UpstreamLegTest. GrpcTest. SecretScrubberConcurrency. FairPool. ProxyWorkerShare.)
 
 # ctest -R/-E regex of the suites above (each a prefix of test names).
 tsan_regex() {

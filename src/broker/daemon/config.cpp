@@ -117,6 +117,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "drop_event_burst",
                                  "dns_unanswered_rate",
                                  "dns_answers_per_session",
+                                 "dns_pending_per_session",
+                                 "dns_queries_per_second",
+                                 "dns_query_burst",
                                  "metrics_port",
                                  "proxy_idle_timeout_ms",
                                  "proxy_max_connections_per_guest",
@@ -248,6 +251,9 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.dns_unanswered_rate = get_uint(doc, "dns_unanswered_rate", c.dns_unanswered_rate, 1, 100000);
   c.dns_answers_per_session =
       get_uint(doc, "dns_answers_per_session", c.dns_answers_per_session, 16, 1000000);
+  c.dns_pending_per_session = get_uint(doc, "dns_pending_per_session", c.dns_pending_per_session, 1, 1024);
+  c.dns_queries_per_second = get_uint(doc, "dns_queries_per_second", c.dns_queries_per_second, 1, 1000000);
+  c.dns_query_burst = get_uint(doc, "dns_query_burst", c.dns_query_burst, 1, 1000000);
   for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket, &c.host_key})
     if (path->empty() || path->front() != '/') fail("$", "paths must be absolute: '" + *path + "'");
   {

@@ -311,7 +311,11 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   dns_options.max_answers_per_session = config_.dns_answers_per_session;
   dns_options.unanswered_names_per_second = config_.dns_unanswered_rate;
   dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(dns_options));
-  dns_ = std::make_unique<dns::Responder>(dns::responder_config_for(listeners), *dns_policy_, *resolver_);
+  dns::ResponderConfig dns_config = dns::responder_config_for(listeners);
+  dns_config.handler.max_pending_per_session = config_.dns_pending_per_session;
+  dns_config.handler.session_rate.per_second = config_.dns_queries_per_second;
+  dns_config.handler.session_rate.burst = config_.dns_query_burst;
+  dns_ = std::make_unique<dns::Responder>(std::move(dns_config), *dns_policy_, *resolver_);
 
   if (config_.approval_webhook) {
     webhook_ = std::make_unique<ApprovalWebhook>(

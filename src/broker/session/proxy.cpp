@@ -174,6 +174,13 @@ proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, con
   return d;
 }
 
+std::string SessionProxyPolicy::tenant_of(const sockaddr_storage& guest) const {
+  SessionPtr s = guest.ss_family == AF_INET
+                     ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&guest)->sin_addr)
+                     : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&guest)->sin6_addr);
+  return s ? s->record.id : std::string();
+}
+
 proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts& facts) {
   proxy::UpstreamDecision d;
   const net::IpAddress dst = address_of(facts.original_dst);

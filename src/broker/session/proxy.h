@@ -43,6 +43,8 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
         clock_(std::move(clock)),
         minter_(std::move(minter)) {}
 
+  // The guest's session id ("" for an address no session holds).
+  std::string tenant_of(const sockaddr_storage& guest) const override;
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
   proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;

@@ -11,16 +11,19 @@
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_dns_queries_total ("" when it is not one); the order is the order they
 // are written out.
-#define ZN_DNS_COUNTERS(X)                                                            \
-  X(queries, "", "messages received (UDP datagrams, TCP messages)")                   \
-  X(allowed, "allowed", "allowed names answered (resolved or NODATA)")                \
-  X(denied, "denied", "policy denied: NXDOMAIN/REFUSED, never forwarded")             \
-  X(refused, "refused", "unknown source session")                                     \
-  X(malformed, "malformed", "dropped or answered FORMERR")                            \
-  X(unsupported, "", "opcode not QUERY or class not IN: NOTIMP")                      \
-  X(upstream_failures, "upstream_failure", "resolver SERVFAIL / timeouts / overload") \
-  X(tcp_rejected, "", "connections closed at the connection cap")                     \
-  X(send_errors, "", "replies that could not be sent")                                \
+#define ZN_DNS_COUNTERS(X)                                                                   \
+  X(queries, "", "messages received (UDP datagrams, TCP messages)")                          \
+  X(allowed, "allowed", "allowed names answered (resolved or NODATA)")                       \
+  X(denied, "denied", "policy denied: NXDOMAIN/REFUSED, never forwarded")                    \
+  X(refused, "refused", "unknown source session")                                            \
+  X(malformed, "malformed", "dropped or answered FORMERR")                                   \
+  X(unsupported, "", "opcode not QUERY or class not IN: NOTIMP")                             \
+  X(upstream_failures, "upstream_failure", "resolver SERVFAIL / timeouts / overload")        \
+  X(rate_limited, "rate_limited", "over the session's query rate: REFUSED, never forwarded") \
+  X(session_busy, "session_busy",                                                            \
+    "the session's queries at the resolver at its cap: REFUSED, never forwarded")            \
+  X(tcp_rejected, "", "connections closed at the connection cap")                            \
+  X(send_errors, "", "replies that could not be sent")                                       \
   X(internal_errors, "", "exceptions from policy/resolver code: SERVFAIL")
 
 namespace zn::dns {

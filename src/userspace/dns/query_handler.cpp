@@ -11,7 +11,11 @@ constexpr uint32_t kLocalAnswerTtl = 60;
 }  // namespace
 
 QueryHandler::QueryHandler(DnsPolicy& policy, Resolver& resolver, HandlerConfig config, Post post)
-    : policy_(policy), resolver_(resolver), config_(config), post_(std::move(post)) {}
+    : policy_(policy),
+      resolver_(resolver),
+      config_(config),
+      post_(std::move(post)),
+      rate_(config.session_rate) {}
 
 QueryHandler::~QueryHandler() = default;
 
@@ -49,6 +53,12 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     ++counters_.refused;
     return reply_now(build_reply(q, Rcode::Refused, {}, 0, max_size));
   }
+  // Before the policy: a refused query costs neither an audit record nor
+  // a resolver slot.
+  if (!rate_.take(*session)) {
+    ++counters_.rate_limited;
+    return reply_now(build_reply(q, Rcode::Refused, {}, 0, max_size));
+  }
   DnsDecision decision = policy_.decide(*session, q.qname);
   if (!decision.allow) {
     ++counters_.denied;
@@ -79,9 +89,14 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     }
     return;
   }
+  if (pending_of(*session) >= config_.max_pending_per_session) {
+    ++counters_.session_busy;
+    return reply_now(build_reply(q, Rcode::Refused, {}, 0, max_size));
+  }
   const QType qtype = q.qtype == LDNS_RR_TYPE_A ? QType::A : QType::AAAA;
   const std::string name = q.qname;
   const uint64_t id = next_id_++;
+  ++pending_per_session_[*session];
   pending_.emplace(id, Pending{std::move(q), std::move(*session), max_size, std::move(done)});
   done = nullptr;
   try {
@@ -94,10 +109,16 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     auto it = pending_.find(id);
     if (it != pending_.end()) {  // not answered: give done back for the SERVFAIL
       done = std::move(it->second.done);
+      release(it->second.session);
       pending_.erase(it);
     }
     throw;
   }
+}
+
+void QueryHandler::release(const std::string& session) {
+  auto it = pending_per_session_.find(session);
+  if (it != pending_per_session_.end() && --it->second == 0) pending_per_session_.erase(it);
 }
 
 void QueryHandler::complete(uint64_t id, ResolveResult result) {
@@ -105,6 +126,7 @@ void QueryHandler::complete(uint64_t id, ResolveResult result) {
   if (it == pending_.end()) return;
   Pending p = std::move(it->second);
   pending_.erase(it);
+  release(p.session);
   Bytes servfail = build_reply(p.query, Rcode::ServFail, {}, 0, p.max_size);
   try {
     finish(p, std::move(result), /*forwarded=*/true);

@@ -8,6 +8,9 @@
 //   allowed, any other qtype        NOERROR with no answers (NODATA), not forwarded, on_unanswered
 //   allowed, name needs escapes     NXDOMAIN, not forwarded (no hostname has them), on_unanswered
 //   resolver failure                SERVFAIL, on_unanswered
+//   over the session's query rate,  REFUSED, not forwarded, counted (issue 32: one
+//   or its queries at the resolver  guest cannot fill the resolver's shared
+//   at their cap                    queue or its audit with a flood)
 //   malformed                       dropped or FORMERR (see dns_message.h)
 //   policy/resolver code throws     SERVFAIL, internal_errors counted
 #pragma once
@@ -18,8 +21,10 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 
+#include "common/token_buckets.h"
 #include "userspace/dns/counters.h"
 #include "userspace/dns/message.h"
 #include "userspace/dns/policy.h"
@@ -32,6 +37,11 @@ enum class Transport { Udp, Tcp };
 struct HandlerConfig {
   Rcode denied_rcode = Rcode::NxDomain;  // or Rcode::Refused
   uint32_t max_ttl = 300;                // seconds; answers never carry more
+  // Per session: queries waiting for the resolver at once (its shared queue
+  // holds 1,024), and queries per second (every query of a known session:
+  // a denied name costs an audit record).
+  size_t max_pending_per_session = 64;
+  TokenBucketConfig session_rate{.per_second = 200, .burst = 1000, .max_tracked = 16384};
 };
 
 class QueryHandler {
@@ -56,6 +66,11 @@ class QueryHandler {
 
   DnsCounters& counters() { return counters_; }
   size_t pending() const { return pending_.size(); }
+  // A session's queries waiting for the resolver now.
+  size_t pending_of(const std::string& session) const {
+    auto it = pending_per_session_.find(session);
+    return it == pending_per_session_.end() ? 0 : it->second;
+  }
 
  private:
   struct Pending {
@@ -66,6 +81,7 @@ class QueryHandler {
   };
   void decide(Query q, const sockaddr_storage& source, size_t max_size, Done& done);
   void complete(uint64_t id, ResolveResult result);
+  void release(const std::string& session);  // one of its queries left the resolver
   // forwarded: the answer is the resolver's (the name went upstream).
   void finish(Pending& p, ResolveResult result, bool forwarded);
 
@@ -76,6 +92,9 @@ class QueryHandler {
   DnsCounters counters_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, Pending> pending_;
+  // Sessions with a query at the resolver (no entry at zero).
+  std::unordered_map<std::string, size_t> pending_per_session_;
+  TokenBuckets rate_;
 };
 
 }  // namespace zn::dns

@@ -25,6 +25,8 @@
   X(idle_closed, "idle_closed", "spliced connections closed at the idle timeout")                     \
   X(accept_errors, "accept_error", "failed accepts (EMFILE...), each followed by a backoff")          \
   X(mint_refused, "mint_budget", "intercepted connections reset: the session's leaf minting budget")  \
+  X(workers_busy, "workers_busy",                                                                     \
+    "reset: the proxy's workers had too much waiting, most of it this session's")                     \
   X(upstream_failures, "", "spliced connections whose upstream could not be connected")               \
   X(tls_resumed, "", "intercepted guests whose TLS handshake resumed an earlier session")             \
   X(kernel_spliced, "kernel_spliced", "connections relayed by the kernel's sockmap")

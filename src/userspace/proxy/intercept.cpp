@@ -20,6 +20,7 @@
 #include "userspace/proxy/filters/response_scrub_filter.h"
 #include "userspace/proxy/h1_guest_leg.h"
 #include "userspace/proxy/h1_upstream_leg.h"
+#include "userspace/proxy/offload.h"
 #include "userspace/proxy/h2_upstream_leg.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/scrub_fields.h"
@@ -43,14 +44,6 @@ using namespace std::chrono_literals;
 // A request body the broker answers itself (a blob or KV value, a SQL call)
 // is read whole into memory: bounded.
 constexpr size_t kMaxLocalBody = 8 * 1024 * 1024;
-
-// Broker calls may block (resolution, locks): run them on the pool.
-template <typename F>
-awaitable<std::invoke_result_t<F&>> off_loop(asio::thread_pool& pool, F f) {
-  using R = std::invoke_result_t<F&>;
-  co_return co_await asio::co_spawn(
-      pool, [f = std::move(f)]() mutable -> awaitable<R> { co_return f(); }, use_awaitable);
-}
 
 // The upstream side of one guest connection, reused across its keep-alive
 // requests while they go to the same host, and taken from / given back to
@@ -673,8 +666,14 @@ class Exchange {
   awaitable<std::optional<Refusal>> connect_upstream(const std::string& host, const std::string& identity,
                                                      RequestSummary& summary) {
     const std::string session = conn_.session;
-    UpstreamAddresses where =
-        co_await off_loop(ctx_.pool, [&] { return ctx_.policy.resolve_upstream(session, host); });
+    // Resolution may block: on the session's share of the workers.
+    auto resolve = [&] { return ctx_.policy.resolve_upstream(session, host); };
+    std::optional<UpstreamAddresses> resolved = co_await offload(ctx_.pool, session, resolve);
+    if (!resolved) {
+      summary.error = "proxy workers busy";
+      co_return Refusal{503, "zeroness: busy, try again\n"};
+    }
+    UpstreamAddresses& where = *resolved;
     if (where.addresses.empty()) {
       summary.error = where.reason;
       co_return Refusal{403, "zeroness: blocked by policy (" + where.reason + ")\n"};

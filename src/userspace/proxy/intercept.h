@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "common/fair_pool.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
@@ -25,7 +26,7 @@ namespace zn::proxy {
 
 struct InterceptContext {
   ProxyPolicy& policy;
-  asio::thread_pool& pool;  // where broker calls run, off the event loop
+  FairPool& pool;           // where broker calls run, off the event loop (offload.h)
   SSL_CTX* upstream_tls;    // verified client context (trust store + extra bundle)
   http::HttpLimits limits;
   std::chrono::milliseconds header_timeout;   // a started request head must complete in this

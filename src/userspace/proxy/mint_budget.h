@@ -6,11 +6,10 @@
 // token. Thread-safe.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
-#include <mutex>
 #include <string>
-#include <unordered_map>
+
+#include "common/token_buckets.h"
 
 namespace zn::proxy {
 
@@ -22,22 +21,17 @@ struct MintBudgetConfig {
 
 class MintBudget {
  public:
-  using Clock = std::chrono::steady_clock;
-  explicit MintBudget(MintBudgetConfig config = {}) : config_(config) {}
+  using Clock = TokenBuckets::Clock;
+  explicit MintBudget(MintBudgetConfig config = {})
+      : buckets_({config.per_second, config.burst, config.max_tracked}) {}
 
   // Takes one mint for the session; false when its bucket is empty.
-  bool take(const std::string& session, Clock::time_point now = Clock::now());
+  bool take(const std::string& session, Clock::time_point now = Clock::now()) {
+    return buckets_.take(session, now);
+  }
 
  private:
-  struct Bucket {
-    double tokens;
-    Clock::time_point last;
-  };
-  void prune_locked(Clock::time_point now);
-
-  MintBudgetConfig config_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Bucket> buckets_;
+  TokenBuckets buckets_;
 };
 
 }  // namespace zn::proxy

@@ -4,6 +4,7 @@
 // it asks for one injection for (session, rule) at the moment it forwards.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -228,6 +229,17 @@ struct LocalResponse {
 class ProxyPolicy {
  public:
   virtual ~ProxyPolicy() = default;
+  // Whose share of the proxy's workers a connection's calls take (issue 32):
+  // the session of the guest at `guest`. Never blocks: called on the loop,
+  // before decide(). By default the guest's address itself (one per guest).
+  virtual std::string tenant_of(const sockaddr_storage& guest) const {
+    if (guest.ss_family == AF_INET6) {
+      const auto& a = reinterpret_cast<const sockaddr_in6&>(guest).sin6_addr;
+      return std::string(reinterpret_cast<const char*>(&a), sizeof a);
+    }
+    const auto& a = reinterpret_cast<const sockaddr_in&>(guest).sin_addr;
+    return std::string(reinterpret_cast<const char*>(&a), sizeof a);
+  }
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
   virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
   // Never blocks: called on the proxy's loop. kPending until the ticket is

@@ -21,6 +21,7 @@
 #include "userspace/proxy/h2_intercept.h"
 #include "userspace/proxy/intercept.h"
 #include "userspace/proxy/kernel_splice.h"
+#include "userspace/proxy/offload.h"
 #include "userspace/proxy/splice_relay.h"
 #include "userspace/proxy/upstream_connector.h"
 #include "userspace/proxy/watchdog.h"
@@ -71,7 +72,8 @@ struct TransparentProxy::Impl {
         policy(p),
         mint_budget(config.mint_budget),
         upstreams(config.upstream_pool),
-        h2_upstreams(config.upstream_pool.idle) {}
+        h2_upstreams(config.upstream_pool.idle),
+        pool(config.workers) {}
 
   // Accepts on the first loop (which alone touches per_guest) and hands
   // each connection to the loops in turn: the socket is accepted straight
@@ -185,10 +187,18 @@ struct TransparentProxy::Impl {
       facts.sni = hello.sni;
       facts.sni_is_ip_literal = hello.sni_is_ip_literal;
     }
-    // Deciding may resolve names: off the loop.
-    UpstreamDecision decision = co_await asio::co_spawn(
-        pool, [this, &facts]() -> awaitable<UpstreamDecision> { co_return policy.decide(facts); },
-        use_awaitable);
+    // Deciding may resolve names: off the loop, on the guest's session's
+    // share of the workers. Refused (the workers' queue full, this session
+    // the one with the most waiting): the connection is refused.
+    const std::string tenant = policy.tenant_of(facts.guest);
+    auto decide = [this, &facts] { return policy.decide(facts); };
+    std::optional<UpstreamDecision> decided = co_await offload(pool, tenant, decide);
+    if (!decided) {
+      counters.workers_busy++;
+      reset(guest);
+      co_return;
+    }
+    UpstreamDecision& decision = *decided;
     ConnectionSummary summary{decision.session, decision.host};
     if (decision.mode == ConnectionMode::kIntercept) {
       // The peeked ClientHello is the TLS stream's first bytes: read it now.
@@ -256,13 +266,12 @@ struct TransparentProxy::Impl {
   awaitable<void> report_closed(ConnectionSummary& summary, std::chrono::steady_clock::time_point start) {
     summary.duration =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    co_await asio::co_spawn(
-        pool,
-        [this, &summary]() -> awaitable<void> {
-          policy.on_closed(summary);
-          co_return;
-        },
-        use_awaitable);
+    // A record of what happened: never refused (must_run).
+    auto record = [this, &summary] {
+      policy.on_closed(summary);
+      return true;
+    };
+    co_await offload(pool, summary.session, record, true);
   }
 
   awaitable<void> intercept(tcp::socket& guest, const UpstreamDecision& decision,
@@ -291,16 +300,15 @@ struct TransparentProxy::Impl {
         reset(guest);
         co_return;
       }
-      leaf = co_await asio::co_spawn(
-          pool,
-          [this, &decision]() -> awaitable<std::shared_ptr<const LeafCert>> {
-            try {
-              co_return leaves->leaf_for(decision.host);
-            } catch (const std::exception&) {
-              co_return nullptr;  // an invalid name, or a CA that cannot sign
-            }
-          },
-          use_awaitable);
+      auto mint = [this, &decision]() -> std::shared_ptr<const LeafCert> {
+        try {
+          return leaves->leaf_for(decision.host);
+        } catch (const std::exception&) {
+          return nullptr;  // an invalid name, or a CA that cannot sign
+        }
+      };
+      std::optional<std::shared_ptr<const LeafCert>> minted = co_await offload(pool, decision.session, mint);
+      if (minted) leaf = std::move(*minted);
     }
     if (!leaf) {
       counters.denied++;
@@ -362,8 +370,9 @@ struct TransparentProxy::Impl {
   // The passthrough relay in the kernel; null when configured off or when it
   // could not be loaded (the splice(2) path then).
   std::unique_ptr<KernelSplice> kernel;
-  // Broker calls (decisions, resolution) and leaf minting run here.
-  asio::thread_pool pool{4};
+  // Broker calls (decisions, resolution) and leaf minting run here, each
+  // session on its share (offload.h).
+  FairPool pool;
   // One io_context per thread: a connection lives on one loop, so its
   // coroutines need no strand. Declared after what their frames refer to:
   // destroyed (with any frames left) first.
@@ -443,7 +452,7 @@ TransparentProxy::~TransparentProxy() {
   impl_->stopping = true;
   for (auto& loop : impl_->loops) loop->stop();
   for (auto& t : impl_->threads) t.join();
-  impl_->pool.join();
+  impl_->pool.stop();
   impl_->upstreams.clear();
 }
 

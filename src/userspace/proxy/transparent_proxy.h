@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fair_queue.h"
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/mint_budget.h"
@@ -57,6 +58,13 @@ struct ProxyConfig {
   // Leaves not in the cache are minted on the worker pool, at most this
   // many per session (a guest cycling SNIs slows only itself).
   MintBudgetConfig mint_budget;
+  // The workers broker calls (decisions, resolutions) and leaf minting run
+  // on, shared fairly between sessions (common/fair_queue.h): `slots`
+  // threads, at most `per_tenant` of them one session's, at most `queued`
+  // calls waiting (then the session with the most waiting gives way). A
+  // resolution can hold a worker for seconds: with 8 and 2, three sessions
+  // doing only that still leave two workers to everyone else.
+  FairLimits workers{.slots = 8, .per_tenant = 2, .per_lane = 0, .queued = 1024};
   // I/O threads, one io_context each; connections are spread over them as
   // they are accepted. 0: one per core.
   unsigned io_threads = 0;

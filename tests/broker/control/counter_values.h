@@ -19,6 +19,8 @@ inline dns::DnsCountersSnapshot dns_values() {
   d.tcp_rejected = 108;
   d.send_errors = 109;
   d.internal_errors = 110;
+  d.rate_limited = 111;
+  d.session_busy = 112;
   return d;
 }
 
@@ -37,6 +39,7 @@ inline proxy::ProxyCountersSnapshot connection_values() {
   p.accept_errors = 211;
   p.mint_refused = 212;
   p.kernel_spliced = 213;
+  p.workers_busy = 214;
   return p;
 }
 

@@ -34,6 +34,8 @@ TEST(Counters, DnsSnapshotAndVisitCoverEveryCounter) {
   c.malformed += 5;
   c.unsupported += 6;
   c.upstream_failures += 7;
+  c.rate_limited += 11;
+  c.session_busy += 12;
   c.tcp_rejected += 8;
   c.send_errors += 9;
   c.internal_errors += 10;
@@ -44,6 +46,8 @@ TEST(Counters, DnsSnapshotAndVisitCoverEveryCounter) {
                                           {"malformed", 5},
                                           {"unsupported", 6},
                                           {"upstream_failures", 7},
+                                          {"rate_limited", 11},
+                                          {"session_busy", 12},
                                           {"tcp_rejected", 8},
                                           {"send_errors", 9},
                                           {"internal_errors", 10}}));
@@ -62,6 +66,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.idle_closed += 9;
   c.accept_errors += 10;
   c.mint_refused += 12;
+  c.workers_busy += 14;
   c.upstream_failures += 11;
   c.tls_resumed += 12;
   c.kernel_spliced += 13;
@@ -76,6 +81,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
                                           {"idle_closed", 9},
                                           {"accept_errors", 10},
                                           {"mint_refused", 12},
+                                          {"workers_busy", 14},
                                           {"upstream_failures", 11},
                                           {"tls_resumed", 12},
                                           {"kernel_spliced", 13}}));

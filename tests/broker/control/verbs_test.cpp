@@ -12,9 +12,10 @@ namespace zn::broker::test {
 namespace {
 
 TEST(Verbs, StatusShowsTheQueryTotalAndEveryOutcome) {
-  EXPECT_EQ(status_json(2, "/sys/fs/bpf/zeroness", "zn-host", dns_values()).dump(),
-            R"({"dns":{"allowed":102,"denied":103,"malformed":105,"queries":101,"refused":104,)"
-            R"("upstream_failures":107},"netns":"zn-host","pin_root":"/sys/fs/bpf/zeroness","sessions":2})");
+  EXPECT_EQ(
+      status_json(2, "/sys/fs/bpf/zeroness", "zn-host", dns_values()).dump(),
+      R"({"dns":{"allowed":102,"denied":103,"malformed":105,"queries":101,"rate_limited":111,"refused":104,)"
+      R"("session_busy":112,"upstream_failures":107},"netns":"zn-host","pin_root":"/sys/fs/bpf/zeroness","sessions":2})");
 }
 
 TEST(Verbs, StatsNamesEveryNonZeroCounter) {

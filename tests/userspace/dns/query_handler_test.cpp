@@ -283,6 +283,68 @@ TEST_F(HandlerTest, AllowedNamesNeedingEscapesAreNotResolved) {
 }
 
 // Broker code that throws is answered SERVFAIL, never unwinds into the loop.
+// Issue 32: one session's flood neither fills the resolver's shared queue
+// nor spends another session's rate. Sessions by source address.
+class SessionShareTest : public HandlerTest {
+ protected:
+  SessionShareTest() { policy_.sessions = {{"198.19.0.2", "flood"}, {"198.19.0.3", "quiet"}}; }
+  sockaddr_storage quiet_ = zn::net::make_endpoint("198.19.0.3", 40000);
+  // The rcode of one query of `from` (-1: not answered yet: at the resolver).
+  int rcode_of(QueryHandler& h, const std::string& name, const sockaddr_storage& from) {
+    int rcode = -1;
+    h.handle(make_query(name), from, Transport::Udp, [&](std::optional<Bytes> r) {
+      auto p = r ? parse_reply(*r) : std::nullopt;
+      rcode = p ? p->rcode : -2;
+    });
+    return rcode;
+  }
+};
+
+TEST_F(SessionShareTest, ASessionsQueriesAtTheResolverAreCappedOthersAreNot) {
+  DeferredResolver deferred;
+  HandlerConfig config;
+  config.max_pending_per_session = 3;
+  auto h = make(config, &deferred);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(rcode_of(*h, "n" + std::to_string(i) + ".allowed.test", source_), -1);
+  // The fourth of the same session is refused at once, never forwarded.
+  EXPECT_EQ(rcode_of(*h, "n3.allowed.test", source_), LDNS_RCODE_REFUSED);
+  EXPECT_EQ(deferred.names.size(), 3u);
+  EXPECT_EQ(h->counters().session_busy.load(), 1u);
+  // Another session's query goes to the resolver (the control: the same
+  // path forwards when the session is under its cap).
+  EXPECT_EQ(rcode_of(*h, "q.allowed.test", quiet_), -1);
+  EXPECT_EQ(deferred.names.size(), 4u);
+  EXPECT_EQ(h->pending_of("flood"), 3u);
+  EXPECT_EQ(h->pending_of("quiet"), 1u);
+  // An answer frees a place of its session.
+  deferred.callbacks.at(0)(ResolveResult{Rcode::NoError, {*zn::net::IpAddress::parse("198.18.0.10")}, 5});
+  EXPECT_EQ(h->pending_of("flood"), 2u);
+  EXPECT_EQ(rcode_of(*h, "n4.allowed.test", source_), -1);
+  // A failure does too; nothing is kept for a session with nothing pending.
+  for (size_t i = 1; i < deferred.callbacks.size(); ++i)
+    deferred.callbacks[i](ResolveResult{Rcode::ServFail, {}, 0});
+  EXPECT_EQ(h->pending_of("flood"), 0u);
+  EXPECT_EQ(h->pending_of("quiet"), 0u);
+}
+
+TEST_F(SessionShareTest, ASessionOverItsRateIsRefusedBeforeThePolicyOthersAreAnswered) {
+  HandlerConfig config;
+  config.session_rate = {.per_second = 0.001, .burst = 5, .max_tracked = 100};
+  auto h = make(config);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(rcode_of(*h, "api.allowed.test", source_), LDNS_RCODE_NOERROR) << i;
+  // Over the rate: refused, whether allowed or denied, and a denied name is
+  // not even put to the policy (no audit record per flooded query).
+  const size_t denials = policy_.denials().size();
+  EXPECT_EQ(rcode_of(*h, "api.allowed.test", source_), LDNS_RCODE_REFUSED);
+  EXPECT_EQ(rcode_of(*h, "secret.evil.test", source_), LDNS_RCODE_REFUSED);
+  EXPECT_EQ(policy_.denials().size(), denials);
+  EXPECT_EQ(h->counters().rate_limited.load(), 2u);
+  // Control: the other session's bucket is its own.
+  EXPECT_EQ(rcode_of(*h, "api.allowed.test", quiet_), LDNS_RCODE_NOERROR);
+  EXPECT_EQ(rcode_of(*h, "secret.evil.test", quiet_), LDNS_RCODE_NXDOMAIN);
+  EXPECT_EQ(policy_.denials().size(), denials + 1);
+}
+
 class ThrowingPolicy : public RecordingPolicy {
  public:
   bool throw_in_decide = false, throw_in_answer = false;

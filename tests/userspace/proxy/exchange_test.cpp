@@ -303,7 +303,7 @@ class ExchangeTest : public ::testing::Test {
   std::unique_ptr<DestinationGuard> guard_;
   asio::io_context guest_io_;             // never run: the scripted guests' unused sockets
   std::unique_ptr<asio::io_context> io_;  // the proxy's loop and the upstream's
-  asio::thread_pool pool_{1};
+  FairPool pool_{FairLimits{.slots = 1, .per_tenant = 1, .per_lane = 0, .queued = 64}};
   std::unique_ptr<FakePolicy> policy_;
   InterceptCounters counters_;
   std::unique_ptr<Upstream> upstream_;  // after io_: its sockets go first

@@ -1,15 +1,15 @@
-#include "userspace/proxy/mint_budget.h"
+#include "common/token_buckets.h"
 
 #include <algorithm>
 
-namespace zn::proxy {
+namespace zn {
 
-bool MintBudget::take(const std::string& session, Clock::time_point now) {
+bool TokenBuckets::take(const std::string& key, Clock::time_point now) {
   std::lock_guard lock(mu_);
-  auto it = buckets_.find(session);
+  auto it = buckets_.find(key);
   if (it == buckets_.end()) {
     if (buckets_.size() >= config_.max_tracked) prune_locked(now);
-    it = buckets_.emplace(session, Bucket{config_.burst, now}).first;
+    it = buckets_.emplace(key, Bucket{config_.burst, now}).first;
   }
   Bucket& b = it->second;
   const double elapsed = std::chrono::duration<double>(now - b.last).count();
@@ -22,10 +22,15 @@ bool MintBudget::take(const std::string& session, Clock::time_point now) {
   return true;
 }
 
+size_t TokenBuckets::tracked() const {
+  std::lock_guard lock(mu_);
+  return buckets_.size();
+}
+
 // A bucket that has refilled is the same as no bucket: forget those. If
-// every session is mid-burst, the map may exceed max_tracked (bounded by the
-// number of sessions, which zerod bounds).
-void MintBudget::prune_locked(Clock::time_point now) {
+// every key is mid-burst, the map may exceed max_tracked (bounded by the
+// number of keys, which zerod bounds: sessions).
+void TokenBuckets::prune_locked(Clock::time_point now) {
   const auto refill = std::chrono::duration<double>(config_.burst / config_.per_second);
   for (auto it = buckets_.begin(); it != buckets_.end();) {
     if (now - it->second.last >= refill)
@@ -35,4 +40,4 @@ void MintBudget::prune_locked(Clock::time_point now) {
   }
 }
 
-}  // namespace zn::proxy
+}  // namespace zn

@@ -1,0 +1,111 @@
+// The proxy's workers are shared fairly between guests (issue 32): a guest
+// whose every connection's decision blocks (a name that takes seconds to
+// resolve) holds only its share of them, and another guest's connection is
+// decided at once. The control: with a share as large as the pool, the same
+// guest holds every worker and the other waits. Root: IP_TRANSPARENT
+// listener; two guest addresses on loopback.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "userspace/net/transparent_socket.h"
+#include "userspace/proxy/transparent_proxy.h"
+
+namespace zn::proxy {
+namespace {
+
+using namespace std::chrono_literals;
+
+// 127.0.0.1's decisions wait until released; 127.0.0.2's are counted and
+// reset at once.
+class BlockingDecisions : public ProxyPolicy {
+ public:
+  BlockingDecisions() : released_(release_.get_future().share()) {}
+  UpstreamDecision decide(const ConnectionFacts& facts) override {
+    if (net::endpoint_text(facts.guest).rfind("127.0.0.1:", 0) == 0) {
+      ++blocked;
+      released_.wait();
+    } else {
+      ++quiet_decided;
+    }
+    return {};  // kReset
+  }
+  void release() { release_.set_value(); }
+  RequestDecision decide_request(const RequestFacts&) override { return {}; }
+  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
+  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
+  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
+  void on_request_done(const RequestSummary&) override {}
+  void on_closed(const ConnectionSummary&) override {}
+
+  std::atomic<int> blocked{0}, quiet_decided{0};
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_;
+};
+
+int connect_from(uint16_t port, const char* source) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  return fd;
+}
+
+// Guest 127.0.0.1 opens 12 connections whose decisions block; then guest
+// 127.0.0.2 opens one. Whether its decision was made while the others
+// still blocked.
+bool quiet_guest_decided_while_noisy_blocks(FairLimits workers) {
+  BlockingDecisions policy;
+  ProxyConfig config;
+  config.addresses = {"127.0.0.1"};
+  config.port = 0;
+  config.workers = workers;
+  std::vector<int> fds;
+  bool decided = false;
+  {
+    TransparentProxy proxy(config, policy);
+    for (int i = 0; i < 12; ++i) fds.push_back(connect_from(proxy.port(), "127.0.0.1"));
+    // The noisy guest holds every worker its share allows.
+    const int share = static_cast<int>(std::min(workers.slots, workers.per_tenant));
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (policy.blocked < share && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(policy.blocked, share);
+    fds.push_back(connect_from(proxy.port(), "127.0.0.2"));
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (policy.quiet_decided == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+    decided = policy.quiet_decided > 0;
+    policy.release();
+  }
+  for (int fd : fds) ::close(fd);
+  return decided;
+}
+
+TEST(ProxyWorkerShare, AGuestWhoseDecisionsBlockHoldsOnlyItsShare) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (IP_TRANSPARENT listener)";
+  EXPECT_TRUE(
+      quiet_guest_decided_while_noisy_blocks({.slots = 4, .per_tenant = 2, .per_lane = 0, .queued = 64}));
+  // Control: a share as large as the pool.
+  EXPECT_FALSE(
+      quiet_guest_decided_while_noisy_blocks({.slots = 4, .per_tenant = 4, .per_lane = 0, .queued = 64}));
+}
+
+}  // namespace
+}  // namespace zn::proxy
