@@ -288,6 +288,40 @@ TEST_F(InterceptTest, OversizedHeadersAre431AndASlowHeadIsCutOff) {
   EXPECT_EQ(upstream_log(), "");
 }
 
+// Issue 32: after a refusal the proxy drains what the guest still sends for
+// one bounded moment, not per read: a guest trickling a byte every 300 ms
+// (each within the old 500 ms per-read bound) is reset about a second after
+// the refusal, not held for as long as it trickles. The control is the
+// refusal itself arriving (the same connection, answered 403 first).
+TEST_F(InterceptTest, ATricklingGuestIsNotHeldAfterARefusal) {
+  std::ofstream(pki_ / "trickle.py") << R"PY(import socket, sys, time
+s = socket.create_connection(("api.github.com", 80), timeout=5)
+s.sendall(b"GET /admin HTTP/1.1\r\nHost: api.github.com\r\n\r\n")
+s.settimeout(0.05)
+got, start, reset = b"", time.monotonic(), None
+while time.monotonic() - start < 15:
+    try:
+        s.sendall(b"x")
+    except OSError:
+        reset = time.monotonic() - start
+        break
+    try:
+        got += s.recv(4096)
+    except socket.timeout:
+        pass
+    except OSError:
+        reset = time.monotonic() - start
+        break
+    time.sleep(0.3)
+print(got[:12].decode(errors="replace"), "held" if reset is None else "reset after %.1f" % reset)
+)PY";
+  const CommandResult r = guest("python3 " + (pki_ / "trickle.py").string());
+  ASSERT_EQ(r.output.substr(0, 12), "HTTP/1.1 403") << r.output;
+  const size_t at = r.output.find("reset after ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stod(r.output.substr(at + 12)), 5.0) << r.output;
+}
+
 TEST_F(InterceptTest, RequestsOverTheSessionRateAre429) {
   std::string p2 = policy();
   p2.replace(p2.find("\"deny\":"), 7, R"("rate":{"burst":3,"per_second":1},"deny":)");

@@ -122,6 +122,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "dns_query_burst",
                                  "metrics_port",
                                  "proxy_idle_timeout_ms",
+                                 "proxy_max_connections",
                                  "proxy_max_connections_per_guest",
                                  "proxy_header_timeout_ms",
                                  "proxy_kernel_splice",
@@ -241,6 +242,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   if (doc.contains("audit_retention")) c.audit_retention = parse_audit_retention(doc["audit_retention"]);
   if (c.audit_host.size() > 255 || c.audit_host.find_first_of(" \t\r\n/") != std::string::npos)
     fail("$.audit_host", "must be a host name (no spaces or slashes, at most 255 bytes)");
+  c.proxy_max_connections = get_uint(doc, "proxy_max_connections", c.proxy_max_connections, 1, 1000000);
   c.proxy_max_connections_per_guest =
       get_uint(doc, "proxy_max_connections_per_guest", c.proxy_max_connections_per_guest, 1, 65536);
   c.upstream_ca_bundle = get_string(doc, "upstream_ca_bundle", c.upstream_ca_bundle);

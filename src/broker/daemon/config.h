@@ -82,6 +82,9 @@ struct DaemonConfig {
       proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed
   uint32_t proxy_header_timeout_ms =
       proxy::kDefaultHeaderTimeout.count();  // a started request head must complete in this
+  // Guest connections through the proxy in all; and per guest (its
+  // session): its connections and the upstream sockets opened for them.
+  uint32_t proxy_max_connections = 4096;
   uint32_t proxy_max_connections_per_guest = 256;
   // true: passthrough relayed by the kernel's sockmap where it loads; false
   // (default): splice(2) through the proxy's loop, measured twice as fast on

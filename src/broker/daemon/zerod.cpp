@@ -357,6 +357,7 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
   proxy_config.header_timeout = std::chrono::milliseconds(config_.proxy_header_timeout_ms);
+  proxy_config.max_connections = config_.proxy_max_connections;
   proxy_config.max_connections_per_guest = config_.proxy_max_connections_per_guest;
   proxy_config.kernel_splice = config_.proxy_kernel_splice;
   proxy_config.http2 = config_.proxy_http2;

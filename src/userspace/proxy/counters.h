@@ -48,7 +48,8 @@
   X(websockets, "", "WebSockets relayed (the upstream switched protocols)")                 \
   X(h2_connections, "", "intercepted connections that spoke HTTP/2")                        \
   X(h2_streams, "", "HTTP/2 streams opened by guests (each one request)")                   \
-  X(h2_limit_trips, "h2_limit", "HTTP/2 bounds a guest reached (floods, oversized header blocks): refused")
+  X(h2_limit_trips, "h2_limit", "HTTP/2 bounds a guest reached (floods, oversized header blocks): refused") \
+  X(session_cap_refusals, "session_cap", "requests refused 503: their session held its cap of sockets")
 
 namespace zn::proxy {
 

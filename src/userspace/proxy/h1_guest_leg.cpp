@@ -1,4 +1,5 @@
 #include "userspace/proxy/h1_guest_leg.h"
+#include "userspace/proxy/lingering_close.h"
 
 #include <algorithm>
 #include <exception>
@@ -219,12 +220,10 @@ awaitable<void> H1GuestLeg::answer(const ProxyAnswer& a, const http::RequestHead
     started_ = true;
     co_await dog_.guard(stream_.write_all(out), 5s);
     co_await stream_.close_write();
-    size_t drained = 0;
-    while (drained < (1u << 20)) {
-      const size_t n = co_await dog_.guard(stream_.read_some(buf_, kReadChunk), 500ms);
-      if (n == 0) break;
-      drained += n;
-    }
+    auto read_for = [this](std::chrono::steady_clock::duration left) {
+      return dog_.guard(stream_.read_some(buf_, kReadChunk), left);
+    };
+    co_await linger(read_for);
   } catch (const std::exception&) {
   }
 }

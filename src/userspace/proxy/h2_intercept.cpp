@@ -1,4 +1,5 @@
 #include "userspace/proxy/h2_intercept.h"
+#include "userspace/proxy/lingering_close.h"
 
 #include <asio/experimental/as_tuple.hpp>
 
@@ -23,8 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
-constexpr auto kLingerTime = std::chrono::seconds(1);
-constexpr size_t kLingerBytes = size_t{1} << 20;
 // Each stream is an exchange; to an HTTP/1.1 upstream, with a connection of
 // its own (streams to an HTTP/2 upstream share one): fewer than the codec's
 // default, so one guest connection cannot open more upstream connections
@@ -108,15 +107,10 @@ class H2Connection {
   // before the guest reads it. What still comes is read and dropped for a
   // moment (nginx's lingering close), bounded in time and bytes.
   awaitable<void> linger() {
-    const auto until = Clock::now() + kLingerTime;
-    size_t dropped = 0;
-    while (dropped < kLingerBytes && Clock::now() < until) {
-      const size_t n =
-          co_await dog_.guard(guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable),
-                              until - Clock::now());
-      if (n == 0) break;
-      dropped += n;
-    }
+    auto read_for = [this](Clock::duration left) {
+      return dog_.guard(guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable), left);
+    };
+    co_await proxy::linger(read_for);
   }
 
   static h2::ServerOptions options() {

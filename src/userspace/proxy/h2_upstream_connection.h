@@ -30,6 +30,7 @@
 #include "userspace/h2/stream_upstream.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/proxy_io.h"
+#include "userspace/proxy/session_sockets.h"
 #include "userspace/proxy/watchdog.h"
 
 namespace zn::proxy {
@@ -54,6 +55,8 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   void start();
   const asio::any_io_executor& executor() const { return executor_; }
   const std::string& connected() const { return connected_; }
+  // The socket's place in its session's cap, released with the connection.
+  void hold(SessionSockets::Slot slot) { slot_ = std::move(slot); }
 
   // ---- For legs, on the connection's loop ----
   // Whether another stream may start now: running, no GOAWAY either way,
@@ -82,6 +85,7 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   void dispatch();
   void end(const std::string& why);
 
+  SessionSockets::Slot slot_;  // released after the socket closes
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::unique_ptr<ByteStream> transport_;  // over *socket_; destroyed first
   asio::any_io_executor executor_;

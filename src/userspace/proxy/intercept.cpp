@@ -54,6 +54,7 @@ struct Upstream {
   std::unique_ptr<tcp::socket> socket;  // null for a stream of a shared connection (it owns its socket)
   std::unique_ptr<UpstreamLeg> leg;     // over *socket
   std::string connected;                // "198.18.0.10:443": the address and port connected
+  SessionSockets::Slot slot;            // an own socket's place in the session's cap
 
   bool open() const { return leg != nullptr; }
   void reset() {
@@ -63,6 +64,7 @@ struct Upstream {
       socket->close(ignored);
     }
     socket.reset();
+    slot.release();
     host.clear();
     identity.clear();
     connected.clear();
@@ -118,7 +120,8 @@ class Exchange {
       upstream_.reset();
       return;
     }
-    IdleUpstream idle{std::move(upstream_.socket), std::move(upstream_.leg), upstream_.connected};
+    IdleUpstream idle{std::move(upstream_.socket), std::move(upstream_.leg), upstream_.connected,
+                      std::move(upstream_.slot)};
     ctx_.upstreams->give(key_for(upstream_.host, upstream_.identity), std::move(idle));
     upstream_.reset();
   }
@@ -478,6 +481,7 @@ class Exchange {
           upstream_.socket = std::move(idle->socket);
           upstream_.leg = std::move(idle->leg);
           upstream_.connected = std::move(idle->connected);
+          upstream_.slot = std::move(idle->slot);
           upstream_.host = decision.host;
           ctx_.counters.upstream_reused++;
         }
@@ -678,6 +682,20 @@ class Exchange {
       summary.error = where.reason;
       co_return Refusal{403, "zeroness: blocked by policy (" + where.reason + ")\n"};
     }
+    // The socket's place in the session's cap (issue 32): its guest
+    // connections and every upstream socket count. At the cap, the session's
+    // own idle upstream connections give way first.
+    SessionSockets::Slot slot;
+    if (ctx_.sockets) {
+      slot = ctx_.sockets->take(session);
+      if (!slot.held() && ctx_.upstreams && ctx_.upstreams->drop_session(session) > 0)
+        slot = ctx_.sockets->take(session);
+      if (!slot.held()) {
+        summary.error = "the session's connection cap";
+        ctx_.counters.session_cap_refusals++;
+        co_return Refusal{503, "zeroness: too many connections from this sandbox\n"};
+      }
+    }
     // Interception's step after the TCP connect: no Nagle, then the
     // upstream TLS handshake; a failure tries the next address.
     std::unique_ptr<UpstreamLeg> leg;
@@ -723,6 +741,7 @@ class Exchange {
           ctx_.h2_upstreams ? ctx_.h2_upstreams->idle() : ctx_.idle_timeout;
       auto connection = std::make_shared<H2UpstreamConnection>(std::move(up.socket), std::move(h2_transport),
                                                                up.upstream, ctx_.idle_timeout, idle);
+      connection->hold(std::move(slot));
       connection->start();
       if (ctx_.h2_upstreams) ctx_.h2_upstreams->add(key_for(host, identity), connection);
       upstream_.leg = std::make_unique<H2UpstreamLeg>(std::move(connection));
@@ -732,6 +751,7 @@ class Exchange {
     }
     if (up.socket) {
       upstream_.socket = std::move(up.socket);
+      upstream_.slot = std::move(slot);
       upstream_.leg = std::move(leg);
       upstream_.host = host;
       upstream_.connected = up.upstream;

@@ -18,6 +18,7 @@
 #include "userspace/proxy/h2_upstream_shares.h"
 #include "userspace/http/message.h"
 #include "userspace/proxy/policy.h"
+#include "userspace/proxy/session_sockets.h"
 #include "userspace/proxy/upstream_pool.h"
 #include "userspace/proxy/watchdog.h"
 #include "userspace/proxy/websocket_relay.h"
@@ -42,6 +43,9 @@ struct InterceptContext {
   // HTTP/2 upstream connections open now, each taking many exchanges'
   // requests as streams; null: an exchange's HTTP/2 connection is its own.
   H2UpstreamShares* h2_upstreams = nullptr;
+  // Every session's sockets against its cap: an upstream socket takes a
+  // place before it is connected (refused 503 at the cap); null: uncounted.
+  SessionSockets* sockets = nullptr;
   // The bounds of a WebSocket a rule allowed ("websocket": true).
   WebSocketLimits websocket;
   // Offer HTTP/2 to TLS upstreams (ALPN "h2" before "http/1.1").

@@ -22,6 +22,7 @@
 #include "userspace/proxy/intercept.h"
 #include "userspace/proxy/kernel_splice.h"
 #include "userspace/proxy/offload.h"
+#include "userspace/proxy/session_sockets.h"
 #include "userspace/proxy/splice_relay.h"
 #include "userspace/proxy/upstream_connector.h"
 #include "userspace/proxy/watchdog.h"
@@ -73,9 +74,10 @@ struct TransparentProxy::Impl {
         mint_budget(config.mint_budget),
         upstreams(config.upstream_pool),
         h2_upstreams(config.upstream_pool.idle),
+        sockets(std::make_shared<SessionSockets>(config.max_connections_per_guest)),
         pool(config.workers) {}
 
-  // Accepts on the first loop (which alone touches per_guest) and hands
+  // Accepts on the first loop and hands
   // each connection to the loops in turn: the socket is accepted straight
   // onto the loop that serves it, which runs all of that connection's I/O.
   awaitable<void> accept_loop(tcp::acceptor& acceptor) {
@@ -103,39 +105,38 @@ struct TransparentProxy::Impl {
         reset(socket);
         continue;
       }
-      std::string guest = guest_key(socket.native_handle());
-      if (per_guest[guest] >= config.max_connections_per_guest) {
+      // The guest's session's place for this socket (its cap counts the
+      // upstream sockets opened for it too).
+      SessionSockets::Slot slot = sockets->take(tenant_at_accept(socket.native_handle()));
+      if (!slot.held()) {
         counters.rejected_guest_cap++;
         reset(socket);
         continue;
       }
-      per_guest[guest]++;
       // The connection's thread, with the watchdog its deadlines use.
       Watchdog dog(serving);
-      dog.spawn(serving, handle(std::move(socket), guest, dog));
+      dog.spawn(serving, handle(std::move(socket), std::move(slot), dog));
     }
   }
 
-  // Only the loop thread touches per_guest.
-  static std::string guest_key(int fd) {
-    const std::string peer = net::endpoint_text(peer_of(fd));
-    return peer.substr(0, peer.rfind(':'));  // the address, without the port
+  // Whose cap a guest connection counts against: its session; an address
+  // no session holds (reset by the decision anyway) by its address.
+  std::string tenant_at_accept(int fd) const {
+    const sockaddr_storage peer = peer_of(fd);
+    std::string tenant = policy.tenant_of(peer);
+    if (!tenant.empty()) return tenant;
+    const std::string text = net::endpoint_text(peer);
+    return "address " + text.substr(0, text.rfind(':'));
   }
 
-  awaitable<void> handle(tcp::socket guest, std::string guest_id, Watchdog dog) {
+  // `slot`: the guest connection's place in its session's cap, held until
+  // the connection ends.
+  awaitable<void> handle(tcp::socket guest, [[maybe_unused]] SessionSockets::Slot slot, Watchdog dog) {
     active++;
     struct Done {
       Impl& impl;
-      std::string guest;
-      ~Done() {
-        impl.active--;
-        // per_guest is the accepting loop's; at shutdown nobody counts.
-        if (impl.stopping) return;
-        asio::post(*impl.loops.front(), [&impl = impl, guest = std::move(guest)] {
-          if (--impl.per_guest[guest] == 0) impl.per_guest.erase(guest);
-        });
-      }
-    } done{*this, guest_id};
+      ~Done() { impl.active--; }
+    } done{*this};
     const auto start = std::chrono::steady_clock::now();
     ConnectionFacts facts;
     facts.guest = peer_of(guest.native_handle());
@@ -214,6 +215,15 @@ struct TransparentProxy::Impl {
     if (decision.mode != ConnectionMode::kPassthrough || decision.addresses.empty()) {
       counters.denied++;
       reset(guest);
+      co_return;
+    }
+    // The upstream socket counts against the session's cap too.
+    SessionSockets::Slot upstream_slot = sockets->take(decision.session);
+    if (!upstream_slot.held()) {
+      counters.rejected_guest_cap++;
+      reset(guest);
+      summary.end = "the session's connection cap";
+      co_await report_closed(summary, start);
       co_return;
     }
     UpstreamConnection up =
@@ -366,7 +376,8 @@ struct TransparentProxy::Impl {
   std::optional<UpstreamTls> upstream_tls;
   InterceptCounters intercept_counters;
   std::unique_ptr<InterceptContext> interception;
-  std::map<std::string, size_t> per_guest;  // the first loop's only
+  // Every session's sockets against its cap; shared with interception.
+  std::shared_ptr<SessionSockets> sockets;
   // The passthrough relay in the kernel; null when configured off or when it
   // could not be loaded (the splice(2) path then).
   std::unique_ptr<KernelSplice> kernel;
@@ -406,6 +417,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     impl_->interception->guard = impl_->guard.get();
     impl_->interception->upstreams = &impl_->upstreams;
     impl_->interception->h2_upstreams = &impl_->h2_upstreams;
+    impl_->interception->sockets = impl_->sockets.get();
     impl_->interception->websocket = c.websocket;
     impl_->interception->upstream_http2 = c.upstream_http2;
   }

@@ -38,8 +38,9 @@ struct ProxyConfig {
   // torn down, so idle guests cannot pin proxy resources forever.
   std::chrono::milliseconds idle_timeout{kDefaultIdleTimeout};
   size_t max_connections = 4096;
-  // Per guest source address (a session has one of each family), counted
-  // from accept, so a guest cannot starve the others, slowloris included.
+  // Per guest (its session, ProxyPolicy::tenant_of): its connections from
+  // accept, slowloris included, and every upstream socket opened for them
+  // (session_sockets.h), so a guest cannot starve the others.
   size_t max_connections_per_guest = 256;
   std::chrono::milliseconds header_timeout{kDefaultHeaderTimeout};  // a started request head
   // Interception: the deployment CA leaves are minted from ("" = no

@@ -66,6 +66,20 @@ void UpstreamPool::give(UpstreamKey key, IdleUpstream up, Clock::time_point now)
   entries_.push_back(Entry{std::move(key), std::move(up), now});
 }
 
+size_t UpstreamPool::drop_session(const std::string& session) {
+  std::vector<IdleUpstream> dropped;  // closed outside the lock
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->key.session != session) {
+      ++it;
+      continue;
+    }
+    dropped.push_back(std::move(it->up));
+    it = entries_.erase(it);
+  }
+  return dropped.size();
+}
+
 void UpstreamPool::clear() {
   std::deque<Entry> all;
   {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "userspace/proxy/session_sockets.h"
 #include "userspace/proxy/upstream_leg.h"
 
 namespace zn::proxy {
@@ -24,6 +25,7 @@ struct IdleUpstream {
   std::unique_ptr<asio::ip::tcp::socket> socket;
   std::unique_ptr<UpstreamLeg> leg;  // over *socket; destroyed first
   std::string connected;             // "198.18.0.10:443"
+  SessionSockets::Slot slot;         // the socket's place in its session's cap
 };
 
 struct UpstreamKey {
@@ -55,6 +57,9 @@ class UpstreamPool {
   // Keeps an idle connection at a request boundary (the last response read
   // whole, nothing buffered). The oldest go first past the bounds.
   void give(UpstreamKey key, IdleUpstream up, Clock::time_point now = Clock::now());
+  // Closes the idle connections of `session` (to make room in its cap for a
+  // new one); how many.
+  size_t drop_session(const std::string& session);
   // Closes everything kept. Call once the loops have stopped (the sockets
   // belong to them), before they are destroyed.
   void clear();

@@ -1,4 +1,5 @@
 #include "userspace/proxy/websocket_relay.h"
+#include "userspace/proxy/lingering_close.h"
 
 #include <openssl/rand.h>
 
@@ -266,12 +267,10 @@ class Relay {
       // read and dropped for a moment: closing with unread bytes would reset
       // the connection, and the peer could lose the Close saying why.
       char buf[kReadChunk];
-      size_t drained = 0;
-      while (drained < (1u << 20)) {
-        const size_t n = co_await with_deadline(side.stream.read_some(buf, sizeof(buf)), kDrain);
-        if (n == 0) break;
-        drained += n;
-      }
+      auto read_for = [&side, &buf](std::chrono::steady_clock::duration left) {
+        return with_deadline(side.stream.read_some(buf, sizeof(buf)), left);
+      };
+      co_await linger(read_for, kDrain);
     } catch (const std::exception&) {
     }
   }

@@ -51,6 +51,7 @@ inline proxy::InterceptCountersSnapshot request_values() {
   r.upstream_failures = 304;
   r.bad_requests = 305;
   r.h2_limit_trips = 306;
+  r.session_cap_refusals = 310;
   return r;
 }
 

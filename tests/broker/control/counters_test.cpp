@@ -102,6 +102,7 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
   c.h2_connections += 9;
   c.h2_streams += 10;
   c.h2_limit_trips += 11;
+  c.session_cap_refusals += 14;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"requests", 1},
                                           {"allowed", 2},
                                           {"denied", 3},
@@ -114,7 +115,8 @@ TEST(Counters, InterceptSnapshotAndVisitCoverEveryCounter) {
                                           {"websockets", 7},
                                           {"h2_connections", 9},
                                           {"h2_streams", 10},
-                                          {"h2_limit_trips", 11}}));
+                                          {"h2_limit_trips", 11},
+                                          {"session_cap_refusals", 14}}));
 }
 
 }  // namespace

@@ -91,6 +91,7 @@ TEST(Metrics, TextIsUnchanged) {
       "zn_proxy_requests_total{result=\"upstream_failure\"} 509\n"
       "zn_proxy_requests_total{result=\"guest_cancelled\"} 0\n"
       "zn_proxy_requests_total{result=\"h2_limit\"} 306\n"
+      "zn_proxy_requests_total{result=\"session_cap\"} 310\n"
       "# HELP zn_audit_queued Audit records accepted and not yet committed.\n"
       "# TYPE zn_audit_queued gauge\n"
       "zn_audit_queued 401\n"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "userspace/net/transparent_socket.h"
+#include "userspace/proxy/loopback_guest.h"
 #include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
@@ -53,19 +54,7 @@ class BlockingDecisions : public ProxyPolicy {
   std::shared_future<void> released_;
 };
 
-int connect_from(uint16_t port, const char* source) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
-  return fd;
-}
+using test::connect_from;
 
 // Guest 127.0.0.1 opens 12 connections whose decisions block; then guest
 // 127.0.0.2 opens one. Whether its decision was made while the others
