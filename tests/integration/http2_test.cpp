@@ -228,6 +228,23 @@ TEST_F(Http2Test, RapidResetEndsTheConnection) {
   EXPECT_NE(egress_events({"http2 limit: peer_resets"}).find("http2 limit: peer_resets"), std::string::npos);
 }
 
+// Issue 32: rapid reset spread over connections, each under its own bound
+// (200 per 10 s), is bounded per session (a burst of 400, then 20 a second):
+// the connection that resets past it ends with GOAWAY(ENHANCE_YOUR_CALM),
+// audited. The control: the first connection's 150 resets pass, and its
+// request after them is answered.
+TEST_F(Http2Test, RapidResetSpreadOverConnectionsIsBoundedPerSession) {
+  const std::string first = raw_h2("reset", 150);
+  EXPECT_NE(first.find("status 200"), std::string::npos) << first;
+  EXPECT_EQ(first.find("goaway"), std::string::npos) << first;
+  std::string later;
+  for (int i = 0; i < 4 && later.find("goaway 11") == std::string::npos; ++i) later = raw_h2("reset", 150);
+  EXPECT_NE(later.find("goaway 11"), std::string::npos) << later;
+  const std::string events = egress_events({"http2 limit: session_resets"});
+  EXPECT_NE(events.find("http2 limit: session_resets"), std::string::npos) << events;
+  EXPECT_EQ(events.find("http2 limit: peer_resets"), std::string::npos) << events;
+}
+
 TEST_F(Http2Test, PingAndContinuationFloodsEndTheConnection) {
   std::string out = raw_h2("ping", 5);
   EXPECT_NE(out.find("status 200"), std::string::npos) << out;

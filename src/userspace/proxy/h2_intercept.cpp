@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
+constexpr uint32_t kEnhanceYourCalm = 0xb;
 // Each stream is an exchange; to an HTTP/1.1 upstream, with a connection of
 // its own (streams to an HTTP/2 upstream share one): fewer than the codec's
 // default, so one guest connection cannot open more upstream connections
@@ -202,6 +203,14 @@ class H2Connection {
   void on(h2::StreamReset& r) {
     auto it = streams_.find(r.stream_id);
     if (it == streams_.end()) return;
+    // A stream whose exchange was running, ended by the guest: against the
+    // session's bound over all its connections too.
+    if (ctx_.session_resets && !failed_ && !ctx_.session_resets->take(conn_.session)) {
+      ctx_.counters.h2_limit_trips++;
+      report_refusal("", "", 0, "http2 limit: session_resets");
+      session.goaway(kEnhanceYourCalm);
+      failed_ = true;
+    }
     // The guest gave up on it: the exchange ends now, and what it had not
     // read of the body goes back to the window.
     StreamBridge& s = *it->second;

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "common/fair_pool.h"
+#include "common/token_buckets.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
@@ -46,6 +47,11 @@ struct InterceptContext {
   // Every session's sockets against its cap: an upstream socket takes a
   // place before it is connected (refused 503 at the cap); null: uncounted.
   SessionSockets* sockets = nullptr;
+  // Streams a session's guests reset, over all their HTTP/2 connections
+  // (issue 32: rapid reset spread over connections each under its own
+  // bound); a connection whose reset the bucket refuses ends with
+  // GOAWAY(ENHANCE_YOUR_CALM). Null: only each connection's own bound.
+  TokenBuckets* session_resets = nullptr;
   // The bounds of a WebSocket a rule allowed ("websocket": true).
   WebSocketLimits websocket;
   // Offer HTTP/2 to TLS upstreams (ALPN "h2" before "http/1.1").

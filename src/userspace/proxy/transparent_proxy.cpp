@@ -75,6 +75,7 @@ struct TransparentProxy::Impl {
         upstreams(config.upstream_pool),
         h2_upstreams(config.upstream_pool.idle),
         sockets(std::make_shared<SessionSockets>(config.max_connections_per_guest)),
+        session_resets(config.h2_session_resets),
         pool(config.workers) {}
 
   // Accepts on the first loop and hands
@@ -378,6 +379,7 @@ struct TransparentProxy::Impl {
   std::unique_ptr<InterceptContext> interception;
   // Every session's sockets against its cap; shared with interception.
   std::shared_ptr<SessionSockets> sockets;
+  TokenBuckets session_resets;  // HTTP/2 streams each session's guests reset
   // The passthrough relay in the kernel; null when configured off or when it
   // could not be loaded (the splice(2) path then).
   std::unique_ptr<KernelSplice> kernel;
@@ -418,6 +420,7 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
     impl_->interception->upstreams = &impl_->upstreams;
     impl_->interception->h2_upstreams = &impl_->h2_upstreams;
     impl_->interception->sockets = impl_->sockets.get();
+    impl_->interception->session_resets = &impl_->session_resets;
     impl_->interception->websocket = c.websocket;
     impl_->interception->upstream_http2 = c.upstream_http2;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fair_queue.h"
+#include "common/token_buckets.h"
 #include "userspace/proxy/counters.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/mint_budget.h"
@@ -66,6 +67,10 @@ struct ProxyConfig {
   // resolution can hold a worker for seconds: with 8 and 2, three sessions
   // doing only that still leave two workers to everyone else.
   FairLimits workers{.slots = 8, .per_tenant = 2, .per_lane = 0, .queued = 1024};
+  // Streams one session's guests may reset, over all its HTTP/2
+  // connections (each connection has its own bound too, h2_limits.h: 200
+  // per 10 s); past it the connection resetting one more ends.
+  TokenBucketConfig h2_session_resets{.per_second = 20, .burst = 400, .max_tracked = 16384};
   // I/O threads, one io_context each; connections are spread over them as
   // they are accepted. 0: one per core.
   unsigned io_threads = 0;
