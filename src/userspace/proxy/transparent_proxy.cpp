@@ -313,7 +313,7 @@ struct TransparentProxy::Impl {
       }
       auto mint = [this, &decision]() -> std::shared_ptr<const LeafCert> {
         try {
-          return leaves->leaf_for(decision.host);
+          return leaves->leaf_for(decision.host, decision.session);
         } catch (const std::exception&) {
           return nullptr;  // an invalid name, or a CA that cannot sign
         }

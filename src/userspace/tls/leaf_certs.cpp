@@ -273,10 +273,10 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::mint(const LeafName& name, st
 std::shared_ptr<const LeafCert> LeafCertAuthority::cached_locked(const std::string& canonical,
                                                                  std::time_t now) {
   auto it = cache_.find(canonical);
-  if (it == cache_.end() || !fresh(*it->second.first, now)) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second.second);
+  if (it == cache_.end() || !fresh(*it->second.leaf, now)) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second.at);
   ++stats_.hits;
-  return it->second.first;
+  return it->second.leaf;
 }
 
 std::shared_ptr<const LeafCert> LeafCertAuthority::cached(const std::string& name) {
@@ -290,7 +290,7 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::cached(const std::string& nam
   return cached_locked(canonical.text, clock_());
 }
 
-std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& name) {
+std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& name, const std::string& owner) {
   LeafName canonical = canonical_leaf_name(name);
   std::time_t now = clock_();
   {
@@ -307,19 +307,34 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& n
   ++stats_.misses;
   auto it = cache_.find(canonical.text);
   if (it != cache_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.second);
-    if (fresh(*it->second.first, now)) return it->second.first;
-    it->second.first = leaf;
+    lru_.splice(lru_.begin(), lru_, it->second.at);
+    if (fresh(*it->second.leaf, now)) return it->second.leaf;
+    it->second.leaf = leaf;
     return leaf;
   }
   lru_.push_front(canonical.text);
-  cache_.emplace(canonical.text, std::make_pair(leaf, lru_.begin()));
-  while (cache_.size() > capacity_) {
-    cache_.erase(lru_.back());
-    lru_.pop_back();
-    ++stats_.evictions;
-  }
+  cache_.emplace(canonical.text, Entry{leaf, lru_.begin(), owner});
+  ++owned_[owner];
+  while (cache_.size() > capacity_) evict_one_locked();
   return leaf;
+}
+
+void LeafCertAuthority::evict_one_locked() {
+  auto heaviest = owned_.begin();
+  for (auto o = owned_.begin(); o != owned_.end(); ++o)
+    if (o->second > heaviest->second) heaviest = o;
+  // Its least recently used leaf: from the back of the one list (the
+  // capacity bounds the walk).
+  for (auto at = lru_.end(); at != lru_.begin();) {
+    --at;
+    auto entry = cache_.find(*at);
+    if (entry->second.owner != heaviest->first) continue;
+    if (--heaviest->second == 0) owned_.erase(heaviest);
+    cache_.erase(entry);
+    lru_.erase(at);
+    ++stats_.evictions;
+    return;
+  }
 }
 
 LeafCertAuthority::Stats LeafCertAuthority::stats() const {

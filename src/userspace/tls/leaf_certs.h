@@ -85,7 +85,11 @@ class LeafCertAuthority {
   // A cached leaf past 80% of its lifetime is re-minted. Thread-safe.
   // Throws std::invalid_argument for an invalid name (see canonical_leaf_name)
   // and std::runtime_error when minting fails (e.g. the CA has expired).
-  std::shared_ptr<const LeafCert> leaf_for(const std::string& name);
+  // `owner` (a session) is charged for a leaf it has minted: past the cache's
+  // capacity the owner with the most leaves loses its least recently used
+  // one (issue 32), so a guest cycling names evicts its own leaves, never
+  // another session's (which would then pay to mint them again).
+  std::shared_ptr<const LeafCert> leaf_for(const std::string& name, const std::string& owner = "");
   // The cached, fresh leaf for `name`, or null (not cached, stale, or an
   // invalid name): never mints, so it may run on an I/O loop. A miss is
   // minted with leaf_for on a worker.
@@ -128,7 +132,14 @@ class LeafCertAuthority {
 
   mutable std::mutex mu_;
   Lru lru_;
-  std::unordered_map<std::string, std::pair<std::shared_ptr<const LeafCert>, Lru::iterator>> cache_;
+  struct Entry {
+    std::shared_ptr<const LeafCert> leaf;
+    Lru::iterator at;
+    std::string owner;
+  };
+  void evict_one_locked();  // the least recently used leaf of the owner with the most
+  std::unordered_map<std::string, Entry> cache_;
+  std::unordered_map<std::string, std::size_t> owned_;  // leaves cached per owner (none: no entry)
   Stats stats_;
 };
 

@@ -276,6 +276,34 @@ TEST_F(LeafCertsTest, LruEvictionAtCapacity) {
   EXPECT_THROW(LeafCertAuthority(ca.cert, ca.key, 0), std::invalid_argument);
 }
 
+// Issue 32: past the capacity the owner with the most leaves loses its
+// least recently used one, so a session cycling names evicts only its own.
+// The control: the same names minted with no owner evict the quiet
+// session's leaves (plain LRU).
+TEST_F(LeafCertsTest, ASessionCyclingNamesEvictsOnlyItsOwnLeaves) {
+  auto quiet_survives = [&](bool owned) {
+    LeafCertAuthority authority(ca.cert, ca.key, 4);
+    authority.leaf_for("b1.example", owned ? "quiet" : "");
+    authority.leaf_for("b2.example", owned ? "quiet" : "");
+    for (int i = 0; i < 10; ++i) authority.leaf_for("a" + std::to_string(i) + ".example", owned ? "noisy" : "");
+    EXPECT_EQ(authority.stats().evictions, 8u);
+    // The noisy session keeps its most recent leaves within what is left.
+    EXPECT_NE(authority.cached("a9.example"), nullptr);
+    return authority.cached("b1.example") != nullptr && authority.cached("b2.example") != nullptr;
+  };
+  EXPECT_TRUE(quiet_survives(true));
+  EXPECT_FALSE(quiet_survives(false));
+  // Shares even out: a third owner's leaves push out the largest owner's.
+  LeafCertAuthority authority(ca.cert, ca.key, 4);
+  for (int i = 0; i < 4; ++i) authority.leaf_for("a" + std::to_string(i) + ".example", "noisy");
+  authority.leaf_for("c1.example", "third");
+  authority.leaf_for("c2.example", "third");
+  EXPECT_NE(authority.cached("c1.example"), nullptr);
+  EXPECT_EQ(authority.cached("a0.example"), nullptr);  // the noisy session's oldest went first
+  EXPECT_EQ(authority.cached("a1.example"), nullptr);
+  EXPECT_NE(authority.cached("a3.example"), nullptr);
+}
+
 TEST_F(LeafCertsTest, ConcurrentLeafForIsSafe) {
   LeafCertAuthority authority(ca.cert, ca.key, 8);  // small: evictions race with hits
   constexpr int kThreads = 4;
