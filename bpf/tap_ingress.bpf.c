@@ -275,12 +275,17 @@ static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn
 	return zn_ingress_tcp_assign(skb, p, is_ipv6, verdict);
 }
 
-static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, struct zn_pkt *p, bool is_ipv6)
+static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
+					      bool is_ipv6)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple listener = {};
 	__u32 reason, tuple_len;
 
+	/* Over the session's rate: dropped here, before the one socket every
+	 * guest's queries share. */
+	if (!zn_dns_allowed(s, p))
+		return zn_ingress_drop(skb, p, ZN_DROP_DNS_RATE);
 	if (!ln)
 		return zn_ingress_drop(skb, p, ZN_DROP_NO_LISTENER);
 	tuple_len = zn_listener_tuple(&listener, ln, is_ipv6, true);
@@ -317,7 +322,7 @@ static __always_inline int zn_ingress_l4(struct __sk_buff *skb, const struct zn_
 		p->dport = uh->dest;
 		if (uh->dest != bpf_htons(ZN_DNS_PORT))
 			return zn_ingress_drop(skb, p, ZN_DROP_UDP);
-		return zn_ingress_udp_dns(skb, p, is_ipv6);
+		return zn_ingress_udp_dns(skb, s, p, is_ipv6);
 	}
 	default:
 		return zn_ingress_drop(skb, p, ZN_DROP_PROTO);

@@ -15,10 +15,16 @@
 #      denied  denied packets and connections as fast as one core sends them:
 #              a TCP SYN to a port no rule allows and a UDP datagram, in turn,
 #              to 198.18.0.12
+#      dns     governed DNS queries for random names under the allowed
+#              wildcard, as fast as one core sends them (issue 32: each
+#              session's query rate and its queries at the resolver are
+#              bounded, dns/query_handler.h); B's own lookups go to the same
+#              responder
 # The control: guest C, a veth guest zerod does not govern, sends the same
 # flood outside zeroness: sni against the upstream nginx itself (a TLS server
 # doing the same handshakes, no leaf to mint), denied to the same address
-# (routed by the host, refused there). On a 2-core host a flooder busy on one
+# (routed by the host, refused there), dns to the upstream's address (no
+# resolver there: refused by the host). On a 2-core host a flooder busy on one
 # core slows B whoever enforces; the control measures that share.
 # Per round: B alone, B with A on sni, B with C on sni, then the same three
 # for denied; each flooded p99 over the alone p99 of its triple, median over
@@ -66,6 +72,25 @@ fa_flooder() {
 	        except OSError:
 	            stats["failed"] += 1
 
+	if mode == "dns":
+	    import struct
+	    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	    udp.setblocking(False)
+	    while True:
+	        name = b"r%016x.bench.example" % random.getrandbits(64)
+	        qname = b"".join(bytes([len(l)]) + l for l in name.split(b".")) + b"\0"
+	        query = struct.pack("!HHHHHH", random.getrandbits(16), 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1)
+	        try:
+	            udp.sendto(query, (target, 53))
+	            stats["ok"] += 1
+	        except OSError:
+	            stats["failed"] += 1
+	        try:
+	            while udp.recv(4096):
+	                pass
+	        except OSError:
+	            pass
+
 	ctx = ssl.create_default_context()
 	ctx.check_hostname = False
 	ctx.verify_mode = ssl.CERT_NONE
@@ -104,11 +129,15 @@ fa_phase() {
   samples="$FA_DIR/samples-$round-$mode.txt"
   # Not in $(...): bg_in_netns must register the flooder's cleanup here.
   case $mode in
-    sni | denied | ctl-sni | ctl-denied)
-      local guest=fa kind=$mode
+    sni | denied | dns | ctl-sni | ctl-denied | ctl-dns)
+      local guest=fa kind=$mode target=$FA_DENIED
       [[ $mode == ctl-* ]] && guest=fc kind=${mode#ctl-}
+      [ "$kind" = sni ] && target=$FA_UPSTREAM
+      # A's queries to its gateway (steered to zerod's DNS); C's to the
+      # upstream's address, outside zeroness.
+      [ "$kind" = dns ] && { [ "$guest" = fa ] && target=198.19.10.1 || target=$FA_UPSTREAM; }
       bg_in_netns "$FA_PREFIX-$guest" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
-        python3 "$FA_DIR/flood.py" "$kind" "$([ "$kind" = sni ] && echo "$FA_UPSTREAM" || echo "$FA_DENIED")" \
+        python3 "$FA_DIR/flood.py" "$kind" "$target" \
         > "$FA_DIR/flood.pid"
       pid=$(cat "$FA_DIR/flood.pid") ;;
   esac
@@ -170,7 +199,7 @@ section_fairness() {
   if [[ $out != *"authorization=Bearer zn-redacted"*"code=200" ]]; then
     local why="curl from guest B through zerod to an identity rule failed: ${out:0:200}"
     log "fairness: skipped — $why"
-    record_status fairness "B's p99 with A flooding (random SNIs, denied)" skipped "$why"
+    record_status fairness "B's p99 with A flooding (random SNIs, denied, DNS)" skipped "$why"
     cleanup_to "$mark"
     return 0
   fi
@@ -188,6 +217,9 @@ section_fairness() {
       fa_phase "$round" alone-denied "$n"
       fa_phase "$round" denied "$n"
       fa_phase "$round" ctl-denied "$n"
+      fa_phase "$round" alone-dns "$n"
+      fa_phase "$round" dns "$n"
+      fa_phase "$round" ctl-dns "$n"
     } >> "$f"
   done
   fa_report "$f" "$n"
@@ -208,16 +240,17 @@ fa_ratio() {
 fa_rate() {
   cat "$FA_DIR"/flood-*-"$1".log 2> /dev/null | jq -rs --arg what "${1#ctl-}" \
     'map(select(.seconds? > 0)) | if length == 0 then "no report" else
-      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed" end' \
+      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" elif $what == "dns" then "DNS queries" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed" end' \
     2> /dev/null || echo "no report"
 }
 
 # fa_report FILE N: FILE lines "round mode p50 p99 failed".
 fa_report() {
   local f=$1 n=$2 mode p col what alone flooded control r rc net failed
-  for mode in sni denied; do
+  for mode in sni denied dns; do
     what="random SNIs under an allowed wildcard"
     [ "$mode" = denied ] && what="denied packets and connections"
+    [ "$mode" = dns ] && what="DNS queries for random names under an allowed wildcard"
     failed=$(awk -v m="$mode" '$2 == m || $2 == "alone-" m || $2 == "ctl-" m {s += $5} END {print s + 0}' "$f")
     for p in 50 99; do
       col=3

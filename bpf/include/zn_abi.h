@@ -27,6 +27,8 @@
 /* Defaults the programs and userspace share (each said once). */
 #define ZN_DEFAULT_EVENT_RATE 20 /* drop events per second, per session */
 #define ZN_DEFAULT_EVENT_BURST 40
+#define ZN_DEFAULT_DNS_RATE 1000 /* guest DNS datagrams per second, per session */
+#define ZN_DEFAULT_DNS_BURST 4000
 #define ZN_DEFAULT_PROXY_PORT 15001 /* the proxy's transparent listener */
 #define ZN_DEFAULT_DNS_PORT 15053   /* the DNS responder, UDP and TCP */
 
@@ -85,10 +87,11 @@
 	X(DROP_ND_SCOPE, 33, "drop:nd_scope")           \
 	X(DROP_ND_MALFORMED, 34, "drop:nd_malformed")   \
 	X(PASS_EXPOSED, 35, "pass:exposed")             \
-	X(DROP_NOT_EXPOSED, 36, "drop:not_exposed")
+	X(DROP_NOT_EXPOSED, 36, "drop:not_exposed")     \
+	X(DROP_DNS_RATE, 37, "drop:dns_rate")
 
 #define ZN_VERDICT_ENUM_(ident, number, name) ZN_##ident = number,
-enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT = 37 };
+enum zn_verdict { ZN_VERDICTS(ZN_VERDICT_ENUM_) ZN_VERDICT_COUNT = 38 };
 #undef ZN_VERDICT_ENUM_
 
 /* Passes are named "pass:", drops "drop:"; pass:exposed came after the
@@ -121,6 +124,12 @@ struct zn_session {
 	/* TCP ports zerod may connect to on the guest (znctl session expose),
 	 * network order, 0 = unused. Nothing else ever opens a path inward. */
 	__u16 exposed_ports[ZN_MAX_EXPOSED_PORTS];
+	/* The guest's DNS datagrams per second to the host's resolver (plus a
+	 * burst), 0 = the defaults: past it they are dropped here, before the
+	 * responder's one socket shared by every guest (issue 32: a flood of
+	 * random names from one guest starved the others' lookups). */
+	__u32 dns_rate;
+	__u32 dns_burst;
 };
 
 /* zn_listeners (one entry): where the host sockets live that guests reach. */
@@ -206,8 +215,10 @@ struct zn_drop_event {
  * by prefix alone, the (folded) ports in its value, zn_l4_count's value a
  * struct zn_l4_summary (was the entry count), zn_ev_bucket in jiffies;
  * 5: zn_session.exposed_ports, verdicts pass:exposed and drop:not_exposed
- * (events:suppressed moved to counter 37). */
-#define ZN_ABI_VERSION 5
+ * (events:suppressed moved to counter 37); 6: zn_session.dns_rate and
+ * dns_burst, zn_dns_bucket, verdict drop:dns_rate (events:suppressed moved to
+ * counter 38). */
+#define ZN_ABI_VERSION 6
 
 /* Layouts are fixed: a size change is an ABI change (bump ZN_ABI_VERSION). */
 #ifdef __cplusplus
@@ -215,7 +226,7 @@ struct zn_drop_event {
 #else
 #define ZN_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
-ZN_ABI_ASSERT(sizeof(struct zn_session) == 128, "struct zn_session layout changed");
+ZN_ABI_ASSERT(sizeof(struct zn_session) == 136, "struct zn_session layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_listeners) == 44, "struct zn_listeners layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_l4_key) == 28, "struct zn_l4_key layout changed");
 ZN_ABI_ASSERT(sizeof(struct zn_l4_value) == 64, "struct zn_l4_value layout changed");

@@ -65,6 +65,14 @@ struct {
 	__uint(max_entries, ZN_MAX_SESSIONS);
 } zn_ev_bucket SEC(".maps");
 
+/* [session] -> token bucket that rate-limits the guest's DNS datagrams. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct zn_event_bucket);
+	__uint(max_entries, ZN_MAX_SESSIONS);
+} zn_dns_bucket SEC(".maps");
+
 /* Single entry: ZN_ABI_VERSION of the maps pinned beside it, written by
  * userspace after loading; no program reads it. */
 struct {

@@ -66,19 +66,16 @@ static __always_inline __u64 zn_bucket_unit(void)
 	return CONFIG_HZ ? CONFIG_HZ : 1000000000ULL;
 }
 
-/* Token bucket per session: a flood of drops still counts every packet but
- * sends userspace at most event_rate events per second (plus a burst). Races
- * between CPUs can at worst let a few extra events through. */
-static __always_inline int zn_event_allowed(const struct zn_pkt *p)
+/* One token of a per-session bucket (zn_ev_bucket, zn_dns_bucket) refilled
+ * at `rate` per second up to `burst`; 0 when it is empty. Races between CPUs
+ * can at worst let a few extra through. */
+static __always_inline int zn_bucket_take(void *buckets, __u32 sidx, __u64 rate, __u64 burst)
 {
-	__u32 sidx = p->sidx;
-	__u64 rate = p->event_rate ? p->event_rate : ZN_DEFAULT_EVENT_RATE;
-	__u64 burst = p->event_burst ? p->event_burst : ZN_DEFAULT_EVENT_BURST;
 	__u64 unit = zn_bucket_unit();
 	struct zn_event_bucket *b;
 	__u64 now, elapsed, credit, cap;
 
-	b = bpf_map_lookup_elem(&zn_ev_bucket, &sidx);
+	b = bpf_map_lookup_elem(buckets, &sidx);
 	if (!b)
 		return 0;
 	now = zn_bucket_now();
@@ -96,6 +93,21 @@ static __always_inline int zn_event_allowed(const struct zn_pkt *p)
 	}
 	b->credit = credit - unit;
 	return 1;
+}
+
+/* A flood of drops still counts every packet but sends userspace at most
+ * event_rate events per second (plus a burst). */
+static __always_inline int zn_event_allowed(const struct zn_pkt *p)
+{
+	return zn_bucket_take(&zn_ev_bucket, p->sidx, p->event_rate ? p->event_rate : ZN_DEFAULT_EVENT_RATE,
+			      p->event_burst ? p->event_burst : ZN_DEFAULT_EVENT_BURST);
+}
+
+/* A guest's DNS datagram within its session's rate. */
+static __always_inline int zn_dns_allowed(const struct zn_session *s, const struct zn_pkt *p)
+{
+	return zn_bucket_take(&zn_dns_bucket, p->sidx, s->dns_rate ? s->dns_rate : ZN_DEFAULT_DNS_RATE,
+			      s->dns_burst ? s->dns_burst : ZN_DEFAULT_DNS_BURST);
 }
 
 static __always_inline int zn_pass(const struct zn_pkt *p, __u32 verdict)

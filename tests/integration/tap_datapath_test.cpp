@@ -138,6 +138,25 @@ TEST_F(TapDatapathTest, DnsToHardcodedResolverLandsOnDnsSocketAndIsAnswered) {
   EXPECT_GT(counters()[ZN_PASS_HOST_REPLY], 0u);
 }
 
+// Issue 32: a guest's DNS datagrams past its session's rate are dropped by
+// the datapath, before the one socket every guest's queries share; another
+// session's bucket is its own (the control: its query passes meanwhile).
+TEST_F(TapDatapathTest, AGuestsDnsFloodIsDroppedAtItsSessionsRate) {
+  const auto before = counters(0);
+  const auto other_before = counters(1);
+  // 6,000 queries for example.com A as fast as one process sends them.
+  in_guest(
+      "python3 -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+      "q = bytes.fromhex('123401000001000000000000076578616d706c6503636f6d0000010001'); "
+      "[s.sendto(q, ('8.8.8.8', 53)) for _ in range(6000)]\"");
+  const auto after = counters(0);
+  EXPECT_GE(after[ZN_PASS_DNS] - before[ZN_PASS_DNS], 1000u) << counter_dump(0);
+  EXPECT_GE(after[ZN_DROP_DNS_RATE] - before[ZN_DROP_DNS_RATE], 1000u) << counter_dump(0);
+  in_guest("dig @8.8.8.8 example.com +tries=1 +time=1", 1);
+  EXPECT_GT(counters(1)[ZN_PASS_DNS], other_before[ZN_PASS_DNS]) << counter_dump(1);
+  EXPECT_EQ(counters(1)[ZN_DROP_DNS_RATE], other_before[ZN_DROP_DNS_RATE]) << counter_dump(1);
+}
+
 TEST_F(TapDatapathTest, DnsOverTcpLandsOnDnsListener) {
   auto accepted = std::async(std::launch::async, [] {
     auto conn = env_->dns_tcp4().accept_for(8s);
@@ -265,7 +284,7 @@ TEST_F(TapDatapathTest, DataPathStaysAttachedAndPinned) {
   NetnsScope in_host(env_->lab().host_netns());
   EXPECT_TRUE(dp::TcAttachment::is_attached(g0().tap_ifindex));
   for (const char* pin : {"tap_ingress", "tap_egress", "zn_sessions", "zn_counters", "zn_events",
-                          "zn_l4_allow", "zn_listeners", "zn_ev_bucket"})
+                          "zn_l4_allow", "zn_listeners", "zn_ev_bucket", "zn_dns_bucket"})
     EXPECT_TRUE(std::filesystem::exists(env_->pin_root() + "/" + pin)) << pin;
 }
 

@@ -76,7 +76,7 @@ struct DaemonConfig {
   // Each session's share of the resolver (issue 32): its queries waiting
   // for an upstream answer at once, and its queries per second (burst).
   uint32_t dns_pending_per_session = 64;
-  uint32_t dns_queries_per_second = 200, dns_query_burst = 1000;
+  uint32_t dns_queries_per_second = ZN_DEFAULT_DNS_RATE, dns_query_burst = ZN_DEFAULT_DNS_BURST;
   uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
   uint32_t proxy_idle_timeout_ms =
       proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed

@@ -201,6 +201,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   o.host_key = host_keys_->current();
   o.event_rate = config_.drop_event_rate;
   o.event_burst = config_.drop_event_burst;
+  // The same rate in the datapath (datagrams, before the responder's shared
+  // socket) and in the responder (queries, before the policy).
+  o.dns_rate = config_.dns_queries_per_second;
+  o.dns_burst = config_.dns_query_burst;
   o.audit = [this](const std::string& event, const std::string& sid, const json& detail) {
     audit_->append({event, sid, detail});
   };

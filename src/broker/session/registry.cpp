@@ -173,6 +173,8 @@ dp::SessionEntry SessionRegistry::entry_locked(const Session& s) const {
   entry.steered_ports = s.plan.steered_ports;
   entry.event_rate = options_.event_rate;
   entry.event_burst = options_.event_burst;
+  entry.dns_rate = options_.dns_rate;
+  entry.dns_burst = options_.dns_burst;
   for (const auto& [port, exposure] : s.record.exposed) entry.exposed_ports.push_back(port);
   if (options_.agent_port && s.agent_over_tcp) entry.exposed_ports.push_back(options_.agent_port);
   // An adopted device's link-local comes from its own MAC, not from the

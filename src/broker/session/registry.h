@@ -85,6 +85,8 @@ class SessionRegistry : public SessionDirectory {
     std::shared_ptr<const HostKey> host_key;
     AuditSink audit;  // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
+    // The guest's DNS datagrams per second, dropped in the datapath past it.
+    uint32_t dns_rate = ZN_DEFAULT_DNS_RATE, dns_burst = ZN_DEFAULT_DNS_BURST;
     vmm::TapReaper::BeforeBatch before_reap;  // tests: holds the TAP reaper
     // What only zerod's config can judge of a new policy (the stores its
     // capabilities name): throws PolicyError to refuse it. Not on restore.

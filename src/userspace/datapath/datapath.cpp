@@ -130,8 +130,10 @@ int Datapath::l4_count_fd() const { return bpf_map__fd(ingress_->maps.zn_l4_coun
 int Datapath::counters_fd() const { return bpf_map__fd(ingress_->maps.zn_counters); }
 int Datapath::events_fd() const { return bpf_map__fd(ingress_->maps.zn_events); }
 int Datapath::event_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_ev_bucket); }
+int Datapath::dns_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_dns_bucket); }
 DatapathMaps::Fds Datapath::map_fds() const {
-  return {sessions_fd(), listeners_fd(), l4_allow_fd(), l4_count_fd(), counters_fd(), event_buckets_fd()};
+  return {sessions_fd(), listeners_fd(),     l4_allow_fd(),   l4_count_fd(),
+          counters_fd(), event_buckets_fd(), dns_buckets_fd()};
 }
 
 }  // namespace zn::dp

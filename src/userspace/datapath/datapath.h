@@ -36,6 +36,7 @@ class Datapath {
   int counters_fd() const;
   int events_fd() const;
   int event_buckets_fd() const;
+  int dns_buckets_fd() const;
   DatapathMaps::Fds map_fds() const;
   const std::string& pin_root() const { return pin_root_; }
 

@@ -60,6 +60,8 @@ zn_session to_abi(const SessionEntry& e) {
   }
   s.event_rate = e.event_rate;
   s.event_burst = e.event_burst;
+  s.dns_rate = e.dns_rate;
+  s.dns_burst = e.dns_burst;
   return s;
 }
 
@@ -124,6 +126,7 @@ void DatapathMaps::delete_session(int ifindex) {
   zn_event_bucket empty{};
   uint32_t idx = s->session_idx;
   check(bpf_map_update_elem(fds_.event_buckets, &idx, &empty, BPF_ANY), "reset zn_ev_bucket");
+  check(bpf_map_update_elem(fds_.dns_buckets, &idx, &empty, BPF_ANY), "reset zn_dns_bucket");
 }
 
 namespace {

@@ -41,6 +41,8 @@ struct SessionEntry {
                                       kDefaultSteeredPorts.end()};  // host order
   uint32_t event_rate = ZN_DEFAULT_EVENT_RATE;                      // drop events per second
   uint32_t event_burst = ZN_DEFAULT_EVENT_BURST;
+  uint32_t dns_rate = ZN_DEFAULT_DNS_RATE;  // the guest's DNS datagrams per second
+  uint32_t dns_burst = ZN_DEFAULT_DNS_BURST;
   // TCP ports zerod may open to the guest (host order, at most
   // ZN_MAX_EXPOSED_PORTS): none unless the operator declares them.
   std::vector<uint16_t> exposed_ports;
@@ -65,7 +67,7 @@ zn_l4_key to_abi_key(uint32_t session_idx, const L4Rule& rule);
 class DatapathMaps {
  public:
   struct Fds {
-    int sessions, listeners, l4_allow, l4_count, counters, event_buckets;
+    int sessions, listeners, l4_allow, l4_count, counters, event_buckets, dns_buckets;
   };
   explicit DatapathMaps(Fds fds) : fds_(fds) {}
 

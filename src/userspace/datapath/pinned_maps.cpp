@@ -27,6 +27,7 @@ PinnedMaps PinnedMaps::open(const std::string& pin_root) {
   m.l4_count_ = open_pin(pin_root, "zn_l4_count");
   m.counters_ = open_pin(pin_root, "zn_counters");
   m.event_buckets_ = open_pin(pin_root, "zn_ev_bucket");
+  m.dns_buckets_ = open_pin(pin_root, "zn_dns_bucket");
   m.events_ = open_pin(pin_root, "zn_events");
   return m;
 }
@@ -38,15 +39,17 @@ PinnedMaps::PinnedMaps(PinnedMaps&& o) noexcept
       l4_count_(std::exchange(o.l4_count_, -1)),
       counters_(std::exchange(o.counters_, -1)),
       event_buckets_(std::exchange(o.event_buckets_, -1)),
+      dns_buckets_(std::exchange(o.dns_buckets_, -1)),
       events_(std::exchange(o.events_, -1)) {}
 
 PinnedMaps::~PinnedMaps() {
-  for (int fd : {sessions_, listeners_, l4_allow_, l4_count_, counters_, event_buckets_, events_})
+  for (int fd :
+       {sessions_, listeners_, l4_allow_, l4_count_, counters_, event_buckets_, dns_buckets_, events_})
     if (fd >= 0) ::close(fd);
 }
 
 DatapathMaps::Fds PinnedMaps::fds() const {
-  return {sessions_, listeners_, l4_allow_, l4_count_, counters_, event_buckets_};
+  return {sessions_, listeners_, l4_allow_, l4_count_, counters_, event_buckets_, dns_buckets_};
 }
 
 }  // namespace zn::dp

@@ -23,7 +23,7 @@ class PinnedMaps {
  private:
   PinnedMaps() = default;
   int sessions_ = -1, listeners_ = -1, l4_allow_ = -1, l4_count_ = -1, counters_ = -1, event_buckets_ = -1,
-      events_ = -1;
+      dns_buckets_ = -1, events_ = -1;
 };
 
 }  // namespace zn::dp

@@ -41,7 +41,7 @@ struct HandlerConfig {
   // holds 1,024), and queries per second (every query of a known session:
   // a denied name costs an audit record).
   size_t max_pending_per_session = 64;
-  TokenBucketConfig session_rate{.per_second = 200, .burst = 1000, .max_tracked = 16384};
+  TokenBucketConfig session_rate{.per_second = 1000, .burst = 4000, .max_tracked = 16384};
 };
 
 class QueryHandler {

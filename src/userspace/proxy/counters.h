@@ -33,21 +33,21 @@
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's
 // zn_proxy_requests_total ("" when it is not one).
-#define ZN_INTERCEPT_COUNTERS(X)                                                            \
-  X(requests, "", "well-formed requests put to the broker")                                 \
-  X(allowed, "allowed", "requests forwarded and answered by the upstream")                  \
-  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")        \
-  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400") \
-  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")      \
-  X(guest_cancels, "guest_cancelled",                                                       \
-    "forwarded requests the guest gave up on (reset, closed, stream cancelled)")            \
-  X(upstream_reused, "",                                                                    \
-    "requests sent on an upstream connection already open (left idle, or HTTP/2 shared)")   \
-  X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")            \
-  X(upstream_h2, "", "upstream TLS connections that chose HTTP/2")                          \
-  X(websockets, "", "WebSockets relayed (the upstream switched protocols)")                 \
-  X(h2_connections, "", "intercepted connections that spoke HTTP/2")                        \
-  X(h2_streams, "", "HTTP/2 streams opened by guests (each one request)")                   \
+#define ZN_INTERCEPT_COUNTERS(X)                                                                            \
+  X(requests, "", "well-formed requests put to the broker")                                                 \
+  X(allowed, "allowed", "requests forwarded and answered by the upstream")                                  \
+  X(denied, "denied", "requests refused (policy, operator, rate, protocol upgrade)")                        \
+  X(bad_requests, "malformed", "requests refused as malformed (head, target or body): 400")                 \
+  X(upstream_failures, "upstream_failure", "forwarded requests whose upstream failed")                      \
+  X(guest_cancels, "guest_cancelled",                                                                       \
+    "forwarded requests the guest gave up on (reset, closed, stream cancelled)")                            \
+  X(upstream_reused, "",                                                                                    \
+    "requests sent on an upstream connection already open (left idle, or HTTP/2 shared)")                   \
+  X(upstream_resumed, "", "upstream TLS handshakes that resumed a kept session")                            \
+  X(upstream_h2, "", "upstream TLS connections that chose HTTP/2")                                          \
+  X(websockets, "", "WebSockets relayed (the upstream switched protocols)")                                 \
+  X(h2_connections, "", "intercepted connections that spoke HTTP/2")                                        \
+  X(h2_streams, "", "HTTP/2 streams opened by guests (each one request)")                                   \
   X(h2_limit_trips, "h2_limit", "HTTP/2 bounds a guest reached (floods, oversized header blocks): refused") \
   X(session_cap_refusals, "session_cap", "requests refused 503: their session held its cap of sockets")
 

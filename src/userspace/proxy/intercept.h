@@ -28,8 +28,8 @@ namespace zn::proxy {
 
 struct InterceptContext {
   ProxyPolicy& policy;
-  FairPool& pool;           // where broker calls run, off the event loop (offload.h)
-  SSL_CTX* upstream_tls;    // verified client context (trust store + extra bundle)
+  FairPool& pool;         // where broker calls run, off the event loop (offload.h)
+  SSL_CTX* upstream_tls;  // verified client context (trust store + extra bundle)
   http::HttpLimits limits;
   std::chrono::milliseconds header_timeout;   // a started request head must complete in this
   std::chrono::milliseconds idle_timeout;     // keep-alive wait and any stalled transfer

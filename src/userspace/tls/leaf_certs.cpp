@@ -290,7 +290,8 @@ std::shared_ptr<const LeafCert> LeafCertAuthority::cached(const std::string& nam
   return cached_locked(canonical.text, clock_());
 }
 
-std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& name, const std::string& owner) {
+std::shared_ptr<const LeafCert> LeafCertAuthority::leaf_for(const std::string& name,
+                                                            const std::string& owner) {
   LeafName canonical = canonical_leaf_name(name);
   std::time_t now = clock_();
   {

@@ -285,7 +285,8 @@ TEST_F(LeafCertsTest, ASessionCyclingNamesEvictsOnlyItsOwnLeaves) {
     LeafCertAuthority authority(ca.cert, ca.key, 4);
     authority.leaf_for("b1.example", owned ? "quiet" : "");
     authority.leaf_for("b2.example", owned ? "quiet" : "");
-    for (int i = 0; i < 10; ++i) authority.leaf_for("a" + std::to_string(i) + ".example", owned ? "noisy" : "");
+    for (int i = 0; i < 10; ++i)
+      authority.leaf_for("a" + std::to_string(i) + ".example", owned ? "noisy" : "");
     EXPECT_EQ(authority.stats().evictions, 8u);
     // The noisy session keeps its most recent leaves within what is left.
     EXPECT_NE(authority.cached("a9.example"), nullptr);
