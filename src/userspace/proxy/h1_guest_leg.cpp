@@ -223,7 +223,7 @@ awaitable<void> H1GuestLeg::answer(const ProxyAnswer& a, const http::RequestHead
     auto read_for = [this](std::chrono::steady_clock::duration left) {
       return dog_.guard(stream_.read_some(buf_, kReadChunk), left);
     };
-    co_await linger(read_for);
+    co_await drain_lingering(read_for);
   } catch (const std::exception&) {
   }
 }

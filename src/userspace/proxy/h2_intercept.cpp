@@ -111,7 +111,7 @@ class H2Connection {
     auto read_for = [this](Clock::duration left) {
       return dog_.guard(guest_.socket().async_read_some(asio::buffer(buf_, kReadChunk), use_awaitable), left);
     };
-    co_await proxy::linger(read_for);
+    co_await drain_lingering(read_for);
   }
 
   static h2::ServerOptions options() {

@@ -19,11 +19,12 @@ namespace zn::proxy {
 inline constexpr std::chrono::milliseconds kLingerTime{1000};
 inline constexpr size_t kLingerBytes = size_t{1} << 20;
 
+// (Not named linger: that is <sys/socket.h>'s struct, in the same unity batches.)
 // `read_for(left)`: an awaitable read of what the peer sends, bounded by
 // `left`, giving the bytes read (0 at its end); it may throw (a timeout, a
 // reset): the caller's catch ends the linger like the peer's end does.
 template <typename ReadFor>
-asio::awaitable<void> linger(ReadFor read_for, std::chrono::steady_clock::duration total = kLingerTime,
+asio::awaitable<void> drain_lingering(ReadFor read_for, std::chrono::steady_clock::duration total = kLingerTime,
                              size_t max_bytes = kLingerBytes) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point until = Clock::now() + total;

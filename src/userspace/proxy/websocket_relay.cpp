@@ -270,7 +270,7 @@ class Relay {
       auto read_for = [&side, &buf](std::chrono::steady_clock::duration left) {
         return with_deadline(side.stream.read_some(buf, sizeof(buf)), left);
       };
-      co_await linger(read_for, kDrain);
+      co_await drain_lingering(read_for, kDrain);
     } catch (const std::exception&) {
     }
   }

@@ -32,7 +32,7 @@ int linger_against(Peer& peer, Clock::duration total, size_t max_bytes) {
     co_await t.async_wait(asio::use_awaitable);
     co_return peer.bytes;
   };
-  auto run = [&]() -> asio::awaitable<void> { co_await linger(read_for, total, max_bytes); };
+  auto run = [&]() -> asio::awaitable<void> { co_await drain_lingering(read_for, total, max_bytes); };
   asio::co_spawn(peer.io, run(), asio::detached);
   peer.io.run();
   return peer.reads;
