@@ -275,8 +275,8 @@ static __always_inline int zn_ingress_tcp(struct __sk_buff *skb, const struct zn
 	return zn_ingress_tcp_assign(skb, p, is_ipv6, verdict);
 }
 
-static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, const struct zn_session *s, struct zn_pkt *p,
-					      bool is_ipv6)
+static __always_inline int zn_ingress_udp_dns(struct __sk_buff *skb, const struct zn_session *s,
+					      struct zn_pkt *p, bool is_ipv6)
 {
 	const struct zn_listeners *ln = zn_get_listeners();
 	struct bpf_sock_tuple listener = {};

@@ -130,7 +130,8 @@ std::string render_metrics(const MetricsSnapshot& m) {
   out += prometheus_line("zn_audit_commit_max_microseconds", {},
                          static_cast<uint64_t>(m.audit.max_commit_latency.count()));
   out +=
-      "# HELP zn_capability_calls Capability calls waiting for a worker (their session's turn, their store's share) or running.\n"
+      "# HELP zn_capability_calls Capability calls waiting for a worker (their session's turn, their store's "
+      "share) or running.\n"
       "# TYPE zn_capability_calls gauge\n";
   out += prometheus_line("zn_capability_calls", {{"state", "queued"}}, m.capability_calls.queued);
   out += prometheus_line("zn_capability_calls", {{"state", "running"}}, m.capability_calls.running);

@@ -24,8 +24,9 @@ inline constexpr size_t kLingerBytes = size_t{1} << 20;
 // `left`, giving the bytes read (0 at its end); it may throw (a timeout, a
 // reset): the caller's catch ends the linger like the peer's end does.
 template <typename ReadFor>
-asio::awaitable<void> drain_lingering(ReadFor read_for, std::chrono::steady_clock::duration total = kLingerTime,
-                             size_t max_bytes = kLingerBytes) {
+asio::awaitable<void> drain_lingering(ReadFor read_for,
+                                      std::chrono::steady_clock::duration total = kLingerTime,
+                                      size_t max_bytes = kLingerBytes) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point until = Clock::now() + total;
   size_t dropped = 0;

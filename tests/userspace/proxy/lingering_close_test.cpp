@@ -44,7 +44,7 @@ TEST(LingeringClose, ATricklingPeerIsCutOffAtOneDeadline) {
   // A byte every 10 ms for at most 200 ms: some 20 reads, never the 2^20 a
   // per-read deadline would allow.
   const int reads = linger_against(trickle, 200ms, kLingerBytes);
-  EXPECT_GE(reads, 2);
+  EXPECT_GE(reads, 1);
   EXPECT_LE(reads, 40);
   // Each read was given only what was left of the one deadline.
   EXPECT_LE(trickle.shortest_left, 200ms);
