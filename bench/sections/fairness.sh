@@ -114,11 +114,15 @@ fa_flooder() {
 	PY
 }
 
-# fa_measure NETNS N LABEL: N warm requests from B, a "LABEL ms" line each.
+# fa_measure NETNS N LABEL: N warm requests from B, a "LABEL MS LOOKUP_MS"
+# line each: connect + first byte without the name lookup, and the lookup
+# (through zerod's DNS), both "null" for a request that failed.
 fa_measure() {
-  local ns=$1 n=$2 label=$3 i
+  local ns=$1 n=$2 label=$3 i out
   for ((i = 0; i < n; i++)); do
-    echo "$label $(first_byte_ms_ns "$ns" --cacert "$FA_CA" "https://$FA_NAME/small")"
+    out=$(ip netns exec "$ns" curl -s -m 10 -o /dev/null -w '%{time_namelookup} %{time_starttransfer} %{http_code}' \
+      --cacert "$FA_CA" "https://$FA_NAME/small" 2> /dev/null) || true
+    awk -v l="$label" '$3 == 200 {printf "%s %.3f %.3f\n", l, ($2 - $1) * 1000, $1 * 1000; next} {print l " null null"}' <<< "$out"
   done
 }
 
@@ -147,7 +151,7 @@ fa_phase() {
     kill_wait "$pid"
     log "fairness round $round: A on $mode did $(tail -1 "$FA_DIR/flood-$round-$mode.log")"
   fi
-  echo "$round $mode $(awk '$2 != "null" {print $2}' "$samples" | percentile 50) $(awk '$2 != "null" {print $2}' "$samples" | percentile 99) $(grep -c ' null$' "$samples" || true)"
+  echo "$round $mode $(awk '$2 != "null" {print $2}' "$samples" | percentile 50) $(awk '$2 != "null" {print $2}' "$samples" | percentile 99) $(grep -c ' null$' "$samples" || true) $(awk '$3 != "null" {print $3}' "$samples" | percentile 99)"
 }
 
 # fa_veth_session NAME SLOT ADDR GW MAC: a veth guest adopted by zerod.
@@ -244,7 +248,7 @@ fa_rate() {
     2> /dev/null || echo "no report"
 }
 
-# fa_report FILE N: FILE lines "round mode p50 p99 failed".
+# fa_report FILE N: FILE lines "round mode p50 p99 failed lookup-p99".
 fa_report() {
   local f=$1 n=$2 mode p col what alone flooded control r rc net failed
   for mode in sni denied dns; do
@@ -274,5 +278,13 @@ fa_report() {
           "B alone" "$alone" "$r" "" "" "$n requests a phase; the same flood from ungoverned C: ${rc}x"
       fi
     done
+    # B's own name lookups (through zerod's DNS; the control's through the
+    # same, with C flooding outside it).
+    alone=$(awk -v m="alone-$mode" '$2 == m && $6 != "" && $6 != "null" {print $6}' "$f" | median)
+    flooded=$(awk -v m="$mode" '$2 == m && $6 != "" && $6 != "null" {print $6}' "$f" | median)
+    control=$(awk -v m="ctl-$mode" '$2 == m && $6 != "" && $6 != "null" {print $6}' "$f" | median)
+    net=$(fa_ratio "$f" "$mode" "ctl-$mode" 6)
+    record_figure fairness "guest B p99 name lookup, A flooding $what, net of the control (veth)" ms "$flooded" \
+      "B with C flooding" "$control" "$net" "<=" 1.10 "B alone: $alone ms; curl's name lookup (A and AAAA) of each request"
   done
 }

@@ -137,6 +137,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "jwt_lifetime_s",
                                  "jwks_listen",
                                  "approval_timeout_ms",
+                                 "capability_threads",
+                                 "capability_calls_per_session",
                                  "approval_grant_max_s",
                                  "expose_address",
                                  "expose_ticket_ttl_s",
@@ -219,6 +221,12 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   }
   c.secret_read_linger_ms = get_uint(doc, "secret_read_linger_ms", c.secret_read_linger_ms, 0, 10000);
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
+  c.capability_threads = get_uint(doc, "capability_threads", c.capability_threads, 2, 256);
+  c.capability_calls_per_session =
+      get_uint(doc, "capability_calls_per_session", c.capability_calls_per_session, 1, 255);
+  if (c.capability_calls_per_session >= c.capability_threads)
+    fail("$.capability_calls_per_session",
+         "must be below capability_threads (another session always has one)");
   c.approval_grant_max_s = get_uint(doc, "approval_grant_max_s", c.approval_grant_max_s, 1, 7 * 24 * 3600);
   c.expose_address = get_string(doc, "expose_address", c.expose_address);
   if (!net::IpAddress::parse(c.expose_address))

@@ -99,6 +99,9 @@ struct DaemonConfig {
   // either way, and its idle bound (no byte either way).
   uint32_t proxy_websocket_idle_timeout_ms = 300000;
   uint32_t proxy_websocket_max_message = 16 * 1024 * 1024;
+  // The capability service's threads (store calls at once) and how many of
+  // them one session's calls may hold (issue 32: the rest are the others').
+  uint32_t capability_threads = 8, capability_calls_per_session = 3;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;

@@ -218,7 +218,8 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   StoreCatalog catalog = config_.stores;
   catalog.sql_helper = find_sql_helper();
   stores_ = std::make_shared<StoreSet>(catalog);
-  capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_);
+  capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_, config_.capability_threads, 64, 2,
+                                                      config_.capability_calls_per_session);
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   o.agent_port = static_cast<uint16_t>(config_.agent_port);
   registry_ = std::make_unique<SessionRegistry>(o);

@@ -79,6 +79,28 @@ TEST(ZerodConfigSecrets, ReadLingerWithinItsBounds) {
             std::string::npos);
 }
 
+// Issue 32: the shares of shared work are the operator's to set, within
+// bounds that keep a share for the other sessions.
+TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
+  const DaemonConfig d = parse_daemon_config("{}");
+  EXPECT_EQ(d.capability_threads, 8u);
+  EXPECT_EQ(d.capability_calls_per_session, 3u);
+  EXPECT_EQ(d.dns_pending_per_session, 64u);
+  const DaemonConfig c = parse_daemon_config(
+      R"({"capability_threads": 16, "capability_calls_per_session": 4, "dns_queries_per_second": 50,
+          "proxy_max_connections": 100000})");
+  EXPECT_EQ(c.capability_threads, 16u);
+  EXPECT_EQ(c.capability_calls_per_session, 4u);
+  EXPECT_EQ(c.dns_queries_per_second, 50u);
+  EXPECT_EQ(c.proxy_max_connections, 100000u);
+  // One session may never hold every thread.
+  EXPECT_NE(config_error(R"({"capability_threads": 4, "capability_calls_per_session": 4})")
+                .find("$.capability_calls_per_session"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"dns_pending_per_session": 0})").find("$.dns_pending_per_session"),
+            std::string::npos);
+}
+
 // Guest TLS resumption is on unless the operator turns it off.
 TEST(ZerodConfigTlsResumption, OnByDefault) {
   EXPECT_TRUE(parse_daemon_config("{}").proxy_tls_resumption);
