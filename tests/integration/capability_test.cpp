@@ -115,6 +115,19 @@ class CapabilityTest : public ProxyTest {
         .output;
   }
 
+  // A second tenant, user-2, on its own guest (g1) with its own KV
+  // capability; `handle` is that capability's handle.
+  void second_tenant(std::string& handle) {
+    lab_->add_guest("g1");
+    json r = call("session.create", {{"id", "user-2"},
+                                     {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
+                                     {"device", "zn-tap1"},
+                                     {"slot", 1}});
+    ASSERT_TRUE(r["ok"]) << r.dump();
+    handle = call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
+    ASSERT_EQ(handle.rfind("cap:", 0), 0u);
+  }
+
   json env_;
   std::atomic<int> bodies_{0};  // cap() may run on several threads at once
 };
@@ -286,16 +299,8 @@ TEST_F(CapabilityTest, QueueSendReceiveAck) {
 }
 
 TEST_F(CapabilityTest, HandlesCannotBeForgedOrBorrowed) {
-  // A second tenant on its own guest, with its own capability.
-  lab_->add_guest("g1");
-  json r = call("session.create", {{"id", "user-2"},
-                                   {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
-                                   {"device", "zn-tap1"},
-                                   {"slot", 1}});
-  ASSERT_TRUE(r["ok"]) << r.dump();
-  const std::string theirs =
-      call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
-  ASSERT_EQ(theirs.rfind("cap:", 0), 0u);
+  std::string theirs;
+  ASSERT_NO_FATAL_FAILURE(second_tenant(theirs));
   const std::string mine = handle("ZN_CAP_DATA");
   ASSERT_EQ(cap("PUT", "/v1/kv/" + mine + "/k", "tenant-a").status, "204");
   ASSERT_EQ(cap("PUT", "/v1/kv/" + theirs + "/k", "tenant-b", 1).status, "204");
@@ -476,15 +481,8 @@ TEST_F(CapabilityQueueTest, AQueuedWriteOfAKeptCapabilityLands) {
 // while the first session's own next call still waits (the control: the
 // service is saturated for it).
 TEST_F(CapabilityQueueTest, ASessionAtItsShareDoesNotDelayAnother) {
-  lab_->add_guest("g1");
-  json r = call("session.create", {{"id", "user-2"},
-                                   {"policy", R"({"policy":{},"caps":{"data":{"kind":"kv","mode":"rw"}}})"},
-                                   {"device", "zn-tap1"},
-                                   {"slot", 1}});
-  ASSERT_TRUE(r["ok"]) << r.dump();
-  const std::string theirs =
-      call("session.show", {{"id", "user-2"}})["result"]["guest_env"].value("ZN_CAP_DATA", "");
-  ASSERT_EQ(theirs.rfind("cap:", 0), 0u);
+  std::string theirs;
+  ASSERT_NO_FATAL_FAILURE(second_tenant(theirs));
   ASSERT_TRUE(calls_become(0, 0));
   std::vector<std::future<Answer>> slow = fill_the_share();
   ASSERT_TRUE(calls_become(1, 3)) << calls().queued << " " << calls().running;

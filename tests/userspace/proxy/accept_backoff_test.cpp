@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "userspace/proxy/listener_fixture.h"
 #include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
@@ -24,15 +25,9 @@ namespace {
 using namespace std::chrono_literals;
 
 // Resets everything; this test is about accepting, not deciding.
-class ResetAll : public ProxyPolicy {
+class ResetAll : public test::ConnectionPolicy {
  public:
   UpstreamDecision decide(const ConnectionFacts&) override { return {}; }
-  RequestDecision decide_request(const RequestFacts&) override { return {}; }
-  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
-  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
-  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
-  void on_request_done(const RequestSummary&) override {}
-  void on_closed(const ConnectionSummary&) override {}
 };
 
 double cpu_seconds() {

@@ -19,6 +19,7 @@
 #include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
 #include "userspace/net/transparent_socket.h"
+#include "userspace/proxy/listener_fixture.h"
 #include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
@@ -54,7 +55,7 @@ TEST(MintBudget, ForgettingIdleSessionsNeverRefundsABusyOne) {
 // The guest's session is its source address; the name to present is set
 // by the test before each connection (the listener is not on 443, so the
 // proxy does not read the SNI itself).
-class NamedIntercept : public ProxyPolicy {
+class NamedIntercept : public test::ConnectionPolicy {
  public:
   std::string next_host;
   UpstreamDecision decide(const ConnectionFacts& facts) override {
@@ -66,12 +67,6 @@ class NamedIntercept : public ProxyPolicy {
     d.host = next_host;
     return d;
   }
-  RequestDecision decide_request(const RequestFacts&) override { return {}; }
-  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
-  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
-  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
-  void on_request_done(const RequestSummary&) override {}
-  void on_closed(const ConnectionSummary&) override {}
   void set_host(const std::string& h) {
     std::lock_guard lock(mu_);
     next_host = h;
@@ -83,16 +78,7 @@ class NamedIntercept : public ProxyPolicy {
 
 // A TLS handshake from `source` to the proxy; true when it completes.
 bool handshake(uint16_t port, const char* source, const std::string& sni) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  const int fd = test::connect_from(port, source);
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());

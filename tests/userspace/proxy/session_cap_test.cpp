@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "userspace/net/transparent_socket.h"
-#include "userspace/proxy/loopback_guest.h"
+#include "userspace/proxy/listener_fixture.h"
 #include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
@@ -27,7 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class PassthroughToLoopback : public ProxyPolicy {
+class PassthroughToLoopback : public test::ConnectionPolicy {
  public:
   explicit PassthroughToLoopback(uint16_t upstream_port) : port_(upstream_port) {}
   std::string tenant_of(const sockaddr_storage& guest) const override {
@@ -42,12 +42,6 @@ class PassthroughToLoopback : public ProxyPolicy {
     d.port = port_;
     return d;
   }
-  RequestDecision decide_request(const RequestFacts&) override { return {}; }
-  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
-  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
-  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
-  void on_request_done(const RequestSummary&) override {}
-  void on_closed(const ConnectionSummary&) override {}
 
  private:
   uint16_t port_;

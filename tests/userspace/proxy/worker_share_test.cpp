@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "userspace/net/transparent_socket.h"
-#include "userspace/proxy/loopback_guest.h"
+#include "userspace/proxy/listener_fixture.h"
 #include "userspace/proxy/transparent_proxy.h"
 
 namespace zn::proxy {
@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 
 // 127.0.0.1's decisions wait until released; 127.0.0.2's are counted and
 // reset at once.
-class BlockingDecisions : public ProxyPolicy {
+class BlockingDecisions : public test::ConnectionPolicy {
  public:
   BlockingDecisions() : released_(release_.get_future().share()) {}
   UpstreamDecision decide(const ConnectionFacts& facts) override {
@@ -40,12 +40,6 @@ class BlockingDecisions : public ProxyPolicy {
     return {};  // kReset
   }
   void release() { release_.set_value(); }
-  RequestDecision decide_request(const RequestFacts&) override { return {}; }
-  HoldState hold_state(const std::string&, uint64_t) override { return {}; }
-  UpstreamAddresses resolve_upstream(const std::string&, const std::string&) override { return {}; }
-  std::optional<Injection> injection_for(const std::string&, const RuleRef&) override { return std::nullopt; }
-  void on_request_done(const RequestSummary&) override {}
-  void on_closed(const ConnectionSummary&) override {}
 
   std::atomic<int> blocked{0}, quiet_decided{0};
 
