@@ -72,7 +72,7 @@ class FairQueue {
       // Only a tenant with more jobs waiting than this one gives way; a
       // tenant that is itself (one of) the longest is refused.
       if (!longest || longest == &t || longest->refusable <= t.refusable + 1) {
-        if (t.queue.empty() && t.running == 0) forget(tenant);
+        if (t.queue.empty() && t.running == 0) tenants_.erase(tenant);
         out.refused = std::move(job);
         return out;
       }
@@ -203,8 +203,6 @@ class FairQueue {
     }
     return Job{};  // unreachable: refusable > 0
   }
-
-  void forget(const std::string& tenant) { tenants_.erase(tenant); }
 
   FairLimits limits_;
   std::unordered_map<std::string, Tenant> tenants_;

@@ -29,6 +29,7 @@
 #include "userspace/dns/message.h"
 #include "userspace/dns/policy.h"
 #include "userspace/dns/resolver.h"
+#include "zn_abi.h"
 
 namespace zn::dns {
 
@@ -41,7 +42,9 @@ struct HandlerConfig {
   // holds 1,024), and queries per second (every query of a known session:
   // a denied name costs an audit record).
   size_t max_pending_per_session = 64;
-  TokenBucketConfig session_rate{.per_second = 1000, .burst = 4000, .max_tracked = 16384};
+  // The datapath drops a session's datagrams past the same rate (zn_abi.h).
+  TokenBucketConfig session_rate{
+      .per_second = ZN_DEFAULT_DNS_RATE, .burst = ZN_DEFAULT_DNS_BURST, .max_tracked = 16384};
 };
 
 class QueryHandler {

@@ -38,6 +38,8 @@ class SessionSockets {
     Slot& operator=(const Slot&) = delete;
     ~Slot() { release(); }
     bool held() const { return state_ != nullptr; }
+    // Whose place it is (as given to take()).
+    const std::string& session() const { return session_; }
     void release();
 
    private:

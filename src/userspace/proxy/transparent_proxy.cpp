@@ -11,7 +11,6 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <atomic>
-#include <map>
 #include <optional>
 #include <thread>
 
@@ -131,8 +130,9 @@ struct TransparentProxy::Impl {
   }
 
   // `slot`: the guest connection's place in its session's cap, held until
-  // the connection ends.
-  awaitable<void> handle(tcp::socket guest, [[maybe_unused]] SessionSockets::Slot slot, Watchdog dog) {
+  // the connection ends; whose it is (tenant_at_accept) is also whose share
+  // of the workers its decision takes.
+  awaitable<void> handle(tcp::socket guest, SessionSockets::Slot slot, Watchdog dog) {
     active++;
     struct Done {
       Impl& impl;
@@ -192,9 +192,8 @@ struct TransparentProxy::Impl {
     // Deciding may resolve names: off the loop, on the guest's session's
     // share of the workers. Refused (the workers' queue full, this session
     // the one with the most waiting): the connection is refused.
-    const std::string tenant = policy.tenant_of(facts.guest);
     auto decide = [this, &facts] { return policy.decide(facts); };
-    std::optional<UpstreamDecision> decided = co_await offload(pool, tenant, decide);
+    std::optional<UpstreamDecision> decided = co_await offload(pool, slot.session(), decide);
     if (!decided) {
       counters.workers_busy++;
       reset(guest);
