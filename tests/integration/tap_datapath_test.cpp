@@ -155,18 +155,23 @@ TEST_F(TapDatapathTest, AGuestsDnsFloodIsDroppedAtItsSessionsRate) {
   // 20,000 queries for example.com A as fast as one process sends them:
   // past the burst (4,000) at a rate far above the refill (1,000/s) even on
   // a loaded machine (a send the guest's own queue refuses is skipped).
-  std::ofstream(script) << "import socket\n"
-                           "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+  // The resolver's address is the script's argument: IPv4, then IPv6.
+  std::ofstream(script) << "import socket, sys\n"
+                           "family = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET\n"
+                           "s = socket.socket(family, socket.SOCK_DGRAM)\n"
                            "q = bytes.fromhex('123401000001000000000000076578616d706c6503636f6d0000010001')\n"
                            "for _ in range(20000):\n"
                            "    try:\n"
-                           "        s.sendto(q, ('8.8.8.8', 53))\n"
+                           "        s.sendto(q, (sys.argv[1], 53))\n"
                            "    except OSError:\n"
                            "        pass\n";
-  in_guest("python3 " + script);
+  in_guest("python3 " + script + " 8.8.8.8");
   const auto after = counters(0);
   EXPECT_GE(after[ZN_PASS_DNS] - before[ZN_PASS_DNS], 1000u) << counter_dump(0);
   EXPECT_GE(after[ZN_DROP_DNS_RATE] - before[ZN_DROP_DNS_RATE], 1000u) << counter_dump(0);
+  // The same flood over IPv6 takes from the same bucket: past the rate too.
+  in_guest("python3 " + script + " 2001:4860:4860::8888");
+  EXPECT_GE(counters(0)[ZN_DROP_DNS_RATE] - after[ZN_DROP_DNS_RATE], 1000u) << counter_dump(0);
   in_guest("dig @8.8.8.8 example.com +tries=1 +time=1", 1);
   EXPECT_GT(counters(1)[ZN_PASS_DNS], other_before[ZN_PASS_DNS]) << counter_dump(1);
   EXPECT_EQ(counters(1)[ZN_DROP_DNS_RATE], other_before[ZN_DROP_DNS_RATE]) << counter_dump(1);
