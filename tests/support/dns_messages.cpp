@@ -78,15 +78,15 @@ std::optional<Reply> parse_reply(const Bytes& wire) {
   return r;
 }
 
-std::optional<std::string> RecordingPolicy::session_of(const sockaddr_storage& src) const {
-  if (sessions.empty()) return "s1";
+std::optional<DnsSession> RecordingPolicy::session_of(const sockaddr_storage& src) const {
+  if (sessions.empty()) return DnsSession{"s1", nullptr};
   const std::string ip = source_ip(src);
   for (const auto& [addr, sid] : sessions)
-    if (addr == ip) return sid;
+    if (addr == ip) return DnsSession{sid, nullptr};
   return std::nullopt;
 }
 
-DnsDecision RecordingPolicy::decide(const std::string&, const std::string& qname) const {
+DnsDecision RecordingPolicy::decide(const DnsSession&, const std::string& qname) const {
   {
     std::lock_guard lock(mutex_);
     decided_.push_back(qname);
@@ -97,21 +97,22 @@ DnsDecision RecordingPolicy::decide(const std::string&, const std::string& qname
   return {false, "default deny", {}};
 }
 
-void RecordingPolicy::on_answer(const std::string& sid, const std::string& qname,
+void RecordingPolicy::on_answer(const DnsSession& session, const std::string& qname,
                                 const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) {
   std::lock_guard lock(mutex_);
-  answers_.push_back({sid, qname, addresses, ttl});
+  answers_.push_back({session.id, qname, addresses, ttl});
 }
 
-void RecordingPolicy::on_denied(const std::string& sid, const std::string& qname, const std::string& reason) {
+void RecordingPolicy::on_denied(const DnsSession& session, const std::string& qname,
+                                const std::string& reason) {
   std::lock_guard lock(mutex_);
-  denials_.push_back({sid, qname, reason});
+  denials_.push_back({session.id, qname, reason});
 }
 
-void RecordingPolicy::on_unanswered(const std::string& sid, const std::string& qname, NoAnswer why,
+void RecordingPolicy::on_unanswered(const DnsSession& session, const std::string& qname, NoAnswer why,
                                     bool forwarded) {
   std::lock_guard lock(mutex_);
-  unanswered_.push_back({sid, qname, why, forwarded});
+  unanswered_.push_back({session.id, qname, why, forwarded});
 }
 
 std::vector<RecordingPolicy::Unanswered> RecordingPolicy::unanswered() const {

@@ -64,12 +64,12 @@ class RecordingPolicy : public DnsPolicy {
   // Names answered by the host itself (DnsDecision::local_answers).
   std::map<std::string, std::vector<zn::net::IpAddress>> local;
 
-  std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
-  DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
-  void on_answer(const std::string& session_id, const std::string& qname,
+  std::optional<DnsSession> session_of(const sockaddr_storage& guest_source) const override;
+  DnsDecision decide(const DnsSession& session, const std::string& qname) const override;
+  void on_answer(const DnsSession& session, const std::string& qname,
                  const std::vector<zn::net::IpAddress>& addresses, uint32_t ttl) override;
-  void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
-  void on_unanswered(const std::string& session_id, const std::string& qname, NoAnswer why,
+  void on_denied(const DnsSession& session, const std::string& qname, const std::string& reason) override;
+  void on_unanswered(const DnsSession& session, const std::string& qname, NoAnswer why,
                      bool forwarded) override;
 
   std::vector<Answer> answers() const;

@@ -124,16 +124,6 @@ json verdicts_json(const dp::SessionCounters& c) {
   return counters;
 }
 
-void register_secrets(AuditLog& audit, const Session& s) {
-  std::vector<std::string> values;
-  for (const auto& [name, resource] : s.policy->policy().resources)
-    for (const auto& [field, value] : resource.fields)
-      value.reveal([&](std::string_view v) { values.emplace_back(v); });
-  audit.set_session_secrets(s.record.id, values);
-  // The copies made here are wiped, not left in freed memory.
-  for (std::string& v : values) explicit_bzero(v.data(), v.size());
-}
-
 void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,
                           std::string pin_root, std::string netns) {
   server.handle("status",
@@ -170,22 +160,16 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
       spec.slot = args["slot"].get<unsigned>();
     }
     SessionPtr s = verbs.registry.create(spec);
-    register_secrets(verbs.audit, *s);
     spdlog::info("session {} created on {} (slot {})", s->record.id, s->record.device, s->record.slot);
     return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.update", [verbs](const json& args) {
-    const SessionPtr before = verbs.registry.get(require(args, "id"));
     SessionPtr s = verbs.registry.update(require(args, "id"), require(args, "policy"));
-    register_secrets(verbs.audit, *s);
-    if (before && verbs.capabilities) verbs.capabilities->release(*before, s.get());
     spdlog::info("session {} policy v{}", s->record.id, s->record.policy_version);
     return session_json(*s, verbs.ca_certificate, false);
   });
   server.handle("session.delete", [verbs](const json& args) {
     const std::string id = require(args, "id");
-    const SessionPtr before = verbs.registry.get(id);
-    // The VM goes before its TAP does.
     // An adopted device stays denying unless the operator asks, in so many
     // words, to hand it back ungoverned.
     bool detach = false;
@@ -193,14 +177,9 @@ void register_session_verbs(ControlServer& server, const SessionVerbs& verbs) {
       if (!args["detach"].is_boolean()) throw SessionError("\"detach\" must be true or false");
       detach = args["detach"].get<bool>();
     }
-    if (verbs.vms) verbs.vms->stop(id);
+    // One call: the registry tells every part that keeps something of the
+    // session (its VM stops before its TAP goes; daemon/session_participants.h).
     verbs.registry.remove(id, detach);
-    if (verbs.exposures) verbs.exposures->forget_session(id);
-    if (before && verbs.capabilities) verbs.capabilities->release(*before, nullptr);
-    verbs.dns.forget(id);
-    verbs.approvals.forget_session(id);
-    verbs.proxy.forget_session(id);
-    verbs.audit.forget_session_secrets(id);
     spdlog::info("session {} deleted", id);
     return json{{"deleted", id}};
   });

@@ -32,20 +32,12 @@ namespace zn::broker {
 void register_status_verb(ControlServer& server, const SessionRegistry& registry, const dns::Responder& dns,
                           std::string pin_root, std::string netns);
 
-// What session.list, .show, .create, .update and .delete act on.
+// What session.list, .show, .create, .update and .delete act on: the
+// registry alone, whose one call per change tells every part of zerod that
+// keeps something of the session (session/participant.h).
 struct SessionVerbs {
   SessionRegistry& registry;
-  SessionDnsPolicy& dns;       // forgets a deleted session's answers
-  SessionProxyPolicy& proxy;   // forgets a deleted session's rate bucket
-  ApprovalBook& approvals;     // denies a deleted session's held requests
-  AuditLog& audit;             // learns each new policy's secrets
   std::string ca_certificate;  // the deployment CA's path, shown with each session
-  // Erases the KV and queue contents of capabilities a session loses; null: none.
-  CapabilityService* capabilities = nullptr;
-  // Stops a deleted session's microVM first; null: no VMs.
-  VmRegistry* vms = nullptr;
-  // Closes a deleted session's declared ports and ends its tickets; null: none.
-  ExposureService* exposures = nullptr;
 };
 void register_session_verbs(ControlServer& server, const SessionVerbs& verbs);
 
@@ -78,10 +70,6 @@ void register_stats_verb(ControlServer& server, const SessionRegistry& registry,
 
 // events (streaming): live drop events from `feed`.
 void register_events_verb(ControlServer& server, EventFeed& feed);
-
-// The audit's redactor learns every resource value of the session's policy,
-// before anything can log one. Any thread.
-void register_secrets(AuditLog& audit, const Session& session);
 
 // The answers' JSON, apart for tests. Pure; any thread.
 nlohmann::json status_json(size_t sessions, const std::string& pin_root, const std::string& netns,

@@ -1,5 +1,7 @@
 #include "broker/daemon/zerod.h"
 
+#include "broker/daemon/zerod_services.h"
+
 #include <arpa/inet.h>
 #include <sodium.h>
 #include <spdlog/spdlog.h>
@@ -115,20 +117,172 @@ std::string state_dir_tag(const std::string& state_dir) {
 
 }  // namespace
 
-ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
-  if (!config_.netns.empty()) {
-    // For the whole process: every later socket and thread lives there.
-    NetnsScope enter(config_.netns);
-    enter.stay();
-  }
-  vmm::install_steering_routes();
-  datapath_ = dp::Datapath::load({config_.pin_root});
-  maps_ = std::make_unique<dp::DatapathMaps>(datapath_->map_fds());
-  dp::Listeners listeners;
-  listeners.proxy_port = config_.proxy_port;
-  listeners.dns_port = config_.dns_port;
-  maps_->set_listeners(listeners);
+ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)), services_(zerod_services()) {
+  bind_services();
+  // Each in an order where what it needs is there (zerod_services.cpp); a
+  // start that throws stops what had started and zerod does not start.
+  services_.start_all();
+  spdlog::info("zerod ready: control {}, pins {}, {} session(s)", config_.control_socket, config_.pin_root,
+               registry_->size());
+}
 
+ZerodDaemon::~ZerodDaemon() { stop(); }
+
+void ZerodDaemon::stop() {
+  if (stopping_.exchange(true)) return;
+  // The reverse of the start: nothing stops while a service that needs it runs.
+  services_.stop_all([](const std::string& service, const std::string& what) {
+    spdlog::error("stopping {}: {}", service, what);
+  });
+  spdlog::info("zerod stopped; the datapath stays attached and denying");
+}
+
+void ZerodDaemon::bind_services() {
+  services_.bind("netns", [this] {
+    if (!config_.netns.empty()) {
+      // For the whole process: every later socket and thread lives there.
+      NetnsScope enter(config_.netns);
+      enter.stay();
+    }
+    vmm::install_steering_routes();
+  });
+  services_.bind("datapath", [this] {
+    datapath_ = dp::Datapath::load({config_.pin_root});
+    maps_ = std::make_unique<dp::DatapathMaps>(datapath_->map_fds());
+    maps_->set_listeners(listeners());
+  });
+  services_.bind("host_keys", [this] { start_host_keys(); });
+  services_.bind("audit", [this] { start_audit(); });
+  services_.bind(
+      "audit_export", [this] { start_audit_export(); }, [this] { stop_audit_export(); });
+  services_.bind("resolver", [this] {
+    resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
+    // Where the proxy may connect: made in zerod's namespace, so the
+    // local-table watcher's netlink sockets see this host's addresses.
+    // Shared by the broker's checks and the proxy's connect-time one.
+    guard_ = make_guard(config_);
+  });
+  services_.bind("capabilities", [this] { start_capabilities(); });
+  services_.bind("sessions", [this] { start_sessions(); });
+  services_.bind(
+      "dns_policy",
+      [this] {
+        SessionDnsOptions dns_options;
+        for (const std::string& a : config_.capability_addresses)
+          dns_options.capability_addresses.push_back(*net::IpAddress::parse(a));  // validated with the config
+        dns_options.unanswered_names_per_second = config_.dns_unanswered_rate;
+        dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(dns_options));
+      },
+      [this] {
+        // What the DNS loop gathered after the periodic thread's last flush.
+        dns_policy_->flush_unanswered();
+      });
+  services_.bind(
+      "approvals", [this] { start_approvals(); },
+      [this] {
+        if (webhook_) webhook_->stop();
+      });
+  services_.bind("proxy_policy", [this] {
+    JwtMinterOptions mint_options;
+    mint_options.token_lifetime = std::chrono::seconds(config_.jwt_lifetime_s);
+    minter_ = std::make_shared<JwtMinter>(config_.jwt_issuer, mint_options);
+    proxy_policy_ =
+        std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_,
+                                             guard_, SessionProxyPolicy::Clock{}, minter_);
+    proxy_policy_->set_capability_service(capabilities_);
+  });
+  services_.bind(
+      "vms", [this] { start_vms(); },
+      [this] {
+        vms_.reset();  // every VM stopped, its directory and cgroup removed
+      });
+  services_.bind(
+      "exposures", [this] { start_exposures(); },
+      [this] {
+        exposures_.reset();  // listeners closed, admitted connections cut
+      });
+  services_.bind("commands", [this] { start_commands(); });
+  services_.bind("participants", [this] {
+    // Every part keeping something of a session outside its own state joins
+    // before the first session is restored (session_participants.h).
+    audit_secrets_part_ = std::make_unique<AuditSecretsParticipant>(*audit_);
+    capability_part_ = std::make_unique<CapabilityParticipant>(*capabilities_);
+    approval_part_ = std::make_unique<ApprovalParticipant>(*approvals_, *proxy_policy_);
+    guest_part_ = std::make_unique<GuestParticipant>(*vms_, *exposures_);
+    for (SessionParticipant* p : std::initializer_list<SessionParticipant*>{
+             audit_secrets_part_.get(), capability_part_.get(), approval_part_.get(), guest_part_.get()})
+      registry_->add_participant(*p);
+  });
+  services_.bind("restore", [this] { restore_sessions(); });
+  services_.bind(
+      "dns",
+      [this] {
+        dns::ResponderConfig dns_config = dns::responder_config_for(listeners());
+        dns_config.handler.max_pending_per_session = config_.dns_pending_per_session;
+        dns_config.handler.session_rate.per_second = config_.dns_queries_per_second;
+        dns_config.handler.session_rate.burst = config_.dns_query_burst;
+        dns_ = std::make_unique<dns::Responder>(std::move(dns_config), *dns_policy_, *resolver_);
+      },
+      [this] { dns_.reset(); });
+  services_.bind(
+      "proxy", [this] { start_proxy(); }, [this] { proxy_.reset(); });
+  // Calls are taken from the start (the capabilities service); stopped here,
+  // while the proxy's loops their answers are posted to still run.
+  services_.bind("capability_calls", {}, [this] { capabilities_->shutdown(); });
+  services_.bind(
+      "drop_events", [this] { drop_events_ = std::thread([this] { drop_event_loop(); }); },
+      [this] {
+        // The loop ends on stopping_ (set by stop()).
+        stopping_ = true;
+        if (drop_events_.joinable()) drop_events_.join();
+      });
+  services_.bind(
+      "metrics",
+      [this] {
+        if (!config_.metrics_port) return;
+        metrics_ = std::make_unique<DocumentServer>(
+            "127.0.0.1", config_.metrics_port,
+            std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
+                                                     return render_metrics(read_metrics(
+                                                                *registry_, *maps_, *dns_, *dns_policy_,
+                                                                *proxy_, *audit_, capabilities_.get())) +
+                                                            audit_export_->metrics();
+                                                   }}});
+      },
+      [this] { metrics_.reset(); });
+  services_.bind(
+      "jwks",
+      [this] {
+        if (!config_.jwks_port) return;
+        jwks_ = std::make_unique<DocumentServer>(
+            config_.jwks_address, config_.jwks_port,
+            std::vector<DocumentServer::Document>{{"/.well-known/jwks.json", "application/jwk-set+json",
+                                                   [this] { return minter_->jwks().dump(); }}});
+      },
+      [this] { jwks_.reset(); });
+  services_.bind(
+      "control",
+      [this] {
+        control_ = std::make_unique<ControlServer>(config_.control_socket);
+        register_verbs();
+        control_->start();
+      },
+      [this] {
+        // The streaming verbs' feeds first: their clients are woken, not waited for.
+        events_.close();
+        approval_events_.close();
+        control_->stop();
+      });
+}
+
+dp::Listeners ZerodDaemon::listeners() const {
+  dp::Listeners l;
+  l.proxy_port = config_.proxy_port;
+  l.dns_port = config_.dns_port;
+  return l;
+}
+
+void ZerodDaemon::start_host_keys() {
   // State holds policies with their resources (secrets): root only.
   std::filesystem::create_directories(config_.state_dir);
   std::filesystem::permissions(config_.state_dir, std::filesystem::perms::owner_all,
@@ -141,6 +295,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   // The CA key is sealed under the host key (a plain one from before is
   // sealed now); one that opens under no key stops the start.
   ca_ = open_deployment_ca(ca_dir(), *host_keys_->current(), host_keys_->pending().get());
+}
+
+void ZerodDaemon::start_audit() {
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
   // Each committed line goes to stdout (the journal); each batch is then
@@ -156,36 +313,64 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     if (audit_export_live_) audit_export_live_->notify();
   };
   audit_ = std::make_unique<AuditLog>(audit_options);
+}
+
+void ZerodDaemon::start_audit_export() {
+  AuditExportConfig exports;
+  exports.host = config_.audit_host;
+  exports.sinks = config_.audit_sinks.get<std::vector<nlohmann::json>>();
+  exports.signing_key = config_.audit_signing_key();
+  exports.state_dir = config_.state_dir;
+  exports.db_path = config_.audit_db();
+  audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
   {
-    AuditExportConfig exports;
-    exports.host = config_.audit_host;
-    exports.sinks = config_.audit_sinks.get<std::vector<nlohmann::json>>();
-    exports.signing_key = config_.audit_signing_key();
-    exports.state_dir = config_.state_dir;
-    exports.db_path = config_.audit_db();
-    audit_export_ = std::make_unique<AuditExportService>(std::move(exports), *audit_);
     std::lock_guard lk(export_mu_);
     audit_export_live_ = audit_export_.get();
   }
   audit_retention_ =
       std::make_unique<AuditRetention>(config_.audit_retention, *audit_, audit_export_->signing_key());
+}
 
+void ZerodDaemon::stop_audit_export() {
+  // After every service that audits: what they recorded on their way out is
+  // exported (or left in the store for the cursor to resume from).
+  audit_retention_.reset();
+  {
+    // Taken from the writer first; destroyed outside the lock (its
+    // exporters may still post audit:dropped, whose commit calls the sink).
+    std::lock_guard lk(export_mu_);
+    audit_export_live_ = nullptr;
+  }
+  audit_export_.reset();
+}
+
+void ZerodDaemon::start_capabilities() {
+  {
+    // KV and queue "default" live here; 0700 like the rest of the state.
+    const std::filesystem::path resources = std::filesystem::path(config_.state_dir) / "resources";
+    std::filesystem::create_directories(resources);
+    std::filesystem::permissions(resources, std::filesystem::perms::owner_all);
+  }
+  // Throws (a store that does not open): zerod does not start.
+  StoreCatalog catalog = config_.stores;
+  catalog.sql_helper = find_sql_helper();
+  stores_ = std::make_shared<StoreSet>(catalog);
+  capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_, config_.capability_threads, 64, 2,
+                                                      config_.capability_calls_per_session);
+}
+
+void ZerodDaemon::start_sessions() {
   SessionRegistry::Options o;
   o.maps = maps_.get();
   o.ingress_prog_fd = datapath_->ingress_prog_fd();
   o.egress_prog_fd = datapath_->egress_prog_fd();
   o.addresses = config_.address_plan();
-  resolver_ = std::make_unique<ConfiguredResolver>(config_.dns_static, config_.dns_upstream);
-  // Where the proxy may connect: made here, in zerod's namespace (entered
-  // above), so the local-table watcher's netlink sockets see this host's
-  // addresses. Shared by the broker's checks and the proxy's connect-time one.
-  const std::shared_ptr<const proxy::DestinationGuard> guard = make_guard(config_);
-  o.resolve = [this, guard](const std::string& name) {
+  o.resolve = [this](const std::string& name) {
     // An L4 rule's name never puts the host itself, a guest pool or a
     // special-purpose range into the datapath (the proxy refuses them too).
     std::vector<net::IpAddress> kept;
     for (const net::IpAddress& a : resolver_->resolve_now(name)) {
-      if (auto why = guard->refusal(a)) {
+      if (auto why = guard_->refusal(a)) {
         spdlog::warn("L4 rule host {}: {} refused ({})", name, a.to_string(), *why);
         audit_->append(
             {"egress:deny",
@@ -205,21 +390,10 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   // socket) and in the responder (queries, before the policy).
   o.dns_rate = config_.dns_queries_per_second;
   o.dns_burst = config_.dns_query_burst;
+  o.limits.dns_answers = config_.dns_answers_per_session;
   o.audit = [this](const std::string& event, const std::string& sid, const json& detail) {
     audit_->append({event, sid, detail});
   };
-  {
-    // KV and queue "default" live here; 0700 like the rest of the state.
-    const std::filesystem::path resources = std::filesystem::path(config_.state_dir) / "resources";
-    std::filesystem::create_directories(resources);
-    std::filesystem::permissions(resources, std::filesystem::perms::owner_all);
-  }
-  // Throws (a store that does not open): zerod does not start.
-  StoreCatalog catalog = config_.stores;
-  catalog.sql_helper = find_sql_helper();
-  stores_ = std::make_shared<StoreSet>(catalog);
-  capabilities_ = std::make_shared<CapabilityService>(*audit_, stores_, config_.capability_threads, 64, 2,
-                                                      config_.capability_calls_per_session);
   o.check_policy = [service = capabilities_.get()](const Policy& p) { service->check(p); };
   o.agent_port = static_cast<uint16_t>(config_.agent_port);
   registry_ = std::make_unique<SessionRegistry>(o);
@@ -227,68 +401,49 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   // runs (issue 30): an update or delete revokes queued calls too.
   capabilities_->set_sessions(
       [registry = registry_.get()](const std::string& id) { return registry->get(id); });
-  std::vector<std::string> failed;
-  const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
-  // Throws SealedStateError (a value no key opens): zerod does not start.
-  auto restored = registry_->restore(&failed, rotating_to.get());
-  if (rotating_to) {
-    // A rotation a crash interrupted: finished now, before anything is served.
-    const std::string from = registry_->host_key_id();
-    reseal_deployment_ca(ca_dir(), *host_keys_->current(), *rotating_to);
-    registry_->reseal_all(rotating_to);
-    host_keys_->commit_rotation();
-    audit_->append({"key:rotate", "", {{"from", from}, {"to", rotating_to->id()}, {"resumed", true}}});
-    spdlog::warn("finished an interrupted host key rotation: key {}", rotating_to->id());
-  }
-  for (const auto& id : restored) {
-    if (auto s = registry_->get(id)) register_secrets(*audit_, *s);
-    spdlog::info("re-adopted session {}", id);
-  }
-  for (const auto& f : failed) spdlog::error("could not restore session {}", f);
+}
 
-  std::vector<net::IpAddress> capability_addresses;
-  for (const std::string& a : config_.capability_addresses)
-    capability_addresses.push_back(*net::IpAddress::parse(a));  // validated with the config
-  {
-    VmRegistryOptions vm_options;
-    vm_options.directory = config_.state_dir + "/vms";
-    vm_options.instance = state_dir_tag(config_.state_dir);
-    vm_options.ca_cert_path = ca_.paths.cert;
-    vm_options.uid_base = config_.vm_uid_base;
-    if (config_.agent_port) {
-      vm_options.agent_binary = find_agent_binary(config_.agent_binary);
-      if (vm_options.agent_binary.empty())
-        spdlog::warn("no zn-agent found: microVMs boot without a command agent");
-      vm_options.agent_port = static_cast<uint16_t>(config_.agent_port);
-      // commands_ is made below; a VM is only ever run after start-up.
-      vm_options.agent_config = [this](const std::string& id) {
-        return commands_ ? commands_->agent_config(id) : std::string();
-      };
-      // A VM reached over virtio-serial needs no inward TCP path for it.
-      vm_options.agent_over_tcp = [this](const std::string& id, bool over_tcp) {
-        registry_->set_agent_over_tcp(id, over_tcp);
-      };
-    }
-    vmm::QemuOptions qemu;
-    qemu.binary = config_.vm_qemu;
-    qemu.accel = config_.vm_accel;
-    qemu.cache_dir = config_.vm_cache_dir;
-    vm_options.backends = {std::make_shared<vmm::QemuBackend>(qemu),
-                           std::make_shared<vmm::FirecrackerBackend>()};
-    vms_ = std::make_unique<VmRegistry>(*registry_, std::move(vm_options));
+void ZerodDaemon::start_vms() {
+  VmRegistryOptions vm_options;
+  vm_options.directory = config_.state_dir + "/vms";
+  vm_options.instance = state_dir_tag(config_.state_dir);
+  vm_options.ca_cert_path = ca_.paths.cert;
+  vm_options.uid_base = config_.vm_uid_base;
+  if (config_.agent_port) {
+    vm_options.agent_binary = find_agent_binary(config_.agent_binary);
+    if (vm_options.agent_binary.empty())
+      spdlog::warn("no zn-agent found: microVMs boot without a command agent");
+    vm_options.agent_port = static_cast<uint16_t>(config_.agent_port);
+    // commands_ is made below; a VM is only ever run after start-up.
+    vm_options.agent_config = [this](const std::string& id) {
+      return commands_ ? commands_->agent_config(id) : std::string();
+    };
+    // A VM reached over virtio-serial needs no inward TCP path for it.
+    vm_options.agent_over_tcp = [this](const std::string& id, bool over_tcp) {
+      registry_->set_agent_over_tcp(id, over_tcp);
+    };
   }
-  {
-    ExposureServiceOptions expose;
-    expose.listen_address = config_.expose_address;
-    expose.ticket_ttl = std::chrono::seconds(config_.expose_ticket_ttl_s);
-    expose.broker.binding_ttl = std::chrono::seconds(config_.expose_binding_s);
-    expose.server.head_timeout = std::chrono::milliseconds(config_.expose_head_timeout_ms);
-    expose.broker.refusals.burst = config_.expose_refusal_burst;
-    expose.broker.refusals.per_second = config_.expose_refusals_per_minute / 60.0;
-    exposures_ = std::make_unique<ExposureService>(*registry_, *audit_, std::move(expose));
-    for (const std::string& f : exposures_->reopen_all())
-      spdlog::error("could not reopen declared port: {}", f);
-  }
+  vmm::QemuOptions qemu;
+  qemu.binary = config_.vm_qemu;
+  qemu.accel = config_.vm_accel;
+  qemu.cache_dir = config_.vm_cache_dir;
+  vm_options.backends = {std::make_shared<vmm::QemuBackend>(qemu),
+                         std::make_shared<vmm::FirecrackerBackend>()};
+  vms_ = std::make_unique<VmRegistry>(*registry_, std::move(vm_options));
+}
+
+void ZerodDaemon::start_exposures() {
+  ExposureServiceOptions expose;
+  expose.listen_address = config_.expose_address;
+  expose.ticket_ttl = std::chrono::seconds(config_.expose_ticket_ttl_s);
+  expose.broker.binding_ttl = std::chrono::seconds(config_.expose_binding_s);
+  expose.server.head_timeout = std::chrono::milliseconds(config_.expose_head_timeout_ms);
+  expose.broker.refusals.burst = config_.expose_refusal_burst;
+  expose.broker.refusals.per_second = config_.expose_refusals_per_minute / 60.0;
+  exposures_ = std::make_unique<ExposureService>(*registry_, *audit_, std::move(expose));
+}
+
+void ZerodDaemon::start_commands() {
   if (config_.agent_port) {
     // Like the webhook key: a seed file beside the host key (0600, ours),
     // read into guarded pages. A rotation a crash interrupted is finished:
@@ -311,17 +466,9 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
                                                 HostKey::load_or_create(config_.command_result_root()),
                                                 *audit_, command, std::move(previous));
   }
-  SessionDnsOptions dns_options;
-  dns_options.capability_addresses = std::move(capability_addresses);
-  dns_options.max_answers_per_session = config_.dns_answers_per_session;
-  dns_options.unanswered_names_per_second = config_.dns_unanswered_rate;
-  dns_policy_ = std::make_unique<SessionDnsPolicy>(*registry_, *audit_, std::move(dns_options));
-  dns::ResponderConfig dns_config = dns::responder_config_for(listeners);
-  dns_config.handler.max_pending_per_session = config_.dns_pending_per_session;
-  dns_config.handler.session_rate.per_second = config_.dns_queries_per_second;
-  dns_config.handler.session_rate.burst = config_.dns_query_burst;
-  dns_ = std::make_unique<dns::Responder>(std::move(dns_config), *dns_policy_, *resolver_);
+}
 
+void ZerodDaemon::start_approvals() {
   if (config_.approval_webhook) {
     webhook_ = std::make_unique<ApprovalWebhook>(
         ApprovalWebhook::options_for(*config_.approval_webhook, config_.webhook_signing_key()));
@@ -351,13 +498,29 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
     approval_events_.publish(grant_notice(g, event));
   };
   approvals_ = std::make_unique<ApprovalBook>(std::move(approval_options));
-  JwtMinterOptions mint_options;
-  mint_options.token_lifetime = std::chrono::seconds(config_.jwt_lifetime_s);
-  minter_ = std::make_shared<JwtMinter>(config_.jwt_issuer, mint_options);
-  proxy_policy_ =
-      std::make_unique<SessionProxyPolicy>(*registry_, *dns_policy_, *resolver_, *audit_, *approvals_, guard,
-                                           SessionProxyPolicy::Clock{}, minter_);
-  proxy_policy_->set_capability_service(capabilities_);
+}
+
+void ZerodDaemon::restore_sessions() {
+  std::vector<std::string> failed;
+  const std::shared_ptr<const HostKey> rotating_to = host_keys_->pending();
+  // Throws SealedStateError (a value no key opens): zerod does not start.
+  const std::vector<std::string> restored = registry_->restore(&failed, rotating_to.get());
+  if (rotating_to) {
+    // A rotation a crash interrupted: finished now, before anything is served.
+    const std::string from = registry_->host_key_id();
+    reseal_deployment_ca(ca_dir(), *host_keys_->current(), *rotating_to);
+    registry_->reseal_all(rotating_to);
+    host_keys_->commit_rotation();
+    audit_->append({"key:rotate", "", {{"from", from}, {"to", rotating_to->id()}, {"resumed", true}}});
+    spdlog::warn("finished an interrupted host key rotation: key {}", rotating_to->id());
+  }
+  for (const auto& id : restored) spdlog::info("re-adopted session {}", id);
+  for (const auto& f : failed) spdlog::error("could not restore session {}", f);
+  for (const std::string& f : exposures_->reopen_all())
+    spdlog::error("could not reopen declared port: {}", f);
+}
+
+void ZerodDaemon::start_proxy() {
   proxy::ProxyConfig proxy_config;
   proxy_config.port = config_.proxy_port;
   proxy_config.idle_timeout = std::chrono::milliseconds(config_.proxy_idle_timeout_ms);
@@ -373,68 +536,14 @@ ZerodDaemon::ZerodDaemon(DaemonConfig config) : config_(std::move(config)) {
   proxy_config.ca_cert_path = ca_.paths.cert;
   proxy_config.ca_key = ca_.key;
   proxy_config.upstream_ca_bundle = config_.upstream_ca_bundle;
-  proxy_config.guard = guard;
+  proxy_config.guard = guard_;
   proxy_ = std::make_unique<proxy::TransparentProxy>(proxy_config, *proxy_policy_);
-
-  drop_events_ = std::thread([this] { drop_event_loop(); });
-  if (config_.metrics_port)
-    metrics_ = std::make_unique<DocumentServer>(
-        "127.0.0.1", config_.metrics_port,
-        std::vector<DocumentServer::Document>{{"/metrics", "text/plain; version=0.0.4", [this] {
-                                                 return render_metrics(read_metrics(
-                                                            *registry_, *maps_, *dns_, *dns_policy_, *proxy_,
-                                                            *audit_, capabilities_.get())) +
-                                                        audit_export_->metrics();
-                                               }}});
-  if (config_.jwks_port)
-    jwks_ = std::make_unique<DocumentServer>(
-        config_.jwks_address, config_.jwks_port,
-        std::vector<DocumentServer::Document>{{"/.well-known/jwks.json", "application/jwk-set+json",
-                                               [this] { return minter_->jwks().dump(); }}});
-  control_ = std::make_unique<ControlServer>(config_.control_socket);
-  register_verbs();
-  control_->start();
-  spdlog::info("zerod ready: control {}, pins {}, {} session(s)", config_.control_socket, config_.pin_root,
-               restored.size());
-}
-
-ZerodDaemon::~ZerodDaemon() { stop(); }
-
-void ZerodDaemon::stop() {
-  if (stopping_.exchange(true)) return;
-  events_.close();
-  approval_events_.close();
-  if (control_) control_->stop();
-  vms_.reset();        // every VM stopped, its directory and cgroup removed
-  exposures_.reset();  // listeners closed, admitted connections cut
-  metrics_.reset();
-  jwks_.reset();
-  // Before the proxy's loops go: the answers in flight are posted to them.
-  if (capabilities_) capabilities_->shutdown();
-  proxy_.reset();
-  dns_.reset();
-  if (drop_events_.joinable()) drop_events_.join();
-  // What the DNS loop gathered after the periodic thread's last flush.
-  if (dns_policy_) dns_policy_->flush_unanswered();
-  if (webhook_) webhook_->stop();
-  // Last: what the loops above audited on their way out is exported (or
-  // left in the store for the cursor to resume from).
-  audit_retention_.reset();
-  {
-    // Taken from the writer first; destroyed outside the lock (its
-    // exporters may still post audit:dropped, whose commit calls the sink).
-    std::lock_guard lk(export_mu_);
-    audit_export_live_ = nullptr;
-  }
-  audit_export_.reset();
-  spdlog::info("zerod stopped; the datapath stays attached and denying");
 }
 
 // The verbs, each family given only what it acts on.
 void ZerodDaemon::register_verbs() {
   register_status_verb(*control_, *registry_, *dns_, config_.pin_root, config_.netns);
-  register_session_verbs(*control_, {*registry_, *dns_policy_, *proxy_policy_, *approvals_, *audit_,
-                                     ca_.paths.cert, capabilities_.get(), vms_.get(), exposures_.get()});
+  register_session_verbs(*control_, {*registry_, ca_.paths.cert});
   register_vm_verbs(*control_, *vms_);
   control_->handle("audit.key", [this](const nlohmann::json&) { return audit_export_->public_key(); });
   control_->handle("audit.sinks", [this](const nlohmann::json&) { return audit_export_->status(); });

@@ -1,5 +1,7 @@
 // zerod put together: datapath, sessions, audit, drop events, control API.
-// One object so the binary and the tests start the very same thing.
+// One object so the binary and the tests start the very same thing. Its
+// parts are services with declared lifetimes (zerod_services.cpp): started
+// in an order where what each needs is there, stopped in reverse.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,8 @@
 #include "broker/daemon/audit_export_service.h"
 #include "broker/daemon/audit_retention.h"
 #include "broker/daemon/host_keys.h"
+#include "broker/daemon/service_graph.h"
+#include "broker/daemon/session_participants.h"
 #include "broker/identity/deployment_ca.h"
 #include "broker/identity/jwt_minter.h"
 #include "broker/control/document_server.h"
@@ -37,17 +41,18 @@ namespace zn::broker {
 
 class ZerodDaemon {
  public:
-  // Enters config.netns (the calling thread must be the only one), installs
-  // the steering routes, loads or re-adopts the pinned datapath, restores the
-  // sessions of the state file and opens the control socket. The main thread,
-  // before any other exists.
+  // Starts every service (zerod_services.cpp): enters config.netns (the
+  // calling thread must be the only one), installs the steering routes,
+  // loads or re-adopts the pinned datapath, restores the sessions of the
+  // state file, ..., opens the control socket. The main thread, before any
+  // other exists. Throws what a start threw, after stopping what had started.
   explicit ZerodDaemon(DaemonConfig config);
   // Stops (see stop()); the datapath stays attached and pinned.
   ~ZerodDaemon();
 
-  // Stops the control server, the metrics server, the proxy, the DNS
-  // responder and the drop-event thread, joining each. Idempotent. Any
-  // thread but theirs (zerod's main thread, on its signal).
+  // Stops the services in the reverse of their start: the control server
+  // first, ..., the audit's exporters last, joining each one's threads.
+  // Idempotent. Any thread but theirs (zerod's main thread, on its signal).
   void stop();
   // Parts zerod composed. Any thread (each part is thread-safe), until the
   // destructor.
@@ -56,6 +61,21 @@ class ZerodDaemon {
   AuditLog& audit() { return *audit_; }
 
  private:
+  // Each service's start and stop, bound to its declaration.
+  void bind_services();
+  void start_host_keys();
+  void start_audit();
+  void start_audit_export();
+  void stop_audit_export();
+  void start_capabilities();
+  void start_sessions();
+  void start_approvals();
+  void start_vms();
+  void start_exposures();
+  void start_commands();
+  void restore_sessions();
+  void start_proxy();
+  dp::Listeners listeners() const;  // the ports the datapath steers to
   void register_verbs();
   void drop_event_loop();
   std::string ca_dir() const { return config_.state_dir + "/ca"; }
@@ -86,6 +106,7 @@ class ZerodDaemon {
   std::unique_ptr<CommandClient> commands_;     // signed commands to agents; null: agent_port 0
   std::unique_ptr<SessionDnsPolicy> dns_policy_;
   std::unique_ptr<ConfiguredResolver> resolver_;
+  std::shared_ptr<const proxy::DestinationGuard> guard_;  // where the proxy may connect
   std::unique_ptr<dns::Responder> dns_;
   // Held requests and their decisions for `znctl approval watch`, and the
   // webhook: both fed by the approval book's hooks; outlive control_.
@@ -94,6 +115,11 @@ class ZerodDaemon {
   std::unique_ptr<ApprovalBook> approvals_;
   std::shared_ptr<JwtMinter> minter_;  // minted identities ("identity": "jwt")
   std::unique_ptr<SessionProxyPolicy> proxy_policy_;
+  // The parts told of each session's changes (session_participants.h).
+  std::unique_ptr<AuditSecretsParticipant> audit_secrets_part_;
+  std::unique_ptr<CapabilityParticipant> capability_part_;
+  std::unique_ptr<ApprovalParticipant> approval_part_;
+  std::unique_ptr<GuestParticipant> guest_part_;
   std::unique_ptr<proxy::TransparentProxy> proxy_;
   EventFeed events_;  // live drop events for `znctl events`; outlives control_
   std::unique_ptr<ControlServer> control_;
@@ -101,6 +127,8 @@ class ZerodDaemon {
   std::unique_ptr<DocumentServer> jwks_;  // config jwks_address:jwks_port
   std::atomic<bool> stopping_{false};
   std::thread drop_events_;
+  // Last: its stops run (from stop()) while every part above is there.
+  ServiceGraph services_;
 };
 
 }  // namespace zn::broker

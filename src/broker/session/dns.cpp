@@ -17,26 +17,33 @@ SessionDnsPolicy::SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& a
     : sessions_(sessions),
       audit_(audit),
       capability_addresses_(std::move(options.capability_addresses)),
-      answers_(options.max_answers_per_session, std::move(options.clock)),
+      clock_(std::move(options.clock)),
       unanswered_(
           [this](const std::string& sid, const nlohmann::json& detail) {
             audit_.post({"dns:unanswered", sid, detail});
           },
           options.unanswered_names_per_second) {}
 
-std::optional<std::string> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
+std::optional<dns::DnsSession> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
   SessionPtr s;
   if (source.ss_family == AF_INET)
     s = sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&source)->sin_addr);
   else if (source.ss_family == AF_INET6)
     s = sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&source)->sin6_addr);
   if (!s) return std::nullopt;
-  return s->record.id;
+  std::string id = s->record.id;
+  return dns::DnsSession{std::move(id), std::move(s)};
 }
 
-dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const std::string& qname) const {
-  auto s = sessions_.get(session_id);
+SessionPtr SessionDnsPolicy::session_for(const dns::DnsSession& session) const {
+  if (session.owner) return std::static_pointer_cast<const Session>(session.owner);
+  return sessions_.get(session.id);
+}
+
+dns::DnsDecision SessionDnsPolicy::decide(const dns::DnsSession& session, const std::string& qname) const {
+  const SessionPtr s = session_for(session);
   if (!s) return {false, "no session"};
+  const std::string& session_id = session.id;
   // Fail closed: an answer is a crossing the audit must be able to record.
   if (!audit_.admits()) return {false, "audit unavailable"};
   // A planted fake credential spelled into a name is exfiltration whatever
@@ -56,9 +63,13 @@ dns::DnsDecision SessionDnsPolicy::decide(const std::string& session_id, const s
   return {v.allowed, v.allowed ? "" : v.reason, {}};
 }
 
-void SessionDnsPolicy::on_answer(const std::string& session_id, const std::string& qname,
+void SessionDnsPolicy::on_answer(const dns::DnsSession& session, const std::string& qname,
                                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) {
-  answers_.record(session_id, qname, addresses, ttl);
+  const SessionPtr s = session_for(session);
+  if (s)
+    answers_evicted_.fetch_add(s->state->answers.record(qname, addresses, ttl, now()),
+                               std::memory_order_relaxed);
+  const std::string& session_id = session.id;
   // On the DNS loop, once per answer: the detail is built on the audit's
   // writer (AuditEvent::detail_later).
   audit_.post({"dns:allow", session_id, {}, [qname, addresses, ttl] {
@@ -68,25 +79,23 @@ void SessionDnsPolicy::on_answer(const std::string& session_id, const std::strin
                }});
 }
 
-void SessionDnsPolicy::on_unanswered(const std::string& session_id, const std::string& qname,
+void SessionDnsPolicy::on_unanswered(const dns::DnsSession& session, const std::string& qname,
                                      dns::NoAnswer why, bool forwarded) {
   DnsOutcome outcome = DnsOutcome::Error;
   if (why == dns::NoAnswer::NxDomain) outcome = DnsOutcome::NxDomain;
   if (why == dns::NoAnswer::NoData) outcome = DnsOutcome::NoData;
-  unanswered_.add(session_id, qname, outcome, forwarded);
+  unanswered_.add(session.id, qname, outcome, forwarded);
 }
 
-void SessionDnsPolicy::on_denied(const std::string& session_id, const std::string& qname,
+void SessionDnsPolicy::on_denied(const dns::DnsSession& session, const std::string& qname,
                                  const std::string& reason) {
-  audit_.post({"dns:deny", session_id, {{"name", qname}, {"reason", reason}}});
+  audit_.post({"dns:deny", session.id, {{"name", qname}, {"reason", reason}}});
 }
 
-std::vector<net::IpAddress> SessionDnsPolicy::answers(const std::string& session_id,
+std::vector<net::IpAddress> SessionDnsPolicy::answers(const Session& session,
                                                       const std::string& qname) const {
-  return answers_.lookup(session_id, qname);
+  return session.state->answers.lookup(qname, now());
 }
-
-void SessionDnsPolicy::forget(const std::string& session_id) { answers_.forget(session_id); }
 
 ConfiguredResolver::ConfiguredResolver(const std::map<std::string, std::vector<std::string>>& static_names,
                                        const std::vector<std::string>& upstream) {

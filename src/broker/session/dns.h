@@ -1,11 +1,13 @@
 // The broker's side of governed DNS: which session asks, whether its policy
 // lets it reach the name, what was answered (for the proxy's SNI pinning,
-// bounded per session: answer_book.h), and the dns:allow / dns:deny /
+// kept in the session's own state: session_state.h, answer_book.h), and the dns:allow / dns:deny /
 // dns:unanswered audit events (the last aggregated: dns_outcomes.h). Also the configured resolver:
 // static overrides first, then the upstream servers, else NXDOMAIN.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,42 +28,50 @@ struct SessionDnsOptions {
   // What kCapabilityHost resolves to for every session (zerod's config);
   // empty: the name is decided like any other.
   std::vector<net::IpAddress> capability_addresses;
-  // Names whose answers a session keeps (DnsAnswerBook).
-  size_t max_answers_per_session = DnsAnswerBook::kDefaultMaxNamesPerSession;
   // dns:unanswered records with their own name, per session per second.
   uint32_t unanswered_names_per_second = DnsOutcomeAggregator::kDefaultNamesPerSecond;
-  DnsAnswerBook::Clock clock;  // tests
+  // When answers are told and looked up; unset: steady_clock (tests move their own).
+  std::function<DnsAnswerBook::TimePoint()> clock;
 };
 
 class SessionDnsPolicy : public dns::DnsPolicy {
  public:
   SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& audit, SessionDnsOptions options = {});
 
-  std::optional<std::string> session_of(const sockaddr_storage& guest_source) const override;
-  dns::DnsDecision decide(const std::string& session_id, const std::string& qname) const override;
-  void on_answer(const std::string& session_id, const std::string& qname,
+  // The session holding the address, its snapshot as the query's owner.
+  std::optional<dns::DnsSession> session_of(const sockaddr_storage& guest_source) const override;
+  // Without an owner (a caller that only knows the id), the session as it
+  // is now.
+  dns::DnsDecision decide(const dns::DnsSession& session, const std::string& qname) const override;
+  // Told to the owner's own state: a session deleted meanwhile keeps it in
+  // its dead state, which goes with it.
+  void on_answer(const dns::DnsSession& session, const std::string& qname,
                  const std::vector<net::IpAddress>& addresses, uint32_t ttl) override;
-  void on_unanswered(const std::string& session_id, const std::string& qname, dns::NoAnswer why,
+  void on_unanswered(const dns::DnsSession& session, const std::string& qname, dns::NoAnswer why,
                      bool forwarded) override;
-  void on_denied(const std::string& session_id, const std::string& qname, const std::string& reason) override;
+  void on_denied(const dns::DnsSession& session, const std::string& qname,
+                 const std::string& reason) override;
 
-  // Unexpired answers given to a session for a name (the name becomes the
+  // Unexpired answers given to the session for a name (the name becomes the
   // session's most recently used).
-  std::vector<net::IpAddress> answers(const std::string& session_id, const std::string& qname) const;
-  void forget(const std::string& session_id);
+  std::vector<net::IpAddress> answers(const Session& session, const std::string& qname) const;
   // Posts the dns:unanswered records gathered since the last call: once a
   // second, off the DNS loop (zerod's periodic thread), and at shutdown.
   void flush_unanswered() { unanswered_.flush(); }
 
   // Answers pushed out of a full session (metrics).
-  uint64_t answers_evicted() const { return answers_.evictions(); }
-  size_t answers_kept(const std::string& session_id) const { return answers_.size(session_id); }
+  uint64_t answers_evicted() const { return answers_evicted_.load(std::memory_order_relaxed); }
 
  private:
   const SessionDirectory& sessions_;
   AuditLog& audit_;
+  // The session a query names: its owner, else the one of its id now.
+  SessionPtr session_for(const dns::DnsSession& session) const;
+  DnsAnswerBook::TimePoint now() const { return clock_ ? clock_() : std::chrono::steady_clock::now(); }
+
   const std::vector<net::IpAddress> capability_addresses_;
-  mutable DnsAnswerBook answers_;
+  const std::function<DnsAnswerBook::TimePoint()> clock_;
+  std::atomic<uint64_t> answers_evicted_{0};
   DnsOutcomeAggregator unanswered_;
 };
 

@@ -159,8 +159,8 @@ std::optional<proxy::Injection> SessionProxyPolicy::injection_in(const Session& 
   return placed(p.allow[ref.index].placement, std::move(value), std::move(token));
 }
 
-bool SessionProxyPolicy::take_rate(const std::string& session, const Session& s) {
-  return rate_.take(session, s.policy->policy().rate, clock_ ? clock_() : RateLimiter::Clock::now());
+bool SessionProxyPolicy::take_rate(const Session& s) {
+  return s.state->rate.take(s.policy->policy().rate, clock_ ? clock_() : RateBucket::Clock::now());
 }
 
 proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, const std::string& reason,
@@ -210,7 +210,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     // A rule naming an address (or a name that resolved to one) does not
     // open the host itself, a guest pool or a special-purpose range.
     if (auto why = guard_->refusal(dst)) return reset(d, *why, facts);
-    if (!take_rate(d.session, *s)) {
+    if (!take_rate(*s)) {
       audit_.post({"egress:rate_limited", d.session, {{"host", d.host}, {"port", port}}});
       d.reason = "rate limited";
       return d;
@@ -263,7 +263,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     d.mode = proxy::ConnectionMode::kIntercept;
     return d;
   }
-  if (!take_rate(d.session, *s)) {
+  if (!take_rate(*s)) {
     audit_.post({"egress:rate_limited", d.session, {{"host", d.host}}});
     d.reason = "rate limited";
     return d;
@@ -299,16 +299,18 @@ proxy::UpstreamAddresses SessionProxyPolicy::resolve_upstream(const std::string&
   // Our own resolution, pinned to what this session was told: the guest's
   // choice of address never matters, and a name it never asked us about is
   // refused.
-  const std::vector<net::IpAddress> told = dns_.answers(session, host);
+  const std::vector<net::IpAddress> told = dns_.answers(*s, host);
   if (told.empty()) {
     out.reason = "name was not resolved through governed DNS";
     return out;
   }
   std::string refused;
-  // The broker's current resolution (remembered per session for its TTL,
-  // capped): only addresses both told and current are used.
-  const std::vector<net::IpAddress> current = upstream_cache_.get(
-      session, host, [this](const std::string& name) { return resolver_.resolve_timed(name); });
+  // The broker's current resolution (remembered by the session for its
+  // TTL, capped): only addresses both told and current are used.
+  const std::vector<net::IpAddress> current = s->state->upstream.get(host, [this](const std::string& name) {
+    upstream_resolutions_.fetch_add(1, std::memory_order_relaxed);
+    return resolver_.resolve_timed(name);
+  });
   for (const net::IpAddress& a : current) {
     if (std::find(told.begin(), told.end(), a) == told.end()) continue;
     // Never the host itself, a guest, or a special-purpose range unless
@@ -359,7 +361,7 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
   if (facts.sni && host->name != *facts.sni) return refuse(d, 421, "Host does not match SNI", facts);
   if (host->port && *host->port != facts.port)
     return refuse(d, 421, "Host port does not match the connection", facts);
-  if (!take_rate(facts.session, *s)) return refuse(d, 429, "session rate exceeded", facts);
+  if (!take_rate(*s)) return refuse(d, 429, "session rate exceeded", facts);
 
   RequestVerdict v = s->policy->match_request(host->name, facts.method, facts.path, facts.websocket);
   if (v.action == RequestAction::kDeny) return refuse(d, 403, v.reason, facts);
@@ -583,7 +585,7 @@ void SessionProxyPolicy::serve_local(proxy::LocalRequest request,
   std::optional<HostHeader> host = parse_host_header(request.host_header);
   if (!host || host->name != kCapabilityHost || (host->port && *host->port != 443))
     return refuse_local(421, "misdirected", "Host must be " + std::string(kCapabilityHost));
-  if (!take_rate(request.session, *s)) return refuse_local(429, "rate_limited", "session rate exceeded");
+  if (!take_rate(*s)) return refuse_local(429, "rate_limited", "session rate exceeded");
   capabilities_->serve(std::move(s), std::move(request), std::move(done));
 }
 

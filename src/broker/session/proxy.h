@@ -5,6 +5,7 @@
 // identity for a request just allowed. Every verdict is audited here.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -17,7 +18,6 @@
 #include "broker/policy/rate_limiter.h"
 #include "broker/session/dns.h"
 #include "broker/session/directory.h"
-#include "broker/session/upstream_cache.h"
 #include "userspace/proxy/destination_guard.h"
 #include "userspace/proxy/policy.h"
 
@@ -25,8 +25,8 @@ namespace zn::broker {
 
 class SessionProxyPolicy : public proxy::ProxyPolicy {
  public:
-  // The rate buckets' clock; unset: RateLimiter::Clock::now (a test moves its own).
-  using Clock = std::function<RateLimiter::Clock::time_point()>;
+  // The rate buckets' clock; unset: RateBucket::Clock::now (a test moves its own).
+  using Clock = std::function<RateBucket::Clock::time_point()>;
 
   // `guard` judges every upstream address the broker picks (the proxy checks
   // it again at connect time).
@@ -65,17 +65,14 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   void set_capability_service(std::shared_ptr<CapabilityService> service) {
     capabilities_ = std::move(service);
   }
-  // A deleted session's state (its rate bucket, its remembered upstream
-  // resolutions) goes with it, so a session re-created under the same id
-  // starts afresh.
+  // A deleted session's held requests are forgotten (its rate bucket and
+  // remembered resolutions are its own state, gone with it).
   void forget_session(const std::string& session) {
-    rate_.forget(session);
-    upstream_cache_.forget(session);
     std::lock_guard lock(held_mu_);
     std::erase_if(held_under_, [&](const auto& e) { return e.second.session == session; });
   }
   // Upstream resolutions performed (cache misses). Any thread.
-  uint64_t upstream_resolutions() const { return upstream_cache_.resolutions(); }
+  uint64_t upstream_resolutions() const { return upstream_resolutions_.load(std::memory_order_relaxed); }
 
  private:
   // The session holding the guest address (either family); null if none.
@@ -84,7 +81,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
                                 const proxy::ConnectionFacts& facts);
   proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,
                                 const proxy::RequestFacts& facts);
-  bool take_rate(const std::string& session, const Session& s);  // a token of the session's rate
+  bool take_rate(const Session& s);  // a token of the session's rate
   // What to inject for a request allowed under `ref`, from this snapshot;
   // nullopt when the identity is gone (the policy changed) or cannot be made.
   std::optional<proxy::Injection> injection_in(const Session& s, const proxy::RuleRef& ref) const;
@@ -96,8 +93,7 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   std::shared_ptr<const proxy::DestinationGuard> guard_;
   Clock clock_;
   std::shared_ptr<const JwtMinter> minter_;  // null: "jwt" identities are unavailable
-  RateLimiter rate_;
-  UpstreamResolutionCache upstream_cache_;
+  std::atomic<uint64_t> upstream_resolutions_{0};
   std::shared_ptr<CapabilityService> capabilities_;
   // The policy version each held request was decided under (issue 30): its
   // decision (rule, placeholders, injection) is that policy's, so a ticket

@@ -219,6 +219,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   s->net = vmm::guest_network(options_.addresses, s->record.slot);
+  s->state = std::make_shared<SessionState>(options_.limits);
   s->policy = compiled;
   s->plan = plan_datapath(*compiled, options_.resolve);
   bool created_device = false;
@@ -240,6 +241,7 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
     created_device = true;
   }
   install_locked(*s, created_device);
+  tell_publishing_locked(nullptr, *s);
   publish_locked(s);
   try {
     persist_put_locked(s->record);
@@ -247,8 +249,10 @@ SessionPtr SessionRegistry::create(const SessionSpec& spec) {
     withdraw_locked(s->record.id);
     options_.maps->delete_session(s->ifindex);
     if (created_device) vmm::delete_tap(s->record.device);
+    tell_removed_locked(*s);
     throw;
   }
+  tell_published_locked(nullptr, *s);
   nlohmann::json detail = describe_network(*s);
   detail["policy_version"] = s->record.policy_version;
   emit("session:create", s->record.id, detail);
@@ -270,14 +274,17 @@ SessionPtr SessionRegistry::update(const std::string& id, const std::string& pol
   next->record.policy_version += 1;
   // New entries in, stale ones out; steered ports do not change with policy.
   apply_l4_change(*options_.maps, next->record.session_idx, previous->plan, next->plan);
+  tell_publishing_locked(previous.get(), *next);
   publish_locked(next);
   try {
     persist_put_locked(next->record);
   } catch (...) {
     apply_l4_change(*options_.maps, next->record.session_idx, next->plan, previous->plan);
+    tell_publishing_locked(next.get(), *previous);
     publish_locked(previous);
     throw;
   }
+  tell_published_locked(previous.get(), *next);
   // Automata kept warm for connections to come may hold secrets the new
   // policy no longer injects: built again when next armed.
   proxy::SecretScrubber::forget_warm();
@@ -334,6 +341,8 @@ void SessionRegistry::set_agent_over_tcp(const std::string& id, bool over_tcp) {
 }
 
 void SessionRegistry::remove(const std::string& id, bool detach) {
+  if (const SessionPtr leaving = index_.by_id(id))
+    for (auto p = participants_.rbegin(); p != participants_.rend(); ++p) (*p)->session_leaving(*leaving);
   std::lock_guard lock(control_mu_);
   const SessionPtr s = index_.by_id(id);
   if (!s) throw SessionError("no session '" + id + "'");
@@ -358,10 +367,23 @@ void SessionRegistry::remove(const std::string& id, bool detach) {
     detail["device_state"] = "deleted";
   }
   persist_erase_locked(id);
+  tell_removed_locked(*s);
   // The session's secrets leave the automata kept warm (its connections
   // still open hold theirs until they end).
   proxy::SecretScrubber::forget_warm();
   emit("session:delete", id, detail);
+}
+
+void SessionRegistry::tell_publishing_locked(const Session* before, const Session& next) {
+  for (SessionParticipant* p : participants_) p->session_publishing(before, next);
+}
+
+void SessionRegistry::tell_published_locked(const Session* before, const Session& now) {
+  for (SessionParticipant* p : participants_) p->session_published(before, now);
+}
+
+void SessionRegistry::tell_removed_locked(const Session& s) {
+  for (auto p = participants_.rbegin(); p != participants_.rend(); ++p) (*p)->session_removed(s);
 }
 
 std::vector<SessionRegistry::ParkedDevice> SessionRegistry::parked() const {
@@ -439,6 +461,7 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
       Session s;
       s.record = r;
       s.net = vmm::guest_network(options_.addresses, r.slot);
+      s.state = std::make_shared<SessionState>(options_.limits);
       s.policy = std::move(o.policy);
       s.plan = plan_datapath(*s.policy, options_.resolve);
       s.ifindex = static_cast<int>(if_nametoindex(r.device.c_str()));
@@ -454,7 +477,10 @@ std::vector<std::string> SessionRegistry::restore(std::vector<std::string>* fail
         created_device = true;
       }
       install_locked(s, created_device);
-      publish_locked(std::make_shared<const Session>(std::move(s)));
+      auto restored_session = std::make_shared<const Session>(std::move(s));
+      tell_publishing_locked(nullptr, *restored_session);
+      publish_locked(restored_session);
+      tell_published_locked(nullptr, *restored_session);
       restored.push_back(r.id);
     } catch (const std::exception& e) {
       if (failed) failed->push_back(r.id + ": " + e.what());

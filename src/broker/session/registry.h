@@ -23,6 +23,7 @@
 #include "broker/secrets/host_key.h"
 #include "broker/session/directory.h"
 #include "broker/session/index.h"
+#include "broker/session/participant.h"
 #include "broker/session/session.h"
 #include "userspace/datapath/maps.h"
 #include "vmm/host/tap_reaper.h"
@@ -85,6 +86,8 @@ class SessionRegistry : public SessionDirectory {
     std::shared_ptr<const HostKey> host_key;
     AuditSink audit;  // may be empty
     uint32_t event_rate = ZN_DEFAULT_EVENT_RATE, event_burst = ZN_DEFAULT_EVENT_BURST;
+    // The bounds of each session's own state (session_state.h).
+    SessionLimits limits;
     // The guest's DNS datagrams per second, dropped in the datapath past it.
     uint32_t dns_rate = ZN_DEFAULT_DNS_RATE, dns_burst = ZN_DEFAULT_DNS_BURST;
     vmm::TapReaper::BeforeBatch before_reap;  // tests: holds the TAP reaper
@@ -99,6 +102,12 @@ class SessionRegistry : public SessionDirectory {
   explicit SessionRegistry(Options options);
   ~SessionRegistry() override;
 
+  // A part told of every session's changes from now on (participant.h), in
+  // the order joined. Before restore() and before any other thread uses the
+  // registry; the participant outlives it or leaves by its destruction.
+  void add_participant(SessionParticipant& participant) { participants_.push_back(&participant); }
+
+  // Each change below is the one call for it: the participants are told.
   // Throws PolicyError (bad policy), SessionError (bad request), or
   // std::runtime_error (host failure, after undoing what was done).
   SessionPtr create(const SessionSpec& spec);
@@ -186,8 +195,14 @@ class SessionRegistry : public SessionDirectory {
                             const Policy& parsed) const;
   std::vector<SessionRecord> live_records_locked() const;
 
+  // Told of each change, in order (participant.h).
+  void tell_publishing_locked(const Session* before, const Session& next);
+  void tell_published_locked(const Session* before, const Session& now);
+  void tell_removed_locked(const Session& s);
+
   Options options_;
-  mutable std::mutex control_mu_;  // serialises changes; the data path never takes it
+  std::vector<SessionParticipant*> participants_;  // set before any change
+  mutable std::mutex control_mu_;                  // serialises changes; the data path never takes it
   SessionIndex index_;
   NumberPool used_idx_;  // under control_mu_; 0 is never a session's
   NumberPool used_slots_;

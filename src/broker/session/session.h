@@ -9,6 +9,7 @@
 
 #include "broker/policy/compiled.h"
 #include "broker/policy/datapath_plan.h"
+#include "broker/session/session_state.h"
 #include "vmm/host/guest_network.h"
 
 namespace zn::broker {
@@ -51,6 +52,10 @@ struct Session {
   // The datapath admits zerod to the agent port (SessionRegistry::
   // set_agent_over_tcp); in memory only.
   bool agent_over_tcp = true;
+  // What the session gathers while it lives: one object for every snapshot
+  // of the session (an update's copy shares it), never null. Mutable
+  // through a const snapshot by design: each part is thread-safe.
+  std::shared_ptr<SessionState> state = std::make_shared<SessionState>();
 };
 
 // Session ids name audit events and files: [a-z0-9][a-z0-9_-]{0,63}.

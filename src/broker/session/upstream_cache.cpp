@@ -10,34 +10,32 @@ UpstreamResolutionCache::UpstreamResolutionCache(UpstreamCacheConfig config, Clo
   if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
 }
 
-void UpstreamResolutionCache::make_room(Names& names, std::chrono::steady_clock::time_point now) {
-  if (names.size() < config_.max_names_per_session) return;
-  std::erase_if(names, [now](const auto& kv) { return kv.second.expires <= now; });
+void UpstreamResolutionCache::make_room_locked(std::chrono::steady_clock::time_point now) {
+  if (names_.size() < config_.max_names_per_session) return;
+  std::erase_if(names_, [now](const auto& kv) { return kv.second.expires <= now; });
   // Still full: every entry is fresh or in flight. Dropping the session's
   // finished entries costs only this session re-resolutions; entries in
   // flight stay, their resolvers will fill them.
-  if (names.size() >= config_.max_names_per_session)
-    std::erase_if(names, [](const auto& kv) {
+  if (names_.size() >= config_.max_names_per_session)
+    std::erase_if(names_, [](const auto& kv) {
       return kv.second.expires != std::chrono::steady_clock::time_point::max();
     });
 }
 
-std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& session, const std::string& host,
-                                                         const Resolve& resolve) {
+std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& host, const Resolve& resolve) {
   std::promise<TimedAddresses> mine;
   std::shared_future<TimedAddresses> answer;
   uint64_t resolution = 0;
   {
     std::lock_guard lock(mu_);
     const auto now = clock_();
-    Names& names = sessions_[session];
-    auto it = names.find(host);
-    if (it != names.end() && it->second.expires > now) {
+    auto it = names_.find(host);
+    if (it != names_.end() && it->second.expires > now) {
       answer = it->second.answer;
     } else {
-      if (it == names.end()) {
-        make_room(names, now);
-        it = names.emplace(host, Entry{}).first;
+      if (it == names_.end()) {
+        make_room_locked(now);
+        it = names_.emplace(host, Entry{}).first;
       }
       it->second.answer = mine.get_future().share();
       it->second.expires = std::chrono::steady_clock::time_point::max();
@@ -56,25 +54,22 @@ std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& sess
   mine.set_value(got);
   {
     std::lock_guard lock(mu_);
-    auto s = sessions_.find(session);
-    if (s != sessions_.end()) {
-      auto it = s->second.find(host);
-      // Not if the session was forgotten (and maybe re-created) meanwhile.
-      if (it != s->second.end() && it->second.resolution == resolution) {
-        const auto ttl = std::min<std::chrono::seconds>(std::chrono::seconds(got.ttl), config_.max_ttl);
-        if (got.addresses.empty() || ttl.count() <= 0)
-          s->second.erase(it);
-        else
-          it->second.expires = clock_() + ttl;
-      }
+    auto it = names_.find(host);
+    // Not if the entry was made room for and asked again meanwhile.
+    if (it != names_.end() && it->second.resolution == resolution) {
+      const auto ttl = std::min<std::chrono::seconds>(std::chrono::seconds(got.ttl), config_.max_ttl);
+      if (got.addresses.empty() || ttl.count() <= 0)
+        names_.erase(it);
+      else
+        it->second.expires = clock_() + ttl;
     }
   }
   return got.addresses;
 }
 
-void UpstreamResolutionCache::forget(const std::string& session) {
+size_t UpstreamResolutionCache::size() const {
   std::lock_guard lock(mu_);
-  sessions_.erase(session);
+  return names_.size();
 }
 
 uint64_t UpstreamResolutionCache::resolutions() const {

@@ -2,7 +2,10 @@
 // connections, remembered for the answer's TTL (capped), so that each new
 // upstream connection does not cost two DNS queries on the proxy's pool.
 //
-// Keyed by session: a session never learns by timing what another resolved.
+// One per session, owned by the session (session_state.h): a session never
+// learns by timing what another resolved, and a resolution finishing after
+// its session was deleted fills only that session's cache, which goes with
+// it (never one re-created under the same id).
 // What the cache answers is still intersected with what the session was told
 // (SessionProxyPolicy::resolve_upstream), so a stale told address stays
 // refused. Failures and empty answers are not remembered. Concurrent misses
@@ -34,7 +37,7 @@ struct UpstreamCacheConfig {
   // late the proxy may notice that a name moved.
   std::chrono::seconds max_ttl{30};
   // Names remembered per session; past it the session's expired entries go,
-  // and if none expired, the whole session's entries (a guest cycling names
+  // and if none expired, all its finished entries (a guest cycling names
   // only empties its own cache).
   size_t max_names_per_session = 256;
 };
@@ -46,17 +49,15 @@ class UpstreamResolutionCache {
 
   explicit UpstreamResolutionCache(UpstreamCacheConfig config = {}, Clock clock = {});
 
-  // The addresses of `host` for `session`: remembered, or resolved by
-  // `resolve` (which may block: the caller is off any I/O loop). Any thread;
-  // blocks only while this or a concurrent call resolves the same key.
-  std::vector<net::IpAddress> get(const std::string& session, const std::string& host,
-                                  const Resolve& resolve);
-
-  // A deleted session's entries go with it. Any thread.
-  void forget(const std::string& session);
+  // The addresses of `host`: remembered, or resolved by `resolve` (which
+  // may block: the caller is off any I/O loop). Any thread; blocks only
+  // while this or a concurrent call resolves the same name.
+  std::vector<net::IpAddress> get(const std::string& host, const Resolve& resolve);
 
   // Resolutions performed (misses), for tests and metrics.
   uint64_t resolutions() const;
+  // Names remembered now (in flight included).
+  size_t size() const;
 
  private:
   struct Entry {
@@ -64,13 +65,12 @@ class UpstreamResolutionCache {
     std::chrono::steady_clock::time_point expires;  // max() while in flight
     uint64_t resolution = 0;                        // which resolution fills it
   };
-  using Names = std::map<std::string, Entry>;
-  void make_room(Names& names, std::chrono::steady_clock::time_point now);
+  void make_room_locked(std::chrono::steady_clock::time_point now);
 
   UpstreamCacheConfig config_;
   Clock clock_;
   mutable std::mutex mu_;  // held to find or swap an entry, never across a resolution
-  std::map<std::string, Names> sessions_;
+  std::map<std::string, Entry> names_;
   uint64_t resolutions_ = 0;
 };
 

@@ -55,7 +55,7 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
   }
   // Before the policy: a refused query costs neither an audit record nor
   // a resolver slot.
-  if (!rate_.take(*session)) {
+  if (!rate_.take(session->id)) {
     ++counters_.rate_limited;
     return reply_now(build_reply(q, Rcode::Refused, {}, 0, max_size));
   }
@@ -89,14 +89,14 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     }
     return;
   }
-  if (pending_of(*session) >= config_.max_pending_per_session) {
+  if (pending_of(session->id) >= config_.max_pending_per_session) {
     ++counters_.session_busy;
     return reply_now(build_reply(q, Rcode::Refused, {}, 0, max_size));
   }
   const QType qtype = q.qtype == LDNS_RR_TYPE_A ? QType::A : QType::AAAA;
   const std::string name = q.qname;
   const uint64_t id = next_id_++;
-  ++pending_per_session_[*session];
+  ++pending_per_session_[session->id];
   pending_.emplace(id, Pending{std::move(q), std::move(*session), max_size, std::move(done)});
   done = nullptr;
   try {
@@ -109,7 +109,7 @@ void QueryHandler::decide(Query q, const sockaddr_storage& source, size_t max_si
     auto it = pending_.find(id);
     if (it != pending_.end()) {  // not answered: give done back for the SERVFAIL
       done = std::move(it->second.done);
-      release(it->second.session);
+      release(it->second.session.id);
       pending_.erase(it);
     }
     throw;
@@ -126,7 +126,7 @@ void QueryHandler::complete(uint64_t id, ResolveResult result) {
   if (it == pending_.end()) return;
   Pending p = std::move(it->second);
   pending_.erase(it);
-  release(p.session);
+  release(p.session.id);
   Bytes servfail = build_reply(p.query, Rcode::ServFail, {}, 0, p.max_size);
   try {
     finish(p, std::move(result), /*forwarded=*/true);

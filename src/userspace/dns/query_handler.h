@@ -78,7 +78,7 @@ class QueryHandler {
  private:
   struct Pending {
     Query query;
-    std::string session;
+    DnsSession session;
     size_t max_size;
     Done done;
   };

@@ -230,7 +230,7 @@ TEST(SessionDnsPolicyTable, QueriesThroughTheHandler) {
     // What the proxy pins a name's upstream to: exactly what was answered.
     const std::string lower = row.audited_name.empty() ? row.qname : row.audited_name;
     std::vector<std::string> recorded;
-    for (const auto& a : b.dns.answers("s1", lower)) recorded.push_back(a.to_string());
+    for (const auto& a : b.dns.answers(*b.sessions.get("s1"), lower)) recorded.push_back(a.to_string());
     EXPECT_EQ(recorded, row.answers);
     outcomes[row.path].insert(r.rcode == kNoError);
   }
@@ -262,7 +262,7 @@ TEST(SessionDnsPolicyTable, DecisionsOnNameVariants) {
   b.sessions.put("s1", kPolicy, 0);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.session + " " + row.qname);
-    const dns::DnsDecision d = b.dns.decide(row.session, row.qname);
+    const dns::DnsDecision d = b.dns.decide({row.session, nullptr}, row.qname);
     EXPECT_EQ(d.allow, row.allow);
     EXPECT_EQ(d.reason, row.reason);
   }
@@ -273,18 +273,24 @@ TEST(SessionDnsPolicy, SourcesMapToTheirOwnSession) {
   Broker b;
   b.sessions.put("s1", kPolicy, 0);
   b.sessions.put("s2", kPolicy, 1);
-  EXPECT_EQ(b.dns.session_of(endpoint("198.19.0.2", 53000)), "s1");
-  EXPECT_EQ(b.dns.session_of(endpoint("2001:db8:19::2", 53000)), "s1");
-  EXPECT_EQ(b.dns.session_of(endpoint("198.19.1.2", 53000)), "s2");
-  EXPECT_EQ(b.dns.session_of(endpoint("2001:db8:19:1::2", 53000)), "s2");
-  EXPECT_EQ(b.dns.session_of(endpoint("198.19.2.2", 53000)), std::nullopt);
-  EXPECT_EQ(b.dns.session_of(endpoint("198.18.0.10", 53000)), std::nullopt);
+  auto id_at = [&b](const std::string& address) -> std::optional<std::string> {
+    auto s = b.dns.session_of(endpoint(address, 53000));
+    if (!s) return std::nullopt;
+    EXPECT_EQ(s->owner, b.sessions.get(s->id));  // the snapshot the query keeps
+    return s->id;
+  };
+  EXPECT_EQ(id_at("198.19.0.2"), "s1");
+  EXPECT_EQ(id_at("2001:db8:19::2"), "s1");
+  EXPECT_EQ(id_at("198.19.1.2"), "s2");
+  EXPECT_EQ(id_at("2001:db8:19:1::2"), "s2");
+  EXPECT_EQ(id_at("198.19.2.2"), std::nullopt);
+  EXPECT_EQ(id_at("198.18.0.10"), std::nullopt);
   sockaddr_storage unix_source{};
   unix_source.ss_family = AF_UNIX;
-  EXPECT_EQ(b.dns.session_of(unix_source), std::nullopt);
+  EXPECT_FALSE(b.dns.session_of(unix_source).has_value());
 }
 
-TEST(SessionDnsPolicy, AnswersArePinnedPerSessionUntilForgotten) {
+TEST(SessionDnsPolicy, AnswersArePinnedPerSessionUntilItIsDeleted) {
   Broker b;
   b.sessions.put("s1", kPolicy, 0);
   b.sessions.put("s2", kPolicy, 1);
@@ -292,14 +298,51 @@ TEST(SessionDnsPolicy, AnswersArePinnedPerSessionUntilForgotten) {
   ASSERT_EQ(ask(h, "198.19.0.2", "registry.npmjs.org", LDNS_RR_TYPE_A).rcode, LDNS_RCODE_NOERROR);
   ASSERT_EQ(ask(h, "198.19.0.2", "registry.npmjs.org", LDNS_RR_TYPE_AAAA).rcode, LDNS_RCODE_NOERROR);
   std::vector<std::string> told;
-  for (const auto& a : b.dns.answers("s1", "registry.npmjs.org")) told.push_back(a.to_string());
+  for (const auto& a : b.dns.answers(*b.sessions.get("s1"), "registry.npmjs.org"))
+    told.push_back(a.to_string());
   // Accumulated across A and AAAA, without duplicates.
   EXPECT_EQ(told, (std::vector<std::string>{"198.18.0.12", "2001:db8:18::12"}));
   ASSERT_EQ(ask(h, "198.19.0.2", "registry.npmjs.org", LDNS_RR_TYPE_A).rcode, LDNS_RCODE_NOERROR);
-  EXPECT_EQ(b.dns.answers("s1", "registry.npmjs.org").size(), 2u);
-  EXPECT_TRUE(b.dns.answers("s2", "registry.npmjs.org").empty());  // told to s1, not s2
-  b.dns.forget("s1");
-  EXPECT_TRUE(b.dns.answers("s1", "registry.npmjs.org").empty());
+  EXPECT_EQ(b.dns.answers(*b.sessions.get("s1"), "registry.npmjs.org").size(), 2u);
+  // Told to s1, not s2.
+  EXPECT_TRUE(b.dns.answers(*b.sessions.get("s2"), "registry.npmjs.org").empty());
+  // An update keeps them (the session's one state).
+  b.sessions.put("s1", kPolicy, 0);
+  EXPECT_EQ(b.dns.answers(*b.sessions.get("s1"), "registry.npmjs.org").size(), 2u);
+  // Deleted and created again under the same id: a new session, told nothing.
+  b.sessions.remove("s1");
+  b.sessions.put("s1", kPolicy, 0);
+  EXPECT_TRUE(b.dns.answers(*b.sessions.get("s1"), "registry.npmjs.org").empty());
+}
+
+// A query at the resolver when its session is deleted (and a session made
+// again under the same id and address): the answer the guest gets is the
+// old session's, and it is never told to the new one, whose pinning would
+// otherwise let the proxy connect where its policy never answered.
+TEST(SessionDnsPolicy, AnAnswerInFlightAcrossADeleteNeverReachesTheNextSessionOfItsId) {
+  for (const bool recreate : {true, false}) {
+    SCOPED_TRACE(recreate ? "re-created" : "control: not deleted");
+    Broker b;
+    b.sessions.put("s1", kPolicy, 0);
+    std::vector<std::function<void()>> posted;  // the resolver's completions, held back
+    dns::QueryHandler h(b.dns, b.resolver, dns::HandlerConfig{},
+                        [&posted](std::function<void()> f) { posted.push_back(std::move(f)); });
+    std::optional<dns::Bytes> reply;
+    h.handle(make_query("registry.npmjs.org", {.type = LDNS_RR_TYPE_A}), endpoint("198.19.0.2", 40000),
+             dns::Transport::Udp, [&](std::optional<dns::Bytes> r) { reply = std::move(r); });
+    ASSERT_EQ(h.pending(), 1u);
+    const SessionPtr old_session = b.sessions.get("s1");
+    if (recreate) {
+      b.sessions.remove("s1");
+      b.sessions.put("s1", kPolicy, 0);
+    }
+    for (auto& f : posted) f();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(parse_reply(*reply)->rcode, LDNS_RCODE_NOERROR);
+    // The session the query came from was told, whichever it is now.
+    EXPECT_EQ(old_session->state->answers.size(), 1u);
+    EXPECT_EQ(b.dns.answers(*b.sessions.get("s1"), "registry.npmjs.org").empty(), recreate);
+  }
 }
 
 // The dns:unanswered records posted since `from`.
@@ -415,9 +458,10 @@ TEST(SessionDnsPolicy, AFloodOfUnansweredNamesStaysRateBounded) {
 TEST(SessionDnsPolicy, AnEvictedAnswerFailsClosedUntilResolvedAgain) {
   Broker b;
   b.sessions.put("s1", kPolicy, 0);
-  SessionDnsOptions options;
-  options.max_answers_per_session = 16;
-  SessionDnsPolicy dns(b.sessions, b.audit, options);
+  b.sessions.limits.dns_answers = 16;
+  b.sessions.remove("s1");
+  b.sessions.put("s1", kPolicy, 0);
+  SessionDnsPolicy dns(b.sessions, b.audit);
   SessionProxyPolicy proxy(b.sessions, dns, b.resolver, b.audit, b.approvals, lab_guard(),
                            [&b] { return b.now; });
   dns::QueryHandler h(dns, b.resolver, dns::HandlerConfig{}, [](std::function<void()> f) { f(); });
@@ -427,9 +471,9 @@ TEST(SessionDnsPolicy, AnEvictedAnswerFailsClosedUntilResolvedAgain) {
   // A flood of answered names (as a wildcard under the guest's control
   // resolves them), without the good name being used meanwhile.
   for (int i = 0; i < 100; ++i)
-    dns.on_answer("s1", "n" + std::to_string(i) + ".example.com", {*net::IpAddress::parse("198.18.0.20")},
-                  60);
-  EXPECT_EQ(dns.answers_kept("s1"), 16u);
+    dns.on_answer({"s1", nullptr}, "n" + std::to_string(i) + ".example.com",
+                  {*net::IpAddress::parse("198.18.0.20")}, 60);
+  EXPECT_EQ(b.sessions.get("s1")->state->answers.size(), 16u);
   EXPECT_EQ(dns.answers_evicted(), 101u - 16u);
   const auto refused = proxy.resolve_upstream("s1", "good.example.com");
   EXPECT_TRUE(refused.addresses.empty());

@@ -52,6 +52,7 @@ class FakeDirectory : public SessionDirectory {
   void put(const std::string& id, const std::string& policy_json, unsigned slot = 0) {
     Session s;
     s.record.id = id;
+    s.state = std::make_shared<SessionState>(limits);
     s.record.slot = slot;
     s.record.policy_json = policy_json;
     s.net = vmm::guest_network(vmm::AddressPlan::lab_default(), slot);
@@ -62,8 +63,12 @@ class FakeDirectory : public SessionDirectory {
       s.record.placeholders = assign_placeholders(
           s.policy->policy(), previous == sessions_.end() ? std::map<std::string, std::string>{}
                                                           : previous->second->record.placeholders);
-      // As SessionRegistry::update: each put of an id is the next version.
-      if (previous != sessions_.end()) s.record.policy_version = previous->second->record.policy_version + 1;
+      // As SessionRegistry::update: each put of an id is the next version,
+      // sharing the session's one state.
+      if (previous != sessions_.end()) {
+        s.record.policy_version = previous->second->record.policy_version + 1;
+        s.state = previous->second->state;
+      }
     }
     s.plan = plan_datapath(*s.policy, [this](const std::string& name) {
       std::vector<ResolvedAddress> out;
@@ -78,6 +83,13 @@ class FakeDirectory : public SessionDirectory {
     std::lock_guard lock(mu_);
     sessions_[id] = std::make_shared<const Session>(std::move(s));
   }
+
+  // As SessionRegistry::remove: the data path no longer finds it.
+  void remove(const std::string& id) {
+    std::lock_guard lock(mu_);
+    sessions_.erase(id);
+  }
+  SessionLimits limits;  // of the sessions put from now on
 
   SessionPtr get(const std::string& id) const override {
     std::lock_guard lock(mu_);
@@ -135,7 +147,7 @@ struct Broker {
   FakeDirectory sessions{resolver};
   SessionDnsPolicy dns{sessions, audit};
   ApprovalBook approvals;
-  RateLimiter::Clock::time_point now = RateLimiter::Clock::now();
+  RateBucket::Clock::time_point now = RateBucket::Clock::now();
   SessionProxyPolicy proxy{sessions, dns, resolver, audit, approvals, lab_guard(), [this] { return now; }};
 
   // Every record posted so far, once committed.
@@ -153,7 +165,7 @@ struct Broker {
   // What governed DNS told the session about `name`, as the responder would
   // have recorded it.
   void told(const std::string& sid, const std::string& name) {
-    dns.on_answer(sid, name, resolver.resolve_now(name), 60);
+    dns.on_answer({sid, nullptr}, name, resolver.resolve_now(name), 60);
   }
 };
 

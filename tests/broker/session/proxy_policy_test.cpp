@@ -52,7 +52,7 @@ void tell(Broker& b, const Told& t) {
   if (t.addresses.empty()) return b.told(t.sid, t.name);
   std::vector<net::IpAddress> list;
   for (const std::string& a : t.addresses) list.push_back(*net::IpAddress::parse(a));
-  b.dns.on_answer(t.sid, t.name, list, 60);
+  b.dns.on_answer({t.sid, nullptr}, t.name, list, 60);
 }
 
 std::vector<std::string> texts(const std::vector<net::IpAddress>& addresses) {
@@ -925,8 +925,8 @@ TEST(SessionProxyPolicyTable, UpstreamAddresses) {
 }
 
 // A new upstream connection does not resolve again while the last answer's
-// TTL (capped) runs; a deleted session's answers go with it.
-TEST(SessionProxyPolicyUpstream, ResolutionsAreRememberedPerSessionUntilForgotten) {
+// TTL (capped) runs; a deleted session's resolutions go with it.
+TEST(SessionProxyPolicyUpstream, ResolutionsAreRememberedPerSessionUntilItIsDeleted) {
   Broker b;
   b.sessions.put("s1", policy(), 0);
   b.sessions.put("s2", policy(), 1);
@@ -937,9 +937,18 @@ TEST(SessionProxyPolicyUpstream, ResolutionsAreRememberedPerSessionUntilForgotte
     EXPECT_EQ(texts(b.proxy.resolve_upstream("s1", "registry.npmjs.org").addresses),
               (std::vector<std::string>{"198.18.0.12", "2001:db8:18::12"}));
   EXPECT_EQ(b.proxy.upstream_resolutions(), before + 1);
-  b.proxy.resolve_upstream("s2", "registry.npmjs.org");  // another session: its own resolution
+  // Another session: its own resolution (a hit would tell s2 by timing that s1 asked).
+  b.proxy.resolve_upstream("s2", "registry.npmjs.org");
   EXPECT_EQ(b.proxy.upstream_resolutions(), before + 2);
-  b.proxy.forget_session("s1");
+  // An update keeps them.
+  b.sessions.put("s1", policy(), 0);
+  b.proxy.resolve_upstream("s1", "registry.npmjs.org");
+  EXPECT_EQ(b.proxy.upstream_resolutions(), before + 2);
+  // Deleted and created again: a new session, which was told nothing yet.
+  b.sessions.remove("s1");
+  b.sessions.put("s1", policy(), 0);
+  EXPECT_TRUE(b.proxy.resolve_upstream("s1", "registry.npmjs.org").addresses.empty());
+  tell(b, {"s1", "registry.npmjs.org", {}});
   b.proxy.resolve_upstream("s1", "registry.npmjs.org");
   EXPECT_EQ(b.proxy.upstream_resolutions(), before + 3);
 }
@@ -991,8 +1000,9 @@ TEST(SessionProxyPolicyRate, RequestsOverTheBurstAre429UntilTheBucketRefills) {
   EXPECT_EQ(b.proxy.decide_request(denied).status, 403);
   EXPECT_EQ(b.proxy.decide_request(denied).status, 403);
   EXPECT_EQ(b.proxy.decide_request(github_request()).status, 429);
-  // A deleted session's bucket goes with it.
-  b.proxy.forget_session("s1");
+  // A deleted session's bucket goes with it: created again, full again.
+  b.sessions.remove("s1");
+  b.sessions.put("s1", policy(R"(,"rate":{"burst":2,"per_second":1})"), 0);
   EXPECT_TRUE(b.proxy.decide_request(github_request()).allow);
 }
 
@@ -1287,7 +1297,7 @@ TEST(SessionProxyPolicyAudit, ACrossingTheAuditCannotRecordIsRefusedAndNothingWa
 
   EXPECT_TRUE(b.proxy.decide_request(github_request()).allow);
   EXPECT_EQ(b.proxy.decide(conn).mode, proxy::ConnectionMode::kIntercept);
-  EXPECT_TRUE(b.dns.decide("s1", "api.github.com").allow);
+  EXPECT_TRUE(b.dns.decide({"s1", nullptr}, "api.github.com").allow);
 
   stuck.lock();  // the writer blocks in its next commit
   const auto start = std::chrono::steady_clock::now();
@@ -1306,12 +1316,12 @@ TEST(SessionProxyPolicyAudit, ACrossingTheAuditCannotRecordIsRefusedAndNothingWa
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.reason, "audit unavailable");
   EXPECT_EQ(b.proxy.decide(conn).mode, proxy::ConnectionMode::kReset);
-  EXPECT_FALSE(b.dns.decide("s1", "api.github.com").allow);
+  EXPECT_FALSE(b.dns.decide({"s1", nullptr}, "api.github.com").allow);
 
   stuck.unlock();  // the disk is back: the backlog drains, crossings resume
   ASSERT_TRUE(b.audit.flush());
   EXPECT_TRUE(b.proxy.decide_request(github_request()).allow);
-  EXPECT_TRUE(b.dns.decide("s1", "api.github.com").allow);
+  EXPECT_TRUE(b.dns.decide({"s1", nullptr}, "api.github.com").allow);
   EXPECT_TRUE(b.audit.verify().ok);
 }
 

@@ -163,6 +163,66 @@ TEST_F(SessionRegistryTest, RemoveDeletesOurTapAndEveryMapEntry) {
   EXPECT_TRUE(load_session_records(state_path()).empty());
 }
 
+// Every part that keeps something of a session apart is told of each
+// change by the one call that makes it (participant.h): in the order they
+// joined as a session comes or changes, in reverse as it goes; before the
+// data path finds a new snapshot and after it no longer finds a deleted one;
+// a restore is a session coming. A session's own state is one object for
+// every snapshot, and a new one for a session re-created under the same id.
+struct Recorder : SessionParticipant {
+  Recorder(std::string name, std::vector<std::string>& log, SessionRegistry*& registry)
+      : name(std::move(name)), log(log), registry(registry) {}
+  void note(const std::string& what, const Session& s, bool findable_expected) {
+    // What the data path finds at this moment.
+    const bool found = registry && registry->find_by_guest_ip4(s.net.guest_ip4) != nullptr;
+    log.push_back(name + " " + what + " " + s.record.id + " v" + std::to_string(s.record.policy_version) +
+                  (found == findable_expected ? "" : " (findable: " + std::to_string(found) + ")"));
+  }
+  void session_publishing(const Session* before, const Session& next) override {
+    // Before: the data path finds the previous snapshot or nothing.
+    note("publishing", next, before != nullptr);
+  }
+  void session_published(const Session*, const Session& now) override { note("published", now, true); }
+  void session_leaving(const Session& s) override { note("leaving", s, true); }
+  void session_removed(const Session& s) override { note("removed", s, false); }
+  std::string name;
+  std::vector<std::string>& log;
+  SessionRegistry*& registry;
+};
+
+TEST_F(SessionRegistryTest, EachChangeIsOneCallThatTellsEveryParticipantInOrder) {
+  std::vector<std::string> log;
+  SessionRegistry* live = registry_.get();
+  Recorder first("first", log, live), second("second", log, live);
+  registry_->add_participant(first);
+  registry_->add_participant(second);
+  const SessionPtr created = registry_->create({"user-1", kPolicy, {}, {}});
+  const SessionPtr updated = registry_->update("user-1", kL4Policy);
+  EXPECT_EQ(created->state, updated->state);  // one state for every snapshot
+  registry_->remove("user-1");
+  EXPECT_EQ(log,
+            (std::vector<std::string>{
+                "first publishing user-1 v1", "second publishing user-1 v1", "first published user-1 v1",
+                "second published user-1 v1", "first publishing user-1 v2", "second publishing user-1 v2",
+                "first published user-1 v2", "second published user-1 v2", "second leaving user-1 v2",
+                "first leaving user-1 v2", "second removed user-1 v2", "first removed user-1 v2"}));
+  // Created again under the same id: a new session with a new state.
+  registry_->wait_devices_reaped();
+  const SessionPtr again = registry_->create({"user-1", kPolicy, {}, {}});
+  EXPECT_NE(again->state, created->state);
+  // A refused change tells no one (the control: nothing is told twice).
+  log.clear();
+  EXPECT_THROW(registry_->update("nobody", kPolicy), SessionError);
+  EXPECT_THROW(registry_->remove("nobody"), SessionError);
+  EXPECT_TRUE(log.empty());
+  // A restart's restore is each session coming.
+  registry_ = make_registry();
+  live = registry_.get();
+  registry_->add_participant(first);
+  registry_->restore();
+  EXPECT_EQ(log, (std::vector<std::string>{"first publishing user-1 v1", "first published user-1 v1"}));
+}
+
 TEST_F(SessionRegistryTest, AdoptedDevicesAreKeptOnRemove) {
   int ifindex = vmm::create_tap("vm-nic0");
   Session s = *registry_->create({"user-1", kPolicy, std::string("vm-nic0"), 3u});

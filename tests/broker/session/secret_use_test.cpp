@@ -130,9 +130,9 @@ TEST_F(SecretUse, ACanaryInTheSniResetsTheConnection) {
 }
 
 TEST_F(SecretUse, ACanaryInADnsNameIsRefused) {
-  EXPECT_FALSE(b.dns.decide("s1", "AKIAZNCANARY00001.api.github.com").allow);
-  EXPECT_FALSE(b.dns.decide("s1", "akia-zn.canary00001.api.github.com").allow);
-  EXPECT_TRUE(b.dns.decide("s1", "api.github.com").allow);  // positive control
+  EXPECT_FALSE(b.dns.decide({"s1", nullptr}, "AKIAZNCANARY00001.api.github.com").allow);
+  EXPECT_FALSE(b.dns.decide({"s1", nullptr}, "akia-zn.canary00001.api.github.com").allow);
+  EXPECT_TRUE(b.dns.decide({"s1", nullptr}, "api.github.com").allow);  // positive control
   EXPECT_EQ(b.audit.stats().secret_canary, 2u);
 }
 

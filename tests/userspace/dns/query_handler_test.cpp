@@ -348,11 +348,11 @@ TEST_F(SessionShareTest, ASessionOverItsRateIsRefusedBeforeThePolicyOthersAreAns
 class ThrowingPolicy : public RecordingPolicy {
  public:
   bool throw_in_decide = false, throw_in_answer = false;
-  DnsDecision decide(const std::string& s, const std::string& q) const override {
+  DnsDecision decide(const DnsSession& s, const std::string& q) const override {
     if (throw_in_decide) throw std::runtime_error("policy bug");
     return RecordingPolicy::decide(s, q);
   }
-  void on_answer(const std::string&, const std::string&, const std::vector<zn::net::IpAddress>&,
+  void on_answer(const DnsSession&, const std::string&, const std::vector<zn::net::IpAddress>&,
                  uint32_t) override {
     if (throw_in_answer) throw std::runtime_error("audit bug");
   }
