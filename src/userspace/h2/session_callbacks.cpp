@@ -191,6 +191,7 @@ int SessionCore::Callbacks::on_stream_close(nghttp2_session*, int32_t stream_id,
   if (st == nullptr) return 0;
   if (st->peer_initiated && s.open_peer_streams_ > 0) --s.open_peer_streams_;
   s.on_stream_closed(stream_id, *st, error_code);
+  s.buffered_total_ -= st->out.size();  // never to be written
   s.streams_.erase(stream_id);
   return 0;
 }
@@ -215,9 +216,8 @@ ssize_t SessionCore::Callbacks::read_body(nghttp2_session* session, int32_t stre
   SessionCore& s = self(user_data);
   Stream* st = s.find(stream_id);
   if (st == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  const size_t n = std::min(length, st->out.size());
-  std::copy_n(st->out.data(), n, buf);
-  st->out.erase(0, n);
+  const size_t n = st->out.take(buf, length);
+  s.buffered_total_ -= n;
   if (st->out.empty() && st->out_end) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     if (st->trailers) {

@@ -136,6 +136,7 @@ bool SessionCore::send_data(int32_t stream_id, std::string_view bytes, bool end_
   Stream* st = find(stream_id);
   if (st == nullptr || !st->body_open) return false;
   st->out.append(bytes);
+  buffered_total_ += bytes.size();
   if (end_stream) {
     st->out_end = true;
     st->body_open = false;

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "userspace/h2/body_buffer.h"
 #include "userspace/h2/flood_guard.h"
 #include "userspace/h2/frame_scanner.h"
 #include "userspace/h2/h2_events.h"
@@ -65,6 +66,9 @@ class SessionCore {
   bool send_trailers(int32_t stream_id, const std::vector<Field>& trailers);
   // Body bytes buffered on the stream, not yet written (for backpressure).
   size_t buffered(int32_t stream_id) const;
+  // The same over every stream of the connection (issue 32: the bound on
+  // what one connection holds for a peer whose windows are shut).
+  size_t buffered_total() const { return buffered_total_; }
   // RST_STREAM with `error_code` (RFC 9113 7). False: no such stream.
   bool reset_stream(int32_t stream_id, uint32_t error_code);
   // GOAWAY with `error_code`; NO_ERROR lets open streams finish.
@@ -89,7 +93,7 @@ class SessionCore {
     bool answered = false;   // our header block is submitted
     bool body_open = false;  // a data source is attached and not ended
     std::string in_frame;    // the DATA frame being received
-    std::string out;         // body bytes not yet written
+    BodyBuffer out;          // body bytes not yet written
     bool out_end = false;
     std::optional<std::vector<Field>> trailers;
   };
@@ -160,6 +164,7 @@ class SessionCore {
   bool ignored_block_ = false;  // the header block coming is on a stream nghttp2 ignores
   H2Counters counters_;
   std::unordered_map<int32_t, Stream> streams_;
+  size_t buffered_total_ = 0;  // every stream's out
   size_t open_peer_streams_ = 0;
   bool failed_ = false;
   bool goaway_received_ = false;

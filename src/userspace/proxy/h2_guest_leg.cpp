@@ -21,7 +21,7 @@ namespace {
 
 H2GuestLeg::H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::function<void()> kick,
                        asio::ip::tcp::socket& socket, http::RequestHead head,
-                       std::chrono::milliseconds idle_timeout, const Watchdog& dog)
+                       std::chrono::milliseconds idle_timeout, const Watchdog& dog, UnsentBudget& budget)
     : session_(session),
       id_(stream_id),
       kick_(std::move(kick)),
@@ -31,8 +31,32 @@ H2GuestLeg::H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::fun
       content_length_(head.content_length),
       has_length_(head.framing == http::BodyFraming::kContentLength),
       idle_(idle_timeout),
-      dog_(dog) {
+      dog_(dog),
+      budget_(budget) {
   head_.emplace(std::move(head));
+}
+
+H2GuestLeg::~H2GuestLeg() { enter(State::kDone); }
+
+void H2GuestLeg::enter(State state) {
+  const auto relays = [](State s) { return s == State::kBody || s == State::kTunnel; };
+  if (relays(state) && !relays(state_)) budget_.join();
+  if (!relays(state) && relays(state_)) budget_.leave();
+  state_ = state;
+}
+
+bool H2GuestLeg::room() { return budget_.room(session_.buffered(id_), session_.buffered_total()); }
+
+awaitable<void> H2GuestLeg::wait_room() {
+  if (!aborted_ && !room()) {
+    budget_.hold_back();
+    struct LetGo {
+      UnsentBudget& budget;
+      ~LetGo() { budget.let_go(); }
+    } let_go{budget_};
+    while (!aborted_ && !room()) co_await wait_for_signal(write_signal_);
+  }
+  if (aborted_) gone();
 }
 
 void H2GuestLeg::notify() {
@@ -172,11 +196,11 @@ bool H2GuestLeg::response_head(const http::ResponseHead& head, bool) {
   if (r.error) {
     // Nothing of it can go on HTTP/2: the stream ends with 502 instead.
     session_.submit_response(id_, 502, {}, false);
-    state_ = State::kDone;
+    enter(State::kDone);
   } else {
     body_ = h2::h2_has_body(head, method_);
     const bool ok = session_.submit_response(id_, r.status, r.headers, body_);
-    state_ = ok && body_ ? State::kBody : State::kDone;
+    enter(ok && body_ ? State::kBody : State::kDone);
   }
   kick_();
   return false;  // the stream's end is the response's
@@ -192,24 +216,17 @@ void H2GuestLeg::response_end(const std::vector<http::Header>& trailers) {
   if (state_ != State::kBody) return;
   // A field HTTP/2 cannot carry ends the body without them.
   if (trailers.empty() || !session_.send_trailers(id_, trailers)) session_.send_data(id_, {}, true);
-  state_ = State::kDone;
+  enter(State::kDone);
   kick_();
-}
-
-awaitable<void> H2GuestLeg::wait_unsent() {
-  // A guest that does not take the stream's response holds the writer, as
-  // a full socket would (bounded by the idle timeout).
-  auto held = [&]() -> awaitable<void> {
-    while (!aborted_ && session_.buffered(id_) > kMaxUnsent) co_await wait_for_signal(write_signal_);
-  };
-  co_await dog_.guard(held(), Clock::duration(idle_));
-  if (aborted_) gone();
 }
 
 awaitable<size_t> H2GuestLeg::flush() {
   if (aborted_) gone();
   kick_();
-  co_await wait_unsent();
+  // A guest that does not take the stream's response holds the writer, as
+  // a full socket would (bounded by the idle timeout): the upstream is not
+  // read meanwhile.
+  co_await dog_.guard(wait_room(), Clock::duration(idle_));
   co_return std::exchange(given_, 0);
 }
 
@@ -225,7 +242,7 @@ awaitable<void> H2GuestLeg::answer(const ProxyAnswer& a, const http::RequestHead
   if (a.local) fields.push_back({"cache-control", "no-store"});
   const bool body = !bodiless_status && !a.body.empty() && !(head && head->method == "HEAD");
   if (session_.submit_response(id_, a.status, fields, body) && body) session_.send_data(id_, a.body, true);
-  state_ = State::kDone;
+  enter(State::kDone);
   kick_();
 }
 
@@ -241,7 +258,7 @@ awaitable<ByteStream*> H2GuestLeg::open_tunnel(const http::ResponseHead& head, s
   });
   h2::StreamResponse r = h2::to_h2_response_fields(opened);
   session_.submit_response(id_, 200, r.error ? std::vector<h2::Field>{} : r.headers, true);
-  state_ = State::kTunnel;
+  enter(State::kTunnel);
   kick_();
   pending.clear();  // what the guest sent is read from the stream itself
   co_return static_cast<ByteStream*>(this);
@@ -257,14 +274,13 @@ awaitable<void> H2GuestLeg::write_all(std::string_view data) {
   if (aborted_) gone();
   if (state_ == State::kTunnel && !data.empty()) session_.send_data(id_, data, false);
   kick_();
-  while (!aborted_ && session_.buffered(id_) > kMaxUnsent) co_await wait_for_signal(write_signal_);
-  if (aborted_) gone();
+  co_await wait_room();
 }
 
 awaitable<void> H2GuestLeg::close_write() {
   if (state_ == State::kTunnel) {
     session_.send_data(id_, {}, true);
-    state_ = State::kDone;
+    enter(State::kDone);
     kick_();
   }
   co_return;

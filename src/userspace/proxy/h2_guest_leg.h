@@ -24,21 +24,24 @@
 
 #include "userspace/h2/server_session.h"
 #include "userspace/proxy/guest_leg.h"
+#include "userspace/proxy/unsent_budget.h"
 #include "userspace/proxy/watchdog.h"
 
 namespace zn::proxy {
 
 class H2GuestLeg final : public GuestLeg, public ByteStream {
  public:
-  // Response bytes the stream may hold unsent (the guest's window shut):
-  // past this a writer waits, as on a socket the guest does not read.
-  static constexpr size_t kMaxUnsent = 256 * 1024;
-
   // `head`: the stream's request (to_request_head); `kick`: asks the
-  // connection to write out what the session holds.
+  // connection to write out what the session holds. `budget`: the
+  // connection's, for the response bytes its streams hold unsent (the
+  // guest's windows shut): without room a writer waits, as on a socket the
+  // guest does not read.
   H2GuestLeg(h2::H2ServerSession& session, int32_t stream_id, std::function<void()> kick,
              asio::ip::tcp::socket& socket, http::RequestHead head, std::chrono::milliseconds idle_timeout,
-             const Watchdog& dog);
+             const Watchdog& dog, UnsentBudget& budget);
+  ~H2GuestLeg() override;
+  H2GuestLeg(const H2GuestLeg&) = delete;
+  H2GuestLeg& operator=(const H2GuestLeg&) = delete;
 
   // ---- The connection's side ----
   void push(std::string data);  // the stream's next DATA payload
@@ -91,7 +94,12 @@ class H2GuestLeg final : public GuestLeg, public ByteStream {
   // Takes up to `size` bytes of what was pushed; gives their window back.
   size_t take(char* data, size_t size);
   void take_all(std::string& out);
-  asio::awaitable<void> wait_unsent();
+  // Moves to `state`: a body or a tunnel is counted in the budget's share.
+  void enter(State state);
+  // Whether the stream may add more (UnsentBudget::room).
+  bool room();
+  // Waits until it may; throws once aborted.
+  asio::awaitable<void> wait_room();
 
   h2::H2ServerSession& session_;
   int32_t id_;
@@ -104,6 +112,7 @@ class H2GuestLeg final : public GuestLeg, public ByteStream {
   bool has_length_ = false;
   std::chrono::milliseconds idle_;
   const Watchdog& dog_;  // of the stream's exchange's thread
+  UnsentBudget& budget_;
 
   std::deque<std::string> in_;  // DATA payloads not taken
   size_t front_taken_ = 0;      // of in_.front()

@@ -25,11 +25,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kInternalError = 0x2;
 constexpr uint32_t kCancel = 0x8;
 constexpr uint32_t kEnhanceYourCalm = 0xb;
-// Each stream is an exchange; to an HTTP/1.1 upstream, with a connection of
-// its own (streams to an HTTP/2 upstream share one): fewer than the codec's
-// default, so one guest connection cannot open more upstream connections
-// than a few HTTP/1.1 guests would.
-constexpr uint32_t kMaxConcurrentStreams = 32;
 
 // One stream: the watchdog of its exchange's thread (its deadlines, and
 // how to end it), and its guest leg.
@@ -42,8 +37,13 @@ struct StreamBridge {
 class H2Connection {
  public:
   H2Connection(ByteStream& guest, const UpstreamDecision& connection, InterceptContext& ctx,
-               const Watchdog& dog)
-      : session(options()), guest_(guest), conn_(connection), ctx_(ctx), dog_(dog) {}
+               const Watchdog& dog, UnsentBudget& budget)
+      : session(options(budget.bounds().streams)),
+        guest_(guest),
+        conn_(connection),
+        ctx_(ctx),
+        dog_(dog),
+        budget_(budget) {}
 
   awaitable<void> run() {
     ctx_.counters.h2_connections++;
@@ -114,9 +114,10 @@ class H2Connection {
     co_await drain_lingering(read_for);
   }
 
-  static h2::ServerOptions options() {
+  // `streams`: the most at once, which the budget keeps room for.
+  static h2::ServerOptions options(size_t streams) {
     h2::ServerOptions o;
-    o.limits.max_concurrent_streams = kMaxConcurrentStreams;
+    o.limits.max_concurrent_streams = static_cast<uint32_t>(streams);
     // A body the exchange has not taken yet holds the guest back (its
     // stream only): the window opens as the exchange reads.
     o.manual_window_updates = true;
@@ -170,7 +171,7 @@ class H2Connection {
     auto s = std::make_shared<StreamBridge>(executor);
     s->leg = std::make_unique<H2GuestLeg>(
         session, h.stream_id, [this] { kick(); }, guest_.socket(), std::move(r.head), ctx_.idle_timeout,
-        s->dog);
+        s->dog, budget_);
     if (h.end_stream) s->leg->end_request();
     streams_[h.stream_id] = s;
     s->dog.spawn(executor, run_stream(s));
@@ -240,6 +241,8 @@ class H2Connection {
     session.consume(id, s->leg->drop_pending());
     s->leg->abort();
     streams_.erase(id);
+    // Gone now, out of the budget too, while the connection surely is.
+    s->leg.reset();
     kick();
   }
 
@@ -280,7 +283,8 @@ class H2Connection {
   ByteStream& guest_;
   const UpstreamDecision& conn_;
   InterceptContext& ctx_;
-  const Watchdog& dog_;  // the connection's thread's
+  const Watchdog& dog_;   // the connection's thread's
+  UnsentBudget& budget_;  // what its streams may hold unsent
   std::map<int32_t, std::shared_ptr<StreamBridge>> streams_;
   std::optional<asio::steady_timer> kick_;
   bool kicked_ = false;
@@ -293,7 +297,13 @@ class H2Connection {
 
 awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
                                      InterceptContext& context, const Watchdog& dog) {
-  auto h2 = std::make_unique<H2Connection>(guest, connection, context, dog);
+  UnsentBudget budget;
+  co_await serve_intercepted_h2(guest, connection, context, dog, budget);
+}
+
+awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
+                                     InterceptContext& context, const Watchdog& dog, UnsentBudget& budget) {
+  auto h2 = std::make_unique<H2Connection>(guest, connection, context, dog, budget);
   try {
     co_await h2->run();
   } catch (const std::exception&) {

@@ -18,6 +18,7 @@
 
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/proxy/intercept.h"
+#include "userspace/proxy/unsent_budget.h"
 
 namespace zn::proxy {
 
@@ -27,5 +28,11 @@ namespace zn::proxy {
 // of its own, with a watchdog of its own.
 asio::awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
                                            InterceptContext& context, const Watchdog& dog);
+// The same with the caller's budget for what the connection's streams hold
+// unsent (unsent_budget.h), its bounds and its accounting: it must outlive
+// the connection.
+asio::awaitable<void> serve_intercepted_h2(ByteStream& guest, const UpstreamDecision& connection,
+                                           InterceptContext& context, const Watchdog& dog,
+                                           UnsentBudget& budget);
 
 }  // namespace zn::proxy

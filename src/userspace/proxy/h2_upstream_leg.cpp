@@ -1,9 +1,11 @@
 #include "userspace/proxy/h2_upstream_leg.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <variant>
 
 #include "userspace/h2/stream_upstream.h"
+#include "userspace/proxy/proxy_io.h"
 
 namespace zn::proxy {
 namespace {
@@ -95,7 +97,7 @@ awaitable<bool> H2UpstreamLeg::send_head(const OutgoingRequest& r) {
   head_.reset();
   head_seen_ = refused_ = done_ = false;
   failed_.clear();
-  data_.clear();
+  data_ = {};
   trailers_.clear();
   stream_ = connection_->open_stream(fields, *this);
   fields.wipe();  // may hold the identity
@@ -130,15 +132,19 @@ awaitable<bool> H2UpstreamLeg::response_head(http::ResponseHead& head) {
 awaitable<bool> H2UpstreamLeg::response_body(std::string& out) {
   for (;;) {
     if (!data_.empty()) {
-      out.append(data_);
-      data_.clear();
-      if (done_) {
+      // A read's worth at a time, as from an HTTP/1.1 upstream: the exchange
+      // asks for more only when its guest has room (unsent_budget.h); the
+      // rest waits here, within the stream's window.
+      const size_t at = out.size();
+      out.resize(at + std::min(data_.size(), kReadChunk));
+      const size_t n = data_.take(reinterpret_cast<uint8_t*>(out.data() + at), out.size() - at);
+      if (done_ && data_.empty()) {
         leave_stream();
         co_return true;
       }
       // Taken: the upstream may send as much again.
-      if (stream_ >= 0) connection_->consume(stream_, unconsumed_);
-      unconsumed_ = 0;
+      if (stream_ >= 0) connection_->consume(stream_, n);
+      unconsumed_ -= n;
       co_return false;
     }
     if (done_) {

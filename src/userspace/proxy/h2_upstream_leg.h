@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "userspace/h2/body_buffer.h"
 #include "userspace/h2/h2_events.h"
 #include "userspace/proxy/h2_upstream_connection.h"
 #include "userspace/proxy/upstream_leg.h"
@@ -63,7 +64,7 @@ class H2UpstreamLeg final : public UpstreamLeg {
   std::optional<http::ResponseHead> head_;  // until response_head takes it
   bool head_seen_ = false;
   bool refused_ = false;  // reset unprocessed (REFUSED_STREAM): as a connection that closed
-  std::string data_;      // payload received and not yet taken
+  h2::BodyBuffer data_;   // payload received and not yet taken
   std::vector<http::Header> trailers_;
   bool done_ = false;      // END_STREAM received
   size_t unconsumed_ = 0;  // DATA received whose window is not given back yet

@@ -61,7 +61,7 @@ class H2GuestLegTest : public ::testing::Test {
       ASSERT_TRUE(r) << r.reason;
       leg_ = std::make_unique<H2GuestLeg>(
           *server_, h.stream_id, [this] { ++kicks_; }, socket_, std::move(r.head),
-          std::chrono::milliseconds(500), dog_);
+          std::chrono::milliseconds(500), dog_, budget_);
       if (h.end_stream) leg_->end_request();
     }
     ASSERT_TRUE(leg_);
@@ -83,7 +83,7 @@ class H2GuestLegTest : public ::testing::Test {
     ASSERT_TRUE(r) << r.reason;
     leg_ = std::make_unique<H2GuestLeg>(
         *server_, h.stream_id, [this] { ++kicks_; }, socket_, std::move(r.head),
-        std::chrono::milliseconds(500), dog_);
+        std::chrono::milliseconds(500), dog_, budget_);
   }
   // Bytes both ways until both sides are quiet.
   void pump() { ex_.pump(*server_, client_); }
@@ -124,6 +124,7 @@ class H2GuestLegTest : public ::testing::Test {
   h2::test::NgPeer client_;
   std::unique_ptr<h2::H2ServerSession> server_;
   h2::test::ServerExchange ex_;
+  UnsentBudget budget_;  // before leg_: the leg leaves it when it goes
   std::unique_ptr<H2GuestLeg> leg_;
   int32_t id_ = 0;
   int kicks_ = 0;
@@ -310,8 +311,8 @@ TEST_F(H2GuestLegTest, TheProxysOwnAnswerSaysWhy) {
   EXPECT_TRUE(leg_->response_complete());
 }
 
-// A guest that takes nothing holds the writer past kMaxUnsent, as a full
-// socket would; once it reads, the writer goes on.
+// A guest that takes nothing holds the writer past the stream's bound
+// (unsent_budget.h), as a full socket would; once it reads, the writer goes on.
 TEST_F(H2GuestLegTest, AWriterWaitsWhileTheGuestTakesNothing) {
   open(h2::test::get_request("/big"));
   http::ResponseHead resp;
@@ -323,7 +324,7 @@ TEST_F(H2GuestLegTest, AWriterWaitsWhileTheGuestTakesNothing) {
     http::RequestHead head;
     co_await leg_->next_head(head);
     leg_->response_head(resp, false);
-    leg_->response_data(std::string(H2GuestLeg::kMaxUnsent + 100000, 'x'));
+    leg_->response_data(std::string(UnsentBudget::Bounds{}.stream + 100000, 'x'));
     co_await leg_->flush();
     flushed = true;
     leg_->response_end({});
