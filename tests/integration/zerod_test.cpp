@@ -96,6 +96,37 @@ TEST_F(ZerodTest, ARecreatedSessionDoesNotInheritTheDeletedOnesRateBucket) {
   EXPECT_EQ(again, "403 403 403 403 ") << again;
 }
 
+// Issue 32: a session deleted and created again under the same id, again
+// and again, while its guest's DNS queries and connections are in flight
+// (a query at the resolver holds the deleted session's snapshot; the proxy's
+// decisions run on its workers). Under ThreadSanitizer (scripts/
+// tsan_suites.sh) a race between the delete and that work is a failure; here,
+// every change answers, zerod lives on, and the last session works (the
+// control) with nothing of its predecessors: no answer it was not told.
+TEST_F(ZerodTest, DeletesAndRecreatesRaceNothingTheGuestIsDoing) {
+  const json spec = {{"id", "user-1"}, {"policy", policy()}, {"device", "zn-tap0"}, {"slot", 0}};
+  ASSERT_TRUE(call("session.create", spec)["ok"]);
+  auto load = std::async(std::launch::async, [this] {
+    return guest(
+        "for i in $(seq 1 60); do dig @8.8.8.8 api.github.com +short +tries=1 +time=1 > /dev/null; "
+        "dig @8.8.8.8 +tcp registry.npmjs.org +short +tries=1 +time=1 > /dev/null; "
+        "curl -s -m 1 -o /dev/null http://api.github.com/ & done; wait");
+  });
+  for (int i = 0; i < 12; ++i) {
+    std::this_thread::sleep_for(100ms);
+    json d = call("session.delete", {{"id", "user-1"}});
+    ASSERT_TRUE(d["ok"]) << i << ": " << d.dump();
+    json c = call("session.create", spec);
+    ASSERT_TRUE(c["ok"]) << i << ": " << c.dump();
+  }
+  load.get();
+  ASSERT_EQ(::waitpid(pid_, nullptr, WNOHANG), 0) << "zerod exited";
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  json show = call("session.show", {{"id", "user-1"}});
+  ASSERT_TRUE(show["ok"]);
+  EXPECT_EQ(show["result"]["policy_version"], 1);  // a new session, not an update
+}
+
 TEST_F(ZerodTest, PolicyUpdateAppliesAtOnceWhileTheGuestLoops) {
   create_session();
   // The guest resolves in a loop while the policy changes under it.

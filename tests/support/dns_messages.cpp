@@ -152,9 +152,17 @@ std::optional<Bytes> udp_exchange(const sockaddr_storage& server, const Bytes& q
   return out;
 }
 
-int tcp_connect(const sockaddr_storage& server) {
+int tcp_connect(const sockaddr_storage& server, const std::string& source) {
   int fd = ::socket(server.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  if (!source.empty()) {
+    const sockaddr_storage from = zn::net::make_endpoint(source, 0);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&from), zn::net::endpoint_len(from)) < 0) {
+      int e = errno;
+      ::close(fd);
+      throw std::system_error(e, std::generic_category(), "bind " + source);
+    }
+  }
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&server), zn::net::endpoint_len(server)) < 0) {
     int e = errno;
     ::close(fd);

@@ -92,7 +92,8 @@ std::optional<Bytes> udp_exchange(const sockaddr_storage& server, const Bytes& q
 std::optional<Bytes> tcp_read_message(int fd, std::chrono::milliseconds timeout);
 // Waits until the peer closes fd (read returns 0 or error); false on timeout.
 bool wait_closed(int fd, std::chrono::milliseconds timeout);
-int tcp_connect(const sockaddr_storage& server);  // blocking connect, throws
+// Blocking connect, from `source` (an address of this host) if given; throws.
+int tcp_connect(const sockaddr_storage& server, const std::string& source = "");
 bool send_all(int fd, const uint8_t* data, size_t size);
 Bytes tcp_frame(const Bytes& msg);
 // The header of q followed by a question whose name points at itself.

@@ -80,6 +80,12 @@ AuditStore::AuditStore(const std::string& path, Mode mode) {
   try {
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, 5000);
+    // A page cache of 512 KiB per connection, not SQLite's 2 MiB: appends
+    // touch the right edge of the table and its indexes, a query reads once,
+    // and the OS caches the file anyway. Measured (issue 32): after 2,000
+    // sessions created and deleted, the default caches were most of the RSS
+    // zerod kept (2.3 MB of 3 MB still allocated, per jemalloc's profile).
+    exec("PRAGMA cache_size=-512");
     if (mode == Mode::kReadWrite) {
       // WAL: readers (znctl audit query/verify) never block the writer.
       // synchronous=FULL: each append's commit is fsync'ed to the WAL before

@@ -139,6 +139,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "approval_timeout_ms",
                                  "capability_threads",
                                  "capability_calls_per_session",
+                                 "proxy_workers",
+                                 "proxy_workers_per_session",
                                  "approval_grant_max_s",
                                  "expose_address",
                                  "expose_ticket_ttl_s",
@@ -227,6 +229,11 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   if (c.capability_calls_per_session >= c.capability_threads)
     fail("$.capability_calls_per_session",
          "must be below capability_threads (another session always has one)");
+  c.proxy_workers = get_uint(doc, "proxy_workers", c.proxy_workers, 2, 256);
+  c.proxy_workers_per_session =
+      get_uint(doc, "proxy_workers_per_session", c.proxy_workers_per_session, 1, 255);
+  if (c.proxy_workers_per_session >= c.proxy_workers)
+    fail("$.proxy_workers_per_session", "must be below proxy_workers (another session always has one)");
   c.approval_grant_max_s = get_uint(doc, "approval_grant_max_s", c.approval_grant_max_s, 1, 7 * 24 * 3600);
   c.expose_address = get_string(doc, "expose_address", c.expose_address);
   if (!net::IpAddress::parse(c.expose_address))

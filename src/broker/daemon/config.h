@@ -102,6 +102,9 @@ struct DaemonConfig {
   // The capability service's threads (store calls at once) and how many of
   // them one session's calls may hold (issue 32: the rest are the others').
   uint32_t capability_threads = 8, capability_calls_per_session = 3;
+  // The proxy's workers (broker decisions, upstream resolutions, leaf
+  // minting) and how many one session's jobs may hold at once.
+  uint32_t proxy_workers = 8, proxy_workers_per_session = 2;
   uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;

@@ -527,6 +527,8 @@ void ZerodDaemon::start_proxy() {
   proxy_config.header_timeout = std::chrono::milliseconds(config_.proxy_header_timeout_ms);
   proxy_config.max_connections = config_.proxy_max_connections;
   proxy_config.max_connections_per_guest = config_.proxy_max_connections_per_guest;
+  proxy_config.workers.slots = config_.proxy_workers;
+  proxy_config.workers.per_tenant = config_.proxy_workers_per_session;
   proxy_config.kernel_splice = config_.proxy_kernel_splice;
   proxy_config.http2 = config_.proxy_http2;
   proxy_config.upstream_http2 = config_.proxy_upstream_http2;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "userspace/net/transparent_socket.h"
 
@@ -41,6 +42,9 @@ struct Responder::Impl {
   std::shared_ptr<Gate> gate = std::make_shared<Gate>();
   // Declared before io: coroutine frames destroyed with io still touch it.
   std::atomic<size_t> tcp_connections{0};
+  DnsPolicy& policy;
+  // Open TCP connections by session ("": sources of none); the loop's only.
+  std::unordered_map<std::string, size_t> tcp_per_session;
   asio::io_context io{1};
   // Declared after io, destroyed before it: pending resolutions hold
   // completion handlers of coroutines that belong to io.
@@ -52,6 +56,7 @@ struct Responder::Impl {
 
   Impl(ResponderConfig cfg, DnsPolicy& policy, Resolver& resolver)
       : config(std::move(cfg)),
+        policy(policy),
         handler(policy, resolver, config.handler, [g = gate](std::function<void()> task) {
           std::lock_guard lock(g->mutex);
           if (g->alive) asio::post(*g->io, std::move(task));
@@ -156,9 +161,30 @@ struct Responder::Impl {
         sock.close(ec);
         continue;
       }
+      std::string session = session_of(sock);
+      if (auto it = tcp_per_session.find(session);
+          it != tcp_per_session.end() && it->second >= config.max_tcp_per_session) {
+        ++handler.counters().tcp_rejected;
+        sock.close(ec);
+        continue;
+      }
       ++tcp_connections;
-      asio::co_spawn(io, tcp_connection(std::move(sock)), asio::detached);
+      ++tcp_per_session[session];
+      asio::co_spawn(io, tcp_connection(std::move(sock), std::move(session)), asio::detached);
     }
+  }
+
+  // The session of a connection's peer; "" for none (or a peer gone).
+  std::string session_of(asio::ip::tcp::socket& sock) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    if (::getpeername(sock.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) return "";
+    try {
+      if (auto s = policy.session_of(peer)) return s->id;
+    } catch (const std::exception&) {
+      // The policy's failure: counted with the sources of no session.
+    }
+    return "";
   }
 
   struct Connection {
@@ -195,11 +221,16 @@ struct Responder::Impl {
         asio::use_awaitable);
   }
 
-  asio::awaitable<void> tcp_connection(asio::ip::tcp::socket sock) {
+  asio::awaitable<void> tcp_connection(asio::ip::tcp::socket sock, std::string session) {
     struct Release {
-      std::atomic<size_t>& n;
-      ~Release() { --n; }
-    } release{tcp_connections};
+      Impl& impl;
+      std::string session;
+      ~Release() {
+        --impl.tcp_connections;
+        auto it = impl.tcp_per_session.find(session);
+        if (it != impl.tcp_per_session.end() && --it->second == 0) impl.tcp_per_session.erase(it);
+      }
+    } release{*this, std::move(session)};
     auto c = std::make_shared<Connection>(std::move(sock));
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);

@@ -29,7 +29,11 @@ struct ResponderConfig {
   std::vector<std::string> addresses{"127.0.0.1", "::1"};
   uint16_t port = ZN_DEFAULT_DNS_PORT;  // 0: the first socket picks one, the others share it
   HandlerConfig handler;
-  size_t max_tcp_connections = 64;                    // more are accepted and closed at once
+  size_t max_tcp_connections = 64;  // more are accepted and closed at once
+  // One session's share of them (issue 32): a guest holding its
+  // connections open cannot keep the others' TCP queries out. Sources of no
+  // session (answered REFUSED) share one. More are accepted and closed.
+  size_t max_tcp_per_session = 8;
   std::chrono::milliseconds tcp_idle_timeout{10000};  // per message, from its first byte wait
   size_t max_tcp_message = kMaxQuerySize;             // larger length prefixes close the connection
 };

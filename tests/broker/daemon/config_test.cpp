@@ -86,9 +86,13 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
   EXPECT_EQ(d.capability_threads, 8u);
   EXPECT_EQ(d.capability_calls_per_session, 3u);
   EXPECT_EQ(d.dns_pending_per_session, 64u);
+  EXPECT_EQ(d.proxy_workers, 8u);
+  EXPECT_EQ(d.proxy_workers_per_session, 2u);
   const DaemonConfig c = parse_daemon_config(
       R"({"capability_threads": 16, "capability_calls_per_session": 4, "dns_queries_per_second": 50,
-          "proxy_max_connections": 100000})");
+          "proxy_max_connections": 100000, "proxy_workers": 32, "proxy_workers_per_session": 4})");
+  EXPECT_EQ(c.proxy_workers, 32u);
+  EXPECT_EQ(c.proxy_workers_per_session, 4u);
   EXPECT_EQ(c.capability_threads, 16u);
   EXPECT_EQ(c.capability_calls_per_session, 4u);
   EXPECT_EQ(c.dns_queries_per_second, 50u);
@@ -96,6 +100,9 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
   // One session may never hold every thread.
   EXPECT_NE(config_error(R"({"capability_threads": 4, "capability_calls_per_session": 4})")
                 .find("$.capability_calls_per_session"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"proxy_workers": 2, "proxy_workers_per_session": 2})")
+                .find("$.proxy_workers_per_session"),
             std::string::npos);
   EXPECT_NE(config_error(R"({"dns_pending_per_session": 0})").find("$.dns_pending_per_session"),
             std::string::npos);

@@ -164,6 +164,37 @@ TEST_F(ResponderTest, TcpConnectionCapRejectsExtraConnections) {
   EXPECT_TRUE(tcp_read_message(a.get(), 2s));
 }
 
+// One session holding its TCP connections open takes only its share of the
+// listener's: another session still connects and is answered.
+TEST_F(ResponderTest, TcpConnectionsAreCappedPerSession) {
+  policy_.sessions = {{"127.0.0.1", "greedy"}, {"127.0.0.2", "quiet"}};
+  auto r = start({.max_tcp_connections = 8, .max_tcp_per_session = 3});
+  const sockaddr_storage server = zn::net::make_endpoint("127.0.0.1", r->port());
+  std::vector<std::unique_ptr<Fd>> greedy;
+  for (int i = 0; i < 3; ++i) greedy.push_back(std::make_unique<Fd>(tcp_connect(server, "127.0.0.1")));
+  for (int i = 0; i < 100 && r->tcp_connections() < 3; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(r->tcp_connections(), 3u);
+  // Past its share: accepted and closed, counted.
+  Fd fourth(tcp_connect(server, "127.0.0.1"));
+  EXPECT_TRUE(wait_closed(fourth.get(), 2s));
+  EXPECT_EQ(r->counters().tcp_rejected, 1u);
+  // The other session is answered over TCP (the positive control), and so
+  // is the greedy one on the connections it holds.
+  Bytes frame = tcp_frame(make_query("api.allowed.test"));
+  Fd quiet(tcp_connect(server, "127.0.0.2"));
+  ASSERT_TRUE(send_all(quiet.get(), frame.data(), frame.size()));
+  EXPECT_TRUE(tcp_read_message(quiet.get(), 2s));
+  ASSERT_TRUE(send_all(greedy[0]->get(), frame.data(), frame.size()));
+  EXPECT_TRUE(tcp_read_message(greedy[0]->get(), 2s));
+  // A connection that ends gives its place back.
+  greedy.pop_back();
+  for (int i = 0; i < 100 && r->tcp_connections() > 3; ++i) std::this_thread::sleep_for(10ms);
+  Fd again(tcp_connect(server, "127.0.0.1"));
+  ASSERT_TRUE(send_all(again.get(), frame.data(), frame.size()));
+  EXPECT_TRUE(tcp_read_message(again.get(), 2s));
+  EXPECT_EQ(r->counters().tcp_rejected, 1u);
+}
+
 TEST_F(ResponderTest, UnknownSourceIsRefused) {
   policy_.sessions = {{"198.19.0.2", "g0"}};
   auto r = start();
