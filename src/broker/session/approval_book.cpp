@@ -25,6 +25,8 @@ uint64_t ApprovalBook::hold(HeldRequest request, Clock::time_point now) {
   HeldRequest held;
   {
     std::lock_guard lock(mu_);
+    size_t& held_now = held_per_session_[request.session];
+    if (held_now >= max_held_) return 0;
     uint64_t ticket = 0;
     // Tickets name a request in operator commands: random, so one cannot be
     // approved by guessing the next number.
@@ -41,6 +43,7 @@ uint64_t ApprovalBook::hold(HeldRequest request, Clock::time_point now) {
     e.expires = now + ttl_;
     held = e.request;
     entries_.emplace(ticket, std::move(e));
+    ++held_now;
   }
   report(held, TicketEvent::kHeld, std::nullopt);
   return held.ticket;
@@ -78,11 +81,16 @@ ApprovalState ApprovalBook::settle(uint64_t ticket, Clock::time_point now, bool 
     if (it == entries_.end()) return ApprovalState::kUnknown;
     expire(it->second, now);
     s = it->second.state;
+    const std::string session = it->second.request.session;
     if (cancel && s == ApprovalState::kPending) s = ApprovalState::kCancelled;
     // A decision was reported when it was made; an expiry or a cancel is
     // reported here, once: the ticket is gone now.
     if (s == ApprovalState::kCancelled || s == ApprovalState::kExpired) ended = std::move(it->second.request);
-    if (s != ApprovalState::kPending) entries_.erase(it);
+    if (s != ApprovalState::kPending) {
+      auto n = held_per_session_.find(session);
+      if (n != held_per_session_.end() && --n->second == 0) held_per_session_.erase(n);
+      entries_.erase(it);
+    }
   }
   if (ended)
     report(*ended, s == ApprovalState::kCancelled ? TicketEvent::kCancelled : TicketEvent::kExpired,

@@ -51,18 +51,28 @@ class ApprovalBook {
   // uid: the operator who decided (nullopt: not an operator, e.g. a deleted
   // session's requests).
   using TicketNotify = std::function<void(const HeldRequest&, TicketEvent, std::optional<uint32_t> uid)>;
+  // Requests one session may have in the book at once (held, or decided
+  // and not yet taken): each holds a guest connection or stream, and an
+  // operator's list and the webhook are shared by every session (issue 32).
+  static constexpr size_t kDefaultMaxHeldPerSession = 32;
   struct Options {
     std::chrono::milliseconds ttl{120000};
+    size_t max_held_per_session = kDefaultMaxHeldPerSession;
     std::chrono::seconds max_grant = GrantBook::kDefaultMaxDuration;
     TicketNotify on_ticket;
     GrantBook::Notify on_grant;
   };
-  explicit ApprovalBook(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  explicit ApprovalBook(std::chrono::milliseconds ttl, size_t max_held_per_session = kDefaultMaxHeldPerSession)
+      : ttl_(ttl), max_held_(max_held_per_session) {}
   explicit ApprovalBook(Options o)
-      : ttl_(o.ttl), on_ticket_(std::move(o.on_ticket)), grants_(o.max_grant, std::move(o.on_grant)) {}
+      : ttl_(o.ttl),
+        max_held_(o.max_held_per_session),
+        on_ticket_(std::move(o.on_ticket)),
+        grants_(o.max_grant, std::move(o.on_grant)) {}
 
   // A new pending ticket (unguessable, never 0) for `request` (its ticket and
-  // times are set here).
+  // times are set here); 0, with nothing kept or reported, when its session
+  // already has max_held_per_session requests in the book.
   uint64_t hold(HeldRequest request, Clock::time_point now = Clock::now());
   uint64_t hold(const std::string& session, const std::string& scheme, const std::string& host,
                 const std::string& method, const std::string& path, Clock::time_point now = Clock::now());
@@ -109,10 +119,12 @@ class ApprovalBook {
     if (on_ticket_) on_ticket_(h, event, uid);
   }
   std::chrono::milliseconds ttl_;
+  size_t max_held_;
   TicketNotify on_ticket_;
   GrantBook grants_;
   std::mutex mu_;
   std::unordered_map<uint64_t, Entry> entries_;
+  std::unordered_map<std::string, size_t> held_per_session_;  // entries_ by session (none at 0)
 };
 
 }  // namespace zn::broker

@@ -414,6 +414,8 @@ proxy::RequestDecision SessionProxyPolicy::decide_request(const proxy::RequestFa
     // Shown to operators, the audit and the webhook: never a secret of the policy.
     held.body_preview = redact_body_preview(facts.body_preview, s->policy->policy());
     d.hold_ticket = approvals_.hold(held);
+    // The session holds its share of the book already (approval_book.h).
+    if (d.hold_ticket == 0) return refuse(d, 429, "too many requests awaiting approval", facts);
     {
       std::lock_guard lock(held_mu_);
       held_under_[d.hold_ticket] = {facts.session, s->record.policy_version};

@@ -59,7 +59,7 @@ TEST(ApprovalBook, ADeletedSessionsHeldRequestsAreDenied) {
 }
 
 TEST(ApprovalBook, TicketsAreNotSequential) {
-  ApprovalBook book(10s);
+  ApprovalBook book(10s, 200);
   std::set<uint64_t> seen;
   uint64_t prev = 0;
   int consecutive = 0;
@@ -73,6 +73,36 @@ TEST(ApprovalBook, TicketsAreNotSequential) {
   }
   EXPECT_EQ(seen.size(), 200u);
   EXPECT_LT(consecutive, 3);
+}
+
+// Issue 32: one session holds at most its share of the book (each held
+// request a guest connection or stream, and the operators' list and the
+// webhook shared by every session); the others still hold theirs, and a
+// ticket taken or cancelled gives its place back.
+TEST(ApprovalBook, ASessionHoldsAtMostItsShareOfTheBook) {
+  std::vector<std::string> reported;
+  ApprovalBook::Options o;
+  o.ttl = 10s;
+  o.max_held_per_session = 3;
+  o.on_ticket = [&](const HeldRequest& h, TicketEvent, std::optional<uint32_t>) { reported.push_back(h.session); };
+  ApprovalBook book(o);
+  const auto t0 = ApprovalBook::Clock::now();
+  std::vector<uint64_t> held;
+  for (int i = 0; i < 3; ++i) held.push_back(book.hold("greedy", "https", "h", "POST", "/", t0));
+  for (uint64_t t : held) EXPECT_NE(t, 0u);
+  EXPECT_EQ(book.hold("greedy", "https", "h", "POST", "/", t0), 0u);  // refused, nothing kept
+  EXPECT_EQ(book.pending(t0).size(), 3u);
+  EXPECT_EQ(reported.size(), 3u);  // and nothing reported to the operators
+  // Another session is not refused (the control).
+  EXPECT_NE(book.hold("quiet", "https", "h", "POST", "/", t0), 0u);
+  // A decided ticket still counts until taken; taken, its place is back.
+  ASSERT_TRUE(book.decide(held[0], true, t0));
+  EXPECT_EQ(book.hold("greedy", "https", "h", "POST", "/", t0), 0u);
+  EXPECT_EQ(book.take(held[0], t0), ApprovalState::kApproved);
+  EXPECT_NE(book.hold("greedy", "https", "h", "POST", "/", t0), 0u);
+  // So does a cancel (the guest went away).
+  EXPECT_EQ(book.cancel(held[1], t0), ApprovalState::kCancelled);
+  EXPECT_NE(book.hold("greedy", "https", "h", "POST", "/", t0), 0u);
 }
 
 // The proxy sleeps on a held request: it is woken exactly once by a decision

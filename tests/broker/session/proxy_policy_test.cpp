@@ -1111,6 +1111,29 @@ TEST(SessionProxyPolicyAsk, AnUnansweredHoldIsRefusedAndAudited) {
   EXPECT_EQ(b.events_since(before), std::vector<std::string>{"egress:ask_timeout"});
 }
 
+// Issue 32: a guest cannot fill the operators' approval list: past its
+// share of held requests its next "ask" is 429 at once (audited), while
+// another session's is still held.
+TEST(SessionProxyPolicyAsk, ASessionPastItsShareOfHeldRequestsIs429) {
+  Broker b;
+  b.sessions.put("s1", policy(), 0);
+  b.sessions.put("s2", policy(), 1);
+  for (size_t i = 0; i < ApprovalBook::kDefaultMaxHeldPerSession; ++i)
+    ASSERT_NE(b.proxy.decide_request(delete_request("/repos/" + std::to_string(i))).hold_ticket, 0u) << i;
+  const size_t before = b.records().size();
+  const proxy::RequestDecision refused = b.proxy.decide_request(delete_request("/repos/more"));
+  EXPECT_FALSE(refused.allow);
+  EXPECT_EQ(refused.hold_ticket, 0u);
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.reason, "too many requests awaiting approval");
+  EXPECT_EQ(b.events_since(before).size(), 1u);
+  EXPECT_EQ(b.approvals.pending().size(), ApprovalBook::kDefaultMaxHeldPerSession);
+  // The control: another session's request is held.
+  proxy::RequestFacts other = delete_request("/repos/a");
+  other.session = "s2";
+  EXPECT_NE(b.proxy.decide_request(other).hold_ticket, 0u);
+}
+
 // A standing approval lets a matching "ask" through without a hold (audited
 // as approved by that grant); another path, method or session is still held,
 // and a revoked grant covers nothing.
