@@ -477,15 +477,18 @@ TEST_F(AuditLogTest, PostReturnsWhileACommitIsStuck) {
   AuditLog log(o);
   ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));
   ASSERT_TRUE(gate.wait_arrived(1));  // the writer is in a commit, and stays there
+  // Every post returns while the commit is held: the gate stays closed
+  // until after the loop, so a post that waited for the commit would never
+  // return (the test would hang, then fail by its timeout). No wall-clock
+  // bound: under TSan beside other tests 1,000 posts took 317 ms, and a
+  // speed bound here failed without any post waiting.
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", i}})));
-  const auto took = std::chrono::steady_clock::now() - t0;
-  // Every post returned while the commit was held: none waited for it.
   AuditLogStats st = log.stats();
   EXPECT_EQ(st.queued, 1001u);
   EXPECT_EQ(st.committed, 0u);
-  EXPECT_LT(took, 250ms);  // loose: behaviour, not speed
   EXPECT_TRUE(log.admits());
+  const auto held = std::chrono::steady_clock::now() - t0;  // the stuck commit lasted at least this
   gate.open();
 
   ASSERT_TRUE(eventually([&] { return log.stats().committed == 1001; }));
@@ -493,7 +496,7 @@ TEST_F(AuditLogTest, PostReturnsWhileACommitIsStuck) {
   EXPECT_EQ(st.queued, 0u);
   EXPECT_GE(st.batches, 3u);  // the held one, then 1000 in batches of at most 512
   EXPECT_EQ(st.failed_commits, 0u);
-  EXPECT_GE(st.max_commit_latency, std::chrono::duration_cast<std::chrono::microseconds>(took));
+  EXPECT_GE(st.max_commit_latency, std::chrono::duration_cast<std::chrono::microseconds>(held));
   auto all = log.query({.limit = 2000});
   ASSERT_EQ(all.size(), 1001u);
   for (size_t i = 0; i < all.size(); ++i) {
