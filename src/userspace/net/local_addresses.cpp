@@ -160,9 +160,11 @@ struct LocalAddresses::Netlink {
   }
 };
 
-void LocalSnapshot::seal() {
-  std::sort(prefixes.begin(), prefixes.end());
-  prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+void LocalSnapshot::seal(bool sorted_unique) {
+  if (!sorted_unique) {
+    std::sort(prefixes.begin(), prefixes.end());
+    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+  }
   std::set<unsigned, std::greater<>> l4, l6;
   for (const AddressPrefix& p : prefixes) (p.network.family == AF_INET ? l4 : l6).insert(p.length);
   lengths4_.assign(l4.begin(), l4.end());
@@ -224,7 +226,10 @@ void LocalAddresses::publish() {
   auto next = std::make_shared<LocalSnapshot>();
   next->prefixes.reserve(nl_->refs.size());
   for (const auto& [prefix, count] : nl_->refs) next->prefixes.push_back(prefix);
-  next->seal();
+  // A map's keys come sorted and unique: no sort per publish (with a TAP
+  // made or deleted every few ms, the sort of ~40k prefixes was 5 % of
+  // zerod's CPU while creating 10,000 sessions).
+  next->seal(/*sorted_unique=*/true);
   next->generation = ++generation_;
   nl_->applied = false;
   std::shared_ptr<const LocalSnapshot> old;

@@ -36,8 +36,9 @@ struct LocalSnapshot {
   // binary search per prefix length present (a handful), not a scan.
   std::optional<AddressPrefix> find(const IpAddress& address) const;
 
-  // Sorts, dedups and indexes `prefixes`; call after filling them.
-  void seal();
+  // Sorts, dedups (unless they already are) and indexes `prefixes`; call
+  // after filling them.
+  void seal(bool sorted_unique = false);
 
  private:
   std::vector<unsigned> lengths4_, lengths6_;  // the lengths present, longest first
