@@ -62,7 +62,8 @@ class ApprovalBook {
     TicketNotify on_ticket;
     GrantBook::Notify on_grant;
   };
-  explicit ApprovalBook(std::chrono::milliseconds ttl, size_t max_held_per_session = kDefaultMaxHeldPerSession)
+  explicit ApprovalBook(std::chrono::milliseconds ttl,
+                        size_t max_held_per_session = kDefaultMaxHeldPerSession)
       : ttl_(ttl), max_held_(max_held_per_session) {}
   explicit ApprovalBook(Options o)
       : ttl_(o.ttl),

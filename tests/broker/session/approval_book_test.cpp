@@ -84,7 +84,9 @@ TEST(ApprovalBook, ASessionHoldsAtMostItsShareOfTheBook) {
   ApprovalBook::Options o;
   o.ttl = 10s;
   o.max_held_per_session = 3;
-  o.on_ticket = [&](const HeldRequest& h, TicketEvent, std::optional<uint32_t>) { reported.push_back(h.session); };
+  o.on_ticket = [&](const HeldRequest& h, TicketEvent, std::optional<uint32_t>) {
+    reported.push_back(h.session);
+  };
   ApprovalBook book(o);
   const auto t0 = ApprovalBook::Clock::now();
   std::vector<uint64_t> held;
