@@ -38,7 +38,7 @@ ServiceGraph::ServiceGraph(std::vector<ServiceDeclaration> declarations) {
       throw std::invalid_argument("services need each other in a cycle: " + left);
     }
     placed[next] = true;
-    order_.push_back(services_[next].declaration.name);
+    order_.push_back(next);
     for (size_t dependent : needed_by[next]) --unmet[dependent];
   }
 }
@@ -56,11 +56,7 @@ void ServiceGraph::bind(const std::string& name, std::function<void()> start, st
 void ServiceGraph::start_all() {
   for (const Service& s : services_)
     if (!s.bound) throw std::logic_error("service '" + s.declaration.name + "' is declared but not bound");
-  for (const std::string& name : order_) {
-    const size_t i =
-        static_cast<size_t>(std::find_if(services_.begin(), services_.end(),
-                                         [&](const Service& s) { return s.declaration.name == name; }) -
-                            services_.begin());
+  for (const size_t i : order_) {
     try {
       if (services_[i].start) services_[i].start();
     } catch (...) {
@@ -85,14 +81,19 @@ void ServiceGraph::stop_all(
   }
 }
 
+std::vector<std::string> ServiceGraph::order() const {
+  std::vector<std::string> names;
+  for (const size_t i : order_) names.push_back(services_[i].declaration.name);
+  return names;
+}
+
 std::string ServiceGraph::describe() const {
   std::string out;
-  for (const std::string& name : order_) {
-    const Service& s = *std::find_if(services_.begin(), services_.end(),
-                                     [&](const Service& x) { return x.declaration.name == name; });
+  for (const size_t i : order_) {
+    const Service& s = services_[i];
     std::string needs;
     for (const std::string& n : s.declaration.needs) needs += (needs.empty() ? "" : ", ") + n;
-    out += name + ": " + (needs.empty() ? "-" : needs) + "  -- " + s.declaration.what + "\n";
+    out += s.declaration.name + ": " + (needs.empty() ? "-" : needs) + "  -- " + s.declaration.what + "\n";
   }
   return out;
 }

@@ -41,8 +41,8 @@ class ServiceGraph {
   void stop_all(
       const std::function<void(const std::string& service, const std::string& what)>& on_stop_error = {});
 
-  // The start order.
-  const std::vector<std::string>& order() const { return order_; }
+  // The start order, by name.
+  std::vector<std::string> order() const;
   // The graph as text: one line per service in start order,
   // "name: needs a, b  -- what". For docs/HACKING.md.
   std::string describe() const;
@@ -53,9 +53,9 @@ class ServiceGraph {
     std::function<void()> start, stop;
     bool bound = false;
   };
-  std::vector<Service> services_;   // declaration order
-  std::vector<std::string> order_;  // start order
-  std::vector<size_t> started_;     // indices into services_, in start order
+  std::vector<Service> services_;  // declaration order
+  std::vector<size_t> order_;      // indices into services_, in start order
+  std::vector<size_t> started_;    // indices into services_, those started
 };
 
 }  // namespace zn::broker

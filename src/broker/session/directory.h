@@ -5,6 +5,7 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <memory>
 #include <string>
@@ -33,6 +34,15 @@ class SessionDirectory {
   // The session a guest source address belongs to.
   virtual SessionPtr find_by_guest_ip4(in_addr addr) const = 0;
   virtual SessionPtr find_by_guest_ip6(const in6_addr& addr) const = 0;
+  // The session a guest's socket address (its source, as received by DNS or
+  // the proxy) belongs to, either family; null for any other family.
+  SessionPtr find_by_guest(const sockaddr_storage& guest) const {
+    if (guest.ss_family == AF_INET)
+      return find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&guest)->sin_addr);
+    if (guest.ss_family == AF_INET6)
+      return find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&guest)->sin6_addr);
+    return nullptr;
+  }
 };
 
 }  // namespace zn::broker

@@ -25,11 +25,7 @@ SessionDnsPolicy::SessionDnsPolicy(const SessionDirectory& sessions, AuditLog& a
           options.unanswered_names_per_second) {}
 
 std::optional<dns::DnsSession> SessionDnsPolicy::session_of(const sockaddr_storage& source) const {
-  SessionPtr s;
-  if (source.ss_family == AF_INET)
-    s = sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&source)->sin_addr);
-  else if (source.ss_family == AF_INET6)
-    s = sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&source)->sin6_addr);
+  SessionPtr s = sessions_.find_by_guest(source);
   if (!s) return std::nullopt;
   std::string id = s->record.id;
   return dns::DnsSession{std::move(id), std::move(s)};

@@ -174,14 +174,8 @@ proxy::UpstreamDecision SessionProxyPolicy::reset(proxy::UpstreamDecision d, con
   return d;
 }
 
-SessionPtr SessionProxyPolicy::session_at(const sockaddr_storage& guest) const {
-  return guest.ss_family == AF_INET
-             ? sessions_.find_by_guest_ip4(reinterpret_cast<const sockaddr_in*>(&guest)->sin_addr)
-             : sessions_.find_by_guest_ip6(reinterpret_cast<const sockaddr_in6*>(&guest)->sin6_addr);
-}
-
 std::string SessionProxyPolicy::tenant_of(const sockaddr_storage& guest) const {
-  SessionPtr s = session_at(guest);
+  SessionPtr s = sessions_.find_by_guest(guest);
   return s ? s->record.id : std::string();
 }
 
@@ -191,7 +185,7 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
   const uint16_t port = net::endpoint_port(facts.original_dst);
   d.port = port;
   d.host = dst.to_string();
-  SessionPtr s = session_at(facts.guest);
+  SessionPtr s = sessions_.find_by_guest(facts.guest);
   if (!s) return reset(d, "unknown guest", facts);
   d.session = s->record.id;
   // Fail closed: nothing crosses that the audit cannot record (a stuck or

@@ -75,8 +75,6 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   uint64_t upstream_resolutions() const { return upstream_resolutions_.load(std::memory_order_relaxed); }
 
  private:
-  // The session holding the guest address (either family); null if none.
-  SessionPtr session_at(const sockaddr_storage& guest) const;
   proxy::UpstreamDecision reset(proxy::UpstreamDecision d, const std::string& reason,
                                 const proxy::ConnectionFacts& facts);
   proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,

@@ -25,7 +25,6 @@ void UpstreamResolutionCache::make_room_locked(std::chrono::steady_clock::time_p
 std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& host, const Resolve& resolve) {
   std::promise<TimedAddresses> mine;
   std::shared_future<TimedAddresses> answer;
-  uint64_t resolution = 0;
   {
     std::lock_guard lock(mu_);
     const auto now = clock_();
@@ -39,8 +38,7 @@ std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& host
       }
       it->second.answer = mine.get_future().share();
       it->second.expires = std::chrono::steady_clock::time_point::max();
-      resolution = ++resolutions_;
-      it->second.resolution = resolution;
+      ++resolutions_;
     }
   }
   if (answer.valid()) return answer.get().addresses;  // remembered, or another caller's resolution
@@ -54,9 +52,10 @@ std::vector<net::IpAddress> UpstreamResolutionCache::get(const std::string& host
   mine.set_value(got);
   {
     std::lock_guard lock(mu_);
+    // Still there: an entry in flight is never made room for (make_room_locked)
+    // and never replaced (its expiry is max()), so it is this resolution's.
     auto it = names_.find(host);
-    // Not if the entry was made room for and asked again meanwhile.
-    if (it != names_.end() && it->second.resolution == resolution) {
+    if (it != names_.end()) {
       const auto ttl = std::min<std::chrono::seconds>(std::chrono::seconds(got.ttl), config_.max_ttl);
       if (got.addresses.empty() || ttl.count() <= 0)
         names_.erase(it);

@@ -63,7 +63,6 @@ class UpstreamResolutionCache {
   struct Entry {
     std::shared_future<TimedAddresses> answer;
     std::chrono::steady_clock::time_point expires;  // max() while in flight
-    uint64_t resolution = 0;                        // which resolution fills it
   };
   void make_room_locked(std::chrono::steady_clock::time_point now);
 

@@ -161,7 +161,14 @@ struct Responder::Impl {
         sock.close(ec);
         continue;
       }
-      std::string session = session_of(sock);
+      // The peer, read once: its session here, its queries' source after.
+      sockaddr_storage peer{};
+      socklen_t len = sizeof(peer);
+      if (::getpeername(sock.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) {
+        sock.close(ec);  // gone already
+        continue;
+      }
+      std::string session = session_of(peer);
       if (auto it = tcp_per_session.find(session);
           it != tcp_per_session.end() && it->second >= config.max_tcp_per_session) {
         ++handler.counters().tcp_rejected;
@@ -170,15 +177,12 @@ struct Responder::Impl {
       }
       ++tcp_connections;
       ++tcp_per_session[session];
-      asio::co_spawn(io, tcp_connection(std::move(sock), std::move(session)), asio::detached);
+      asio::co_spawn(io, tcp_connection(std::move(sock), peer, std::move(session)), asio::detached);
     }
   }
 
-  // The session of a connection's peer; "" for none (or a peer gone).
-  std::string session_of(asio::ip::tcp::socket& sock) {
-    sockaddr_storage peer{};
-    socklen_t len = sizeof(peer);
-    if (::getpeername(sock.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) return "";
+  // The session of a connection's peer; "" for none.
+  std::string session_of(const sockaddr_storage& peer) {
     try {
       if (auto s = policy.session_of(peer)) return s->id;
     } catch (const std::exception&) {
@@ -221,7 +225,8 @@ struct Responder::Impl {
         asio::use_awaitable);
   }
 
-  asio::awaitable<void> tcp_connection(asio::ip::tcp::socket sock, std::string session) {
+  asio::awaitable<void> tcp_connection(asio::ip::tcp::socket sock, sockaddr_storage peer,
+                                       std::string session) {
     struct Release {
       Impl& impl;
       std::string session;
@@ -232,9 +237,6 @@ struct Responder::Impl {
       }
     } release{*this, std::move(session)};
     auto c = std::make_shared<Connection>(std::move(sock));
-    sockaddr_storage peer{};
-    socklen_t len = sizeof(peer);
-    if (::getpeername(c->socket.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) co_return;
     c->deadline = std::chrono::steady_clock::now() + config.tcp_idle_timeout;
     asio::co_spawn(io, watchdog(c), asio::detached);
 

@@ -120,14 +120,15 @@ TEST(ZerodServices, TheGraphInHackingIsTheDeclaration) {
       << "docs/HACKING.md's zerod services block must read:\n"
       << g.describe();
   // What the order must hold whatever else changes.
-  auto at = [&g](const std::string& name) {
-    return std::find(g.order().begin(), g.order().end(), name) - g.order().begin();
+  const std::vector<std::string> order = g.order();
+  auto at = [&order](const std::string& name) {
+    return std::find(order.begin(), order.end(), name) - order.begin();
   };
   EXPECT_LT(at("participants"), at("restore"));    // every part joins before a session is restored
   EXPECT_LT(at("restore"), at("proxy"));           // nothing is served before the sessions are there
   EXPECT_LT(at("proxy"), at("capability_calls"));  // calls stop while the proxy's loops run
-  EXPECT_EQ(g.order().back(), "control");          // the first to stop
-  EXPECT_EQ(g.order().front(), "netns");
+  EXPECT_EQ(order.back(), "control");              // the first to stop
+  EXPECT_EQ(order.front(), "netns");
 }
 
 }  // namespace
