@@ -20,15 +20,27 @@
 #              session's query rate and its queries at the resolver are
 #              bounded, dns/query_handler.h); B's own lookups go to the same
 #              responder
+#      streams many HTTP/2 streams: h2load, 8 connections x 32 streams of
+#              /64k, back to back (issue 32: a guest connection's unsent
+#              bytes and upstream sockets are bounded, proxy/unsent_budget.h)
+#      conns   a connection flood: TLS connections to the allowed name opened
+#              as fast as one core can and held open, idle, up to 3,000
+#              (issue 32: per-session connection caps)
+#      trickle a slow trickle: 512 connections each sending one byte of a
+#              TLS ClientHello every 2 s (issue 32: a connection that sends
+#              nothing useful has a bounded lifetime)
 # The control: guest C, a veth guest zerod does not govern, sends the same
 # flood outside zeroness: sni against the upstream nginx itself (a TLS server
 # doing the same handshakes, no leaf to mint), denied to the same address
 # (routed by the host, refused there), dns to the upstream's address (no
-# resolver there: refused by the host). On a 2-core host a flooder busy on one
-# core slows B whoever enforces; the control measures that share.
-# Per round: B alone, B with A on sni, B with C on sni, then the same three
-# for denied; each flooded p99 over the alone p99 of its triple, median over
-# rounds, and the governed ratio over the control's ("net of the control").
+# resolver there: refused by the host), streams against a second nginx of
+# the same content speaking HTTP/2 (198.18.0.14; the upstream speaks
+# HTTP/1.1, as zerod's upstream side does here), conns and trickle against
+# the upstream nginx itself. On a 2-core host a flooder busy on one core
+# slows B whoever enforces; the control measures that share.
+# Per round: B alone, B with A flooding, B with C flooding, for each mode;
+# each flooded p99 over the alone p99 of its triple, median over rounds, and
+# the governed ratio over the control's ("net of the control").
 # Target: B's p99 with a flood <= 1.10x alone (issue 11).
 # Uses the interception section's helpers (ic_pki, ic_nginx, first_byte_ms_ns)
 # and passthrough's pt_veth_guest; bench.sh sources every section.
@@ -36,6 +48,8 @@
 FA_NAME=api.stripe.com
 FA_UPSTREAM=198.18.0.11
 FA_DENIED=198.18.0.12
+FA_H2_CONTROL=198.18.0.14  # the control's HTTP/2 server (streams mode)
+FA_MODES=(sni denied dns streams conns trickle)
 
 # The flooder (guest A): python3, runs until SIGTERM, then prints what it did
 # as one JSON line.
@@ -95,6 +109,61 @@ fa_flooder() {
 	ctx.check_hostname = False
 	ctx.verify_mode = ssl.CERT_NONE
 
+	if mode in ("conns", "trickle"):
+	    import resource
+	    resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
+	    held = []
+	    stats["held_max"] = 0
+
+	if mode == "conns":
+	    # Opened as fast as they complete, then held idle: what a guest
+	    # hoarding connections costs its neighbours.
+	    async def opener():
+	        while True:
+	            if len(held) >= 3000:
+	                await asyncio.sleep(0.5)
+	                continue
+	            try:
+	                _, w = await asyncio.wait_for(
+	                    asyncio.open_connection(target, 443, ssl=ctx, server_hostname=sys.argv[3]), 5)
+	                held.append(w)
+	                stats["ok"] += 1
+	                stats["held_max"] = max(stats["held_max"], len(held))
+	            except Exception:
+	                stats["failed"] += 1
+	                await asyncio.sleep(0.01)
+
+	    async def main():
+	        await asyncio.gather(*(opener() for _ in range(32)))
+
+	    asyncio.run(main())
+
+	if mode == "trickle":
+	    # One byte of a ClientHello every 2 s on each of 512 connections; a
+	    # connection closed by the far side is opened again.
+	    hello = bytes.fromhex("16030100c8010000c40303") + os.urandom(32)
+
+	    async def trickler():
+	        while True:
+	            try:
+	                r, w = await asyncio.wait_for(asyncio.open_connection(target, 443), 5)
+	                stats["ok"] += 1
+	                for b in hello:
+	                    w.write(bytes([b]))
+	                    await w.drain()
+	                    await asyncio.sleep(2)
+	                    if r.at_eof():
+	                        break
+	                w.close()
+	            except Exception:
+	                stats["failed"] += 1
+	                await asyncio.sleep(0.5)
+
+	    async def main():
+	        await asyncio.gather(*(trickler() for _ in range(512)))
+
+	    asyncio.run(main())
+
 	async def one():
 	    while True:
 	        name = "r%016x.bench.example" % random.getrandbits(64)
@@ -133,25 +202,58 @@ fa_phase() {
   samples="$FA_DIR/samples-$round-$mode.txt"
   # Not in $(...): bg_in_netns must register the flooder's cleanup here.
   case $mode in
-    sni | denied | dns | ctl-sni | ctl-denied | ctl-dns)
+    alone-*) ;;
+    streams | ctl-streams)
+      # h2load through zerod's HTTP/2 (A, by name) or to the control's own
+      # HTTP/2 server (C), in runs of 5 s until stopped (each run prints its
+      # counts; the one running is stopped with the loop).
+      local guest=fa url="https://$FA_NAME/64k"
+      [ "$mode" = ctl-streams ] && guest=fc url="https://$FA_H2_CONTROL/64k"
+      bg_in_netns "$FA_PREFIX-$guest" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
+        bash -c 'trap "kill \$c 2> /dev/null; exit 0" TERM INT
+          while :; do h2load -D 5 -c 8 -m 32 "$0" & c=$!; wait $c; done' "$url" > "$FA_DIR/flood.pid"
+      pid=$(cat "$FA_DIR/flood.pid") ;;
+    *)
       local guest=fa kind=$mode target=$FA_DENIED
       [[ $mode == ctl-* ]] && guest=fc kind=${mode#ctl-}
-      [ "$kind" = sni ] && target=$FA_UPSTREAM
-      # A's queries to its gateway (steered to zerod's DNS); C's to the
-      # upstream's address, outside zeroness.
-      [ "$kind" = dns ] && { [ "$guest" = fa ] && target=198.19.10.1 || target=$FA_UPSTREAM; }
+      case $kind in
+        sni | conns | trickle)
+          # A by the allowed name (steered to zerod); C to the upstream itself.
+          target=$FA_UPSTREAM ;;
+        dns)
+          # A's queries to its gateway (steered to zerod's DNS); C's to the
+          # upstream's address, outside zeroness.
+          [ "$guest" = fa ] && target=198.19.10.1 || target=$FA_UPSTREAM ;;
+      esac
       bg_in_netns "$FA_PREFIX-$guest" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
-        python3 "$FA_DIR/flood.py" "$kind" "$target" \
+        python3 "$FA_DIR/flood.py" "$kind" "$target" "$FA_NAME" \
         > "$FA_DIR/flood.pid"
       pid=$(cat "$FA_DIR/flood.pid") ;;
   esac
-  [ -z "$pid" ] || sleep 1  # the flood at full rate before B starts
+  # The flood at full rate before B starts (a connection flood and a trickle
+  # take longer to build up).
+  if [ -n "$pid" ]; then
+    case $mode in
+      *conns | *trickle) sleep 5 ;;
+      *) sleep 1 ;;
+    esac
+  fi
   fa_measure "$FA_PREFIX-fb" "$n" "$mode" > "$samples"
   if [ -n "$pid" ]; then
     kill_wait "$pid"
-    log "fairness round $round: A on $mode did $(tail -1 "$FA_DIR/flood-$round-$mode.log")"
+    log "fairness round $round: $mode: $(fa_flood_summary "$FA_DIR/flood-$round-$mode.log")"
   fi
   echo "$round $mode $(awk '$2 != "null" {print $2}' "$samples" | percentile 50) $(awk '$2 != "null" {print $2}' "$samples" | percentile 99) $(grep -c ' null$' "$samples" || true) $(awk '$3 != "null" {print $3}' "$samples" | percentile 99)"
+}
+
+# fa_flood_summary LOG: what a flooder did: the python flooder's JSON line,
+# or h2load's request and traffic lines.
+fa_flood_summary() {
+  if grep -q '^requests:' "$1" 2> /dev/null; then
+    grep -E '^(finished in|requests:|traffic:)' "$1" | tr '\n' ' '
+  else
+    tail -1 "$1" 2> /dev/null
+  fi
 }
 
 # fa_veth_session NAME SLOT ADDR GW MAC: a veth guest adopted by zerod.
@@ -183,6 +285,21 @@ section_fairness() {
   : > "$FA_DIR/upstream/www/bulk.bin"
   ic_nginx nginx-upstream.conf.in "$FA_DIR/upstream" "$FA_PREFIX-inet" "$FA_UPSTREAM" \
     "$FA_DIR/pki/upstream.pem" "$FA_DIR/pki/upstream.key"
+  # The control's HTTP/2 server: the same content and certificate on its own
+  # address, with http2 on its listener.
+  ip -n "$FA_PREFIX-inet" addr add "$FA_H2_CONTROL/32" dev lo
+  mkdir -p "$FA_DIR/upstream-h2/tmp"
+  sed -e "s|$FA_DIR/upstream/|$FA_DIR/upstream-h2/|g" -e "s|$FA_DIR/upstream;|$FA_DIR/upstream-h2;|g" \
+    -e "s|alias $FA_DIR/upstream-h2/www|alias $FA_DIR/upstream/www|g" \
+    -e "s|listen $FA_UPSTREAM:443 ssl;|listen $FA_H2_CONTROL:443 ssl http2;|" \
+    "$FA_DIR/upstream/nginx.conf" > "$FA_DIR/upstream-h2/nginx.conf"
+  grep -q "listen $FA_H2_CONTROL:443 ssl http2;" "$FA_DIR/upstream-h2/nginx.conf" ||
+    die "fairness: could not derive the control's HTTP/2 nginx config"
+  ip netns exec "$FA_PREFIX-inet" nginx -t -q -c "$FA_DIR/upstream-h2/nginx.conf" -p "$FA_DIR/upstream-h2" ||
+    die "nginx -t failed for the control's HTTP/2 server"
+  bg_in_netns "$FA_PREFIX-inet" "$FA_DIR/upstream-h2/stdout.log" nginx -c "$FA_DIR/upstream-h2/nginx.conf" \
+    -p "$FA_DIR/upstream-h2" > /dev/null
+  wait_tcp "$FA_PREFIX-inet" "$FA_H2_CONTROL" 443
   zextra=$(jq -cn --arg up "$FA_UPSTREAM" --arg name "$FA_NAME" --argjson extra "$ic_extra" \
     '{metrics_port: 0, dns_static: {($name): [$up]}} + $extra')
   SSL_CERT_FILE="$FA_DIR/pki/trust-bundle.pem" zerod_start "$FA_PREFIX-host" "$FA_DIR/zerod" \
@@ -203,7 +320,7 @@ section_fairness() {
   if [[ $out != *"authorization=Bearer zn-redacted"*"code=200" ]]; then
     local why="curl from guest B through zerod to an identity rule failed: ${out:0:200}"
     log "fairness: skipped — $why"
-    record_status fairness "B's p99 with A flooding (random SNIs, denied, DNS)" skipped "$why"
+    record_status fairness "B's p99 with A flooding (random SNIs, denied, DNS, HTTP/2 streams, connections, trickle)" skipped "$why"
     cleanup_to "$mark"
     return 0
   fi
@@ -213,18 +330,20 @@ section_fairness() {
   [ "$out" = 200 ] || die "fairness: ungoverned guest C cannot reach https://$FA_UPSTREAM/small ($out)"
 
   local f="$FA_DIR/rounds.txt"
+  # The control's HTTP/2 path works: C gets /64k over h2 from its server.
+  out=$(ip netns exec "$FA_PREFIX-fc" curl -sk --http2 -m 10 -o /dev/null -w '%{http_version} %{http_code}' \
+    "https://$FA_H2_CONTROL/64k" 2>&1) || true
+  [ "$out" = "2 200" ] || die "fairness: ungoverned guest C gets no HTTP/2 from https://$FA_H2_CONTROL/64k ($out)"
+
+  local f="$FA_DIR/rounds.txt" mode
   for ((round = 1; round <= ROUNDS; round++)); do
-    {
-      fa_phase "$round" alone-sni "$n"
-      fa_phase "$round" sni "$n"
-      fa_phase "$round" ctl-sni "$n"
-      fa_phase "$round" alone-denied "$n"
-      fa_phase "$round" denied "$n"
-      fa_phase "$round" ctl-denied "$n"
-      fa_phase "$round" alone-dns "$n"
-      fa_phase "$round" dns "$n"
-      fa_phase "$round" ctl-dns "$n"
-    } >> "$f"
+    for mode in "${FA_MODES[@]}"; do
+      {
+        fa_phase "$round" "alone-$mode" "$n"
+        fa_phase "$round" "$mode" "$n"
+        fa_phase "$round" "ctl-$mode" "$n"
+      } >> "$f"
+    done
   done
   fa_report "$f" "$n"
   cleanup_to "$mark"
@@ -242,19 +361,30 @@ fa_ratio() {
 # attempts/s and completed/s (a handshake refused for want of a mint token is
 # an attempt only).
 fa_rate() {
+  if [ "${1#ctl-}" = streams ]; then
+    # h2load's own lines: "requests: N total, N started, N done, N succeeded, ..."
+    cat "$FA_DIR"/flood-*-"$1".log 2> /dev/null | awk '/^finished in/ {s += $3 + 0} /^requests:/ {d += $8}
+      END { if (s > 0) printf "%d/s HTTP/2 requests of 64 KiB completed\n", d / s; else print "no report" }'
+    return
+  fi
   cat "$FA_DIR"/flood-*-"$1".log 2> /dev/null | jq -rs --arg what "${1#ctl-}" \
     'map(select(.seconds? > 0)) | if length == 0 then "no report" else
-      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" elif $what == "dns" then "DNS queries" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed" end' \
+      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" elif $what == "dns" then "DNS queries" elif $what == "conns" then "TLS connections attempted" elif $what == "trickle" then "trickling connections opened" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed\(if $what == "conns" then ", at most \(map(.held_max // 0) | max) held" else "" end)" end' \
     2> /dev/null || echo "no report"
 }
 
 # fa_report FILE N: FILE lines "round mode p50 p99 failed lookup-p99".
 fa_report() {
   local f=$1 n=$2 mode p col what alone flooded control r rc net failed
-  for mode in sni denied dns; do
-    what="random SNIs under an allowed wildcard"
-    [ "$mode" = denied ] && what="denied packets and connections"
-    [ "$mode" = dns ] && what="DNS queries for random names under an allowed wildcard"
+  for mode in "${FA_MODES[@]}"; do
+    case $mode in
+      sni) what="random SNIs under an allowed wildcard" ;;
+      denied) what="denied packets and connections" ;;
+      dns) what="DNS queries for random names under an allowed wildcard" ;;
+      streams) what="HTTP/2 streams (8 connections x 32)" ;;
+      conns) what="a flood of held TLS connections" ;;
+      trickle) what="512 connections trickling a byte every 2 s" ;;
+    esac
     failed=$(awk -v m="$mode" '$2 == m || $2 == "alone-" m || $2 == "ctl-" m {s += $5} END {print s + 0}' "$f")
     for p in 50 99; do
       col=3

@@ -1,10 +1,15 @@
 // zerod as a process in the lab: sessions over the control socket, governed
 // DNS from a real guest, policy updates under load, kill -9 and re-adoption,
 // and an audit trail that verifies and holds no secret.
+#include <net/if.h>
+
 #include <map>
 #include <set>
 
+#include "common/netns.h"
 #include "integration/zerod_fixture.h"
+#include "support/skip_policy.h"
+#include "userspace/datapath/tc_attachment.h"
 
 namespace zn::test {
 namespace {
@@ -314,9 +319,9 @@ TEST_F(ZerodTest, ZnctlSpeaksJsonIncludingErrors) {
 // datapath: the probe that tells parked from detached.
 TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
   const std::string znctl = std::string(ZN_ZNCTL_BIN) + " --socket " + socket_;
-  const std::string filter = "tc filter show dev zn-tap0 ingress";
   auto attached = [&] {
-    return run_in_netns(lab_->host_netns(), filter).output.find("bpf") != std::string::npos;
+    NetnsScope in_host(lab_->host_netns());
+    return dp::TcAttachment::is_attached(static_cast<int>(if_nametoindex("zn-tap0")));
   };
   auto gateway_answers = [&] { return guest("ping -c 1 -W 1 198.19.0.1").exit_code == 0; };
   auto parked = [&] { return run_in_netns(lab_->host_netns(), znctl + " session parked").output; };
@@ -361,6 +366,52 @@ TEST_F(ZerodTest, DeletingAnAdoptedSessionKeepsItsDeviceDenying) {
   for (const auto& rec : log.query({}))
     if (rec.event == "session:delete") states.push_back(rec.detail.value("device_state", ""));
   EXPECT_EQ(states, (std::vector<std::string>{"parked", "detached"}));
+}
+
+// "tc_attach": "tcx": the session's device is governed through TCX (no
+// qdisc, no filter); a restart configured with clsact takes the device over
+// and leaves no TCX program behind, the device denying throughout.
+class ZerodTcxTest : public ZerodTest {
+ protected:
+  void SetUp() override {
+    if (!dp::TcAttachment::tcx_supported()) GTEST_SKIP() << ZN_KERNEL_LACKS("TCX") << "tc_attach \"tcx\"";
+    ZerodTest::SetUp();
+  }
+  void configure(json& config) override { config["tc_attach"] = "tcx"; }
+};
+
+TEST_F(ZerodTcxTest, GovernsThroughTcxAndARestartWithClsactTakesOver) {
+  auto attached = [&] {
+    NetnsScope in_host(lab_->host_netns());
+    return dp::TcAttachment::is_attached(static_cast<int>(if_nametoindex("zn-tap0")));
+  };
+  auto tc = [&](const std::string& what) {
+    return run_in_netns(lab_->host_netns(),
+                        "tc " + what + " dev zn-tap0" + (what == "qdisc show" ? "" : " ingress"))
+        .output;
+  };
+  auto gateway_answers = [&] { return guest("ping -c 1 -W 1 198.19.0.1").exit_code == 0; };
+  create_session();
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");  // the control: steered and answered
+  EXPECT_FALSE(gateway_answers());
+  EXPECT_TRUE(attached());
+  EXPECT_EQ(tc("qdisc show").find("clsact"), std::string::npos);
+  EXPECT_EQ(tc("filter show").find("zn_tap_ingress"), std::string::npos);
+
+  stop_zerod(SIGTERM);
+  json config = json::parse(slurp(dir_ / "zerod.json"));
+  config["tc_attach"] = "clsact";
+  std::ofstream(dir_ / "zerod.json") << config.dump();
+  start_zerod();
+  EXPECT_NE(tc("filter show").find("zn_tap_ingress"), std::string::npos) << tc("filter show");
+  {
+    NetnsScope in_host(lab_->host_netns());
+    // Nothing of the TCX start is left: only the filters remain ours.
+    EXPECT_FALSE(dp::TcAttachment::remove_other_backend(static_cast<int>(if_nametoindex("zn-tap0"))));
+  }
+  EXPECT_TRUE(attached());
+  EXPECT_EQ(dig("api.github.com"), "198.18.0.10\n");
+  EXPECT_FALSE(gateway_answers());
 }
 
 // Allowed names that get no address are audited (dns:unanswered), bounded

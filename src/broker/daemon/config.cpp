@@ -161,6 +161,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "capability_addresses",
                                  "vm_uid_base",
                                  "vm_accel",
+                                 "tc_attach",
                                  "vm_cache_dir",
                                  "vm_qemu"};
   for (const auto& [key, value] : doc.items()) {
@@ -334,6 +335,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.vm_accel = get_string(doc, "vm_accel", c.vm_accel);
   if (c.vm_accel != "auto" && c.vm_accel != "kvm" && c.vm_accel != "tcg")
     fail("$.vm_accel", "must be \"auto\", \"kvm\" or \"tcg\"");
+  c.tc_attach = get_string(doc, "tc_attach", c.tc_attach);
+  if (c.tc_attach != "clsact" && c.tc_attach != "tcx") fail("$.tc_attach", "must be \"clsact\" or \"tcx\"");
   c.vm_cache_dir = get_string(doc, "vm_cache_dir", c.vm_cache_dir);
   c.vm_qemu = get_string(doc, "vm_qemu", c.vm_qemu);
   for (const auto& [key, path] :

@@ -77,6 +77,10 @@ struct DaemonConfig {
   // for an upstream answer at once, and its queries per second (burst).
   uint32_t dns_pending_per_session = 64;
   uint32_t dns_queries_per_second = ZN_DEFAULT_DNS_RATE, dns_query_burst = ZN_DEFAULT_DNS_BURST;
+  // How the datapath programs attach to each TAP: "clsact" (a qdisc and
+  // filters; the default, measured faster to create and delete) or "tcx"
+  // (Linux 6.6+; tc_attachment.h says why it is not the default).
+  std::string tc_attach = "clsact";
   uint16_t metrics_port = 9464;  // Prometheus text on 127.0.0.1; 0 = off
   uint32_t proxy_idle_timeout_ms =
       proxy::kDefaultIdleTimeout.count();  // relayed connections idle this long are closed

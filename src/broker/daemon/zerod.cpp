@@ -27,6 +27,7 @@
 #include "broker/session/state_file.h"
 #include "common/netns.h"
 #include "userspace/datapath/drop_events.h"
+#include "userspace/datapath/tc_attachment.h"
 #include "userspace/datapath/verdict_names.h"
 #include "userspace/net/address.h"
 #include "vmm/host/steering_routes.h"
@@ -92,8 +93,13 @@ std::shared_ptr<const proxy::DestinationGuard> make_guard(const DaemonConfig& c)
   for (const std::string& text : c.upstream_allow)
     if (auto p = net::AddressPrefix::parse(text)) g.allow.push_back(*p);
   if (!c.nat64_prefix.empty()) g.nat64 = net::AddressPrefix::parse(c.nat64_prefix);
-  return std::make_shared<const proxy::DestinationGuard>(std::move(g),
-                                                         std::make_shared<net::LocalAddresses>());
+  // Every session's TAP adds and removes local prefixes in the pools (its
+  // gateway addresses) and in IPv6 link-local: kept in the table changed in
+  // place, so a create or delete never copies the whole local table.
+  std::vector<net::AddressPrefix> churning = g.guest_pools;
+  churning.push_back(*net::AddressPrefix::parse("fe80::/10"));
+  return std::make_shared<const proxy::DestinationGuard>(
+      std::move(g), std::make_shared<net::LocalAddresses>(std::move(churning)));
 }
 
 // Whether the state file holds any sealed value (then a missing host key is
@@ -147,6 +153,13 @@ void ZerodDaemon::bind_services() {
     vmm::install_steering_routes();
   });
   services_.bind("datapath", [this] {
+    if (config_.tc_attach == "tcx") {
+      if (!dp::TcAttachment::tcx_supported())
+        throw std::runtime_error("tc_attach \"tcx\": this kernel has no TCX (Linux 6.6+); use \"clsact\"");
+      dp::TcAttachment::use_backend(dp::TcBackend::kTcx);
+    } else {
+      dp::TcAttachment::use_backend(dp::TcBackend::kClsact);
+    }
     datapath_ = dp::Datapath::load({config_.pin_root});
     maps_ = std::make_unique<dp::DatapathMaps>(datapath_->map_fds());
     maps_->set_listeners(listeners());

@@ -191,6 +191,10 @@ void SessionRegistry::install_locked(Session& s, bool created_device) {
     apply_l4_change(*options_.maps, s.record.session_idx, {}, s.plan);
     options_.maps->put_session(s.ifindex, entry);
     dp::TcAttachment::attach(s.ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).release();
+    // A device restored or adopted from a zerod configured with the other
+    // backend (tc_attach) still carries that one's programs: removed once
+    // ours are on, so the device is never without a deny.
+    if (!created_device) dp::TcAttachment::remove_other_backend(s.ifindex);
   } catch (...) {
     options_.maps->delete_session(s.ifindex);
     options_.maps->delete_l4_rules(s.record.session_idx);
@@ -353,7 +357,7 @@ void SessionRegistry::remove(const std::string& id, bool detach) {
   nlohmann::json detail = {{"device", s->record.device}};
   if (s->record.adopted) {
     // Parked: the programs stay, the device denies all until it is gone
-    // (its filters go with it) or adopted again (install_locked replaces
+    // (its programs go with it) or adopted again (install_locked replaces
     // them). Only the operator's explicit choice hands it back open.
     if (detach)
       dp::TcAttachment::attach(s->ifindex, options_.ingress_prog_fd, options_.egress_prog_fd).detach();

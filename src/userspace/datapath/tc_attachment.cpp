@@ -1,93 +1,41 @@
 #include "userspace/datapath/tc_attachment.h"
 
-#include <bpf/libbpf.h>
-
-#include <cerrno>
-#include <cstdarg>
-#include <cstdio>
-#include <cstring>
-#include <mutex>
-#include <stdexcept>
-#include <string>
+#include <atomic>
 #include <utility>
+
+#include "userspace/datapath/clsact_filters.h"
+#include "userspace/datapath/tcx_hooks.h"
 
 namespace zn::dp {
 namespace {
 
-// libbpf reports the kernel's extended ack for outcomes we expect and handle
-// (an existing clsact, an absent filter on best-effort detach); keep those
-// out of the logs and pass everything else through.
-int filter_expected_tc_noise(libbpf_print_level level, const char* format, va_list args) {
-  if (level == LIBBPF_DEBUG) return 0;
-  char line[512];
-  std::vsnprintf(line, sizeof(line), format, args);
-  if (std::strstr(line, "Exclusivity flag on") || std::strstr(line, "Cannot find specified filter chain"))
-    return 0;
-  return std::fputs(line, stderr);
-}
-
-void quiet_expected_tc_noise() {
-  static std::once_flag once;
-  std::call_once(once, [] { libbpf_set_print(filter_expected_tc_noise); });
-}
-
-bpf_tc_hook make_hook(int ifindex, bpf_tc_attach_point point) {
-  bpf_tc_hook hook{};
-  hook.sz = sizeof(hook);
-  hook.ifindex = ifindex;
-  hook.attach_point = point;
-  return hook;
-}
-
-bpf_tc_opts make_opts(int prog_fd) {
-  bpf_tc_opts opts{};
-  opts.sz = sizeof(opts);
-  opts.prog_fd = prog_fd;
-  opts.handle = kTcHandle;
-  opts.priority = kTcPriority;
-  opts.flags = prog_fd ? BPF_TC_F_REPLACE : 0;
-  return opts;
-}
-
-std::string describe(int err) {
-  char buf[128];
-  libbpf_strerror(err, buf, sizeof(buf));
-  return buf;
-}
-
-void attach_one(int ifindex, bpf_tc_attach_point point, int prog_fd) {
-  bpf_tc_hook hook = make_hook(ifindex, point);
-  bpf_tc_opts opts = make_opts(prog_fd);
-  int err = bpf_tc_attach(&hook, &opts);
-  if (err)
-    throw std::runtime_error(std::string("attach ") + (point == BPF_TC_INGRESS ? "ingress" : "egress") +
-                             " on ifindex " + std::to_string(ifindex) + ": " + describe(err));
-}
-
-void detach_one(int ifindex, bpf_tc_attach_point point) {
-  bpf_tc_hook hook = make_hook(ifindex, point);
-  bpf_tc_opts opts = make_opts(0);
-  bpf_tc_detach(&hook, &opts);  // best effort: absent filter or device is fine
-}
+std::atomic<TcBackend> chosen{TcBackend::kClsact};
 
 }  // namespace
 
-TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_prog_fd) {
-  quiet_expected_tc_noise();
-  bpf_tc_hook hook = make_hook(ifindex, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
-  int err = bpf_tc_hook_create(&hook);
-  if (err && err != -EEXIST)
-    throw std::runtime_error("create clsact on ifindex " + std::to_string(ifindex) + ": " + describe(err));
-  TcAttachment attachment(ifindex, err == 0);
+TcBackend TcAttachment::backend() { return chosen.load(); }
 
-  // Egress first: by the time ingress steers anything, replies can flow.
-  attach_one(ifindex, BPF_TC_EGRESS, egress_prog_fd);
-  attach_one(ifindex, BPF_TC_INGRESS, ingress_prog_fd);
+void TcAttachment::use_backend(TcBackend backend) { chosen.store(backend); }
+
+bool TcAttachment::tcx_supported() { return tcx::supported(); }
+
+TcAttachment TcAttachment::attach(int ifindex, int ingress_prog_fd, int egress_prog_fd) {
+  const TcBackend b = backend();
+  if (b == TcBackend::kTcx) {
+    // Egress first: by the time ingress steers anything, replies can flow.
+    tcx::attach(ifindex, false, egress_prog_fd);
+    tcx::attach(ifindex, true, ingress_prog_fd);
+    return TcAttachment(ifindex, b, false);
+  }
+  TcAttachment attachment(ifindex, b, clsact::create_qdisc(ifindex));
+  clsact::attach(ifindex, false, egress_prog_fd);
+  clsact::attach(ifindex, true, ingress_prog_fd);
   return attachment;
 }
 
 TcAttachment::TcAttachment(TcAttachment&& other) noexcept
     : ifindex_(other.ifindex_),
+      backend_(other.backend_),
       created_qdisc_(other.created_qdisc_),
       attached_(std::exchange(other.attached_, false)) {}
 
@@ -95,6 +43,7 @@ TcAttachment& TcAttachment::operator=(TcAttachment&& other) noexcept {
   if (this != &other) {
     detach();
     ifindex_ = other.ifindex_;
+    backend_ = other.backend_;
     created_qdisc_ = other.created_qdisc_;
     attached_ = std::exchange(other.attached_, false);
   }
@@ -106,22 +55,34 @@ TcAttachment::~TcAttachment() { detach(); }
 void TcAttachment::detach() {
   if (!attached_) return;
   attached_ = false;
-  detach_one(ifindex_, BPF_TC_INGRESS);
-  detach_one(ifindex_, BPF_TC_EGRESS);
-  if (created_qdisc_) {
-    bpf_tc_hook hook = make_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
-    bpf_tc_hook_destroy(&hook);
+  if (backend_ == TcBackend::kTcx) {
+    tcx::detach(ifindex_, true);
+    tcx::detach(ifindex_, false);
+    return;
   }
+  clsact::detach(ifindex_, true);
+  clsact::detach(ifindex_, false);
+  if (created_qdisc_) clsact::destroy_qdisc(ifindex_);
 }
 
 bool TcAttachment::is_attached(int ifindex) {
-  quiet_expected_tc_noise();
-  bpf_tc_hook hook = make_hook(ifindex, BPF_TC_INGRESS);
-  bpf_tc_opts opts{};
-  opts.sz = sizeof(opts);
-  opts.handle = kTcHandle;
-  opts.priority = kTcPriority;
-  return bpf_tc_query(&hook, &opts) == 0;
+  if (tcx::supported() && tcx::has_ours(ifindex, true)) return true;
+  return clsact::has_ours(ifindex, true);
+}
+
+bool TcAttachment::remove_other_backend(int ifindex) {
+  const bool tcx_is_other = backend() == TcBackend::kClsact;
+  if (tcx_is_other && !tcx::supported()) return false;
+  bool found = false;
+  for (const bool ingress : {true, false}) {
+    if (!(tcx_is_other ? tcx::has_ours(ifindex, ingress) : clsact::has_ours(ifindex, ingress))) continue;
+    found = true;
+    if (tcx_is_other)
+      tcx::detach(ifindex, ingress);
+    else
+      clsact::detach(ifindex, ingress);
+  }
+  return found;
 }
 
 }  // namespace zn::dp

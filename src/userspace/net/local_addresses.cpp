@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <system_error>
 
 namespace zn::net {
@@ -97,6 +99,75 @@ AddressPrefix masked(const IpAddress& a, unsigned length) {
   return p;
 }
 
+// The local prefixes inside the churning regions, by reference count (a
+// prefix can come from several sources), changed in place under a lock held
+// only for one update or one lookup; with the lengths present, so a lookup
+// is a hash probe per length (a handful), not a scan.
+class ChurningTable {
+ public:
+  struct Hash {
+    size_t operator()(const AddressPrefix& p) const noexcept {
+      uint64_t h = 1469598103934665603ull ^ (static_cast<uint64_t>(p.network.family) << 8) ^ p.length;
+      for (uint8_t b : p.network.bytes) h = (h ^ b) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  using Refs = std::unordered_map<AddressPrefix, unsigned, Hash>;
+
+  void add(const AddressPrefix& p) {
+    std::lock_guard lock(mu_);
+    if (refs_[p]++ == 0) count_length(p, +1);
+  }
+  void remove(const AddressPrefix& p) {
+    std::lock_guard lock(mu_);
+    auto it = refs_.find(p);
+    if (it == refs_.end()) return;
+    if (--it->second == 0) {
+      refs_.erase(it);
+      count_length(p, -1);
+    }
+  }
+  // All at once (a whole re-read): a lookup sees the old table or the new,
+  // never an empty one in between.
+  void replace(Refs refs) {
+    std::lock_guard lock(mu_);
+    refs_ = std::move(refs);
+    counts_ = {};
+    lengths_ = {};
+    for (const auto& [p, n] : refs_) count_length(p, +1);
+  }
+  std::optional<AddressPrefix> find(const IpAddress& a) const {
+    std::lock_guard lock(mu_);
+    for (unsigned length : lengths_[a.family == AF_INET ? 0 : 1]) {
+      const AddressPrefix key = masked(a, length);
+      if (refs_.count(key)) return key;
+    }
+    return std::nullopt;
+  }
+  void append_to(std::vector<AddressPrefix>& out) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [p, n] : refs_) out.push_back(p);
+  }
+
+ private:
+  void count_length(const AddressPrefix& p, int delta) {
+    const int f = p.network.family == AF_INET ? 0 : 1;
+    unsigned& n = counts_[f][p.length];
+    const bool was = n > 0;
+    n += delta;
+    if (was == (n > 0)) return;
+    std::vector<unsigned>& l = lengths_[f];
+    l.clear();
+    for (unsigned len = 129; len-- > 0;)
+      if (counts_[f][len]) l.push_back(len);  // longest first
+  }
+
+  mutable std::mutex mu_;
+  Refs refs_;
+  std::array<std::array<unsigned, 129>, 2> counts_{};  // [IPv4, IPv6][length]
+  std::array<std::vector<unsigned>, 2> lengths_;       // present, longest first
+};
+
 }  // namespace
 
 struct LocalAddresses::Netlink {
@@ -105,21 +176,37 @@ struct LocalAddresses::Netlink {
   std::mutex dump_mu;
   // The tables as last read plus the notifications since, under dump_mu.
   std::set<Source> sources;
-  std::map<AddressPrefix, unsigned> refs;  // prefix -> sources giving it
-  int msg_type = 0;                        // of the message being parsed
-  bool applied = false;                    // something changed since the last publish
+  std::map<AddressPrefix, unsigned> refs;  // prefix -> sources giving it (outside the churning regions)
+  std::vector<AddressPrefix> churning;     // regions whose prefixes go to `churn`
+  ChurningTable churn;
+  int msg_type = 0;      // of the message being parsed
+  bool applied = false;  // the snapshot's part changed since the last publish
 
-  void add(const Source& s) {
-    if (sources.insert(s).second) {
-      ++refs[s.prefix];
-      applied = true;
+  bool churns(const AddressPrefix& p) const {
+    return std::any_of(churning.begin(), churning.end(), [&](const AddressPrefix& r) { return p.within(r); });
+  }
+  void count(const AddressPrefix& p) {
+    if (churns(p)) {
+      churn.add(p);
+      return;
     }
+    ++refs[p];
+    applied = true;
+  }
+  void uncount(const AddressPrefix& p) {
+    if (churns(p)) {
+      churn.remove(p);
+      return;
+    }
+    applied = true;
+    auto it = refs.find(p);
+    if (it != refs.end() && --it->second == 0) refs.erase(it);
+  }
+  void add(const Source& s) {
+    if (sources.insert(s).second) count(s.prefix);
   }
   void remove(const Source& s) {
-    if (sources.erase(s) == 0) return;
-    applied = true;
-    auto it = refs.find(s.prefix);
-    if (it != refs.end() && --it->second == 0) refs.erase(it);
+    if (sources.erase(s) != 0) uncount(s.prefix);
   }
   // The kernel drops some routes without a notification: a link's IPv4
   // broadcast routes when it goes down, and whatever is left through a link
@@ -131,10 +218,8 @@ struct LocalAddresses::Netlink {
         ++it;
         continue;
       }
-      auto ref = refs.find(it->prefix);
-      if (ref != refs.end() && --ref->second == 0) refs.erase(ref);
+      uncount(it->prefix);
       it = sources.erase(it);
-      applied = true;
     }
   }
   void apply(nl_object* o) {
@@ -180,7 +265,8 @@ std::optional<AddressPrefix> LocalSnapshot::find(const IpAddress& address) const
   return std::nullopt;
 }
 
-LocalAddresses::LocalAddresses() : nl_(std::make_unique<Netlink>()) {
+LocalAddresses::LocalAddresses(std::vector<AddressPrefix> churning) : nl_(std::make_unique<Netlink>()) {
+  nl_->churning = std::move(churning);
   nl_->dump = connected_socket("netlink (local table)");
   nl_->events = SockPtr(nl_socket_alloc());
   if (!nl_->events) throw std::system_error(ENOMEM, std::generic_category(), "netlink (events)");
@@ -213,6 +299,19 @@ LocalAddresses::LocalAddresses() : nl_(std::make_unique<Netlink>()) {
     throw;
   }
   thread_ = std::thread([this] { watch(); });
+}
+
+std::optional<AddressPrefix> LocalAddresses::find(const IpAddress& address) const {
+  const IpAddress a = unmap_ipv4(address);
+  if (auto p = snapshot()->find(a)) return p;
+  return nl_->churn.find(a);
+}
+
+std::vector<AddressPrefix> LocalAddresses::prefixes() const {
+  std::vector<AddressPrefix> out = snapshot()->prefixes;
+  nl_->churn.append_to(out);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 LocalAddresses::~LocalAddresses() {
@@ -253,9 +352,16 @@ void LocalAddresses::refresh() {
   CachePtr addrs(raw);
   for (nl_object* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o))
     if (auto s = address_source(reinterpret_cast<rtnl_addr*>(o))) sources.insert(*s);
-  nl_->sources.clear();
   nl_->refs.clear();
-  for (const Source& s : sources) nl_->add(s);
+  ChurningTable::Refs churn;
+  for (const Source& s : sources) {
+    if (nl_->churns(s.prefix))
+      ++churn[s.prefix];
+    else
+      ++nl_->refs[s.prefix];
+  }
+  nl_->sources = std::move(sources);
+  nl_->churn.replace(std::move(churn));
   ++full_reads_;
   publish();
 }

@@ -109,6 +109,13 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
 }
 
 // Guest TLS resumption is on unless the operator turns it off.
+TEST(ZerodConfigTcAttach, ClsactByDefaultTcxOnRequestNothingElse) {
+  EXPECT_EQ(parse_daemon_config("{}").tc_attach, "clsact");
+  EXPECT_EQ(parse_daemon_config(R"({"tc_attach":"tcx"})").tc_attach, "tcx");
+  EXPECT_NE(config_error(R"({"tc_attach":"xdp"})").find("$.tc_attach"), std::string::npos);
+  EXPECT_NE(config_error(R"({"tc_attach":"TCX"})").find("$.tc_attach"), std::string::npos);
+}
+
 TEST(ZerodConfigTlsResumption, OnByDefault) {
   EXPECT_TRUE(parse_daemon_config("{}").proxy_tls_resumption);
   EXPECT_FALSE(parse_daemon_config(R"({"proxy_tls_resumption": false})").proxy_tls_resumption);

@@ -71,23 +71,38 @@ class LocalAddressesWatch : public ::testing::Test {
       ASSERT_EQ(rc, 0);
     }
   }
+  // After a random run of adds, deletes, link downs and ups and a deleted
+  // link, the table kept from notifications is the one a whole re-read
+  // finds, and no re-read happened on the way.
+  void incremental_updates_match_a_whole_reread(const std::vector<AddressPrefix>& churning);
+
   std::unique_ptr<vmm::testing::TestNetns> ns_;
 };
 
-// After a random run of adds, deletes, link downs and ups and a deleted link,
-// the table kept from notifications is the one a whole re-read finds, and no
-// re-read happened on the way.
+// Part of the test's addresses inside churning regions, part outside.
+const std::vector<AddressPrefix> kChurning = {prefix("10.66.0.0/17"), prefix("2001:db8:66::/63"),
+                                              prefix("fe80::/10")};
+
 TEST_F(LocalAddressesWatch, IncrementalUpdatesMatchAWholeReRead) {
+  incremental_updates_match_a_whole_reread({});
+}
+
+TEST_F(LocalAddressesWatch, IncrementalUpdatesMatchAWholeReReadWithChurningRegions) {
+  incremental_updates_match_a_whole_reread(kChurning);
+}
+
+void LocalAddressesWatch::incremental_updates_match_a_whole_reread(
+    const std::vector<AddressPrefix>& churning) {
   std::unique_ptr<LocalAddresses> local;
   {
     NetnsScope in(ns_->name());
     for (const char* dev : {"zl0", "zl1", "zl2"}) vmm::create_tap(dev);
-    local = std::make_unique<LocalAddresses>();
+    local = std::make_unique<LocalAddresses>(churning);
   }
   ip_batch({"link set lo up"});
   std::vector<std::string> pool;
   for (int i = 0; i < 12; ++i) {
-    pool.push_back("10.66." + std::to_string(i % 4) + "." + std::to_string(1 + i) + "/" +
+    pool.push_back("10.66." + std::to_string(i % 4 * 64) + "." + std::to_string(1 + i) + "/" +
                    (i % 3 == 0   ? "24"
                     : i % 3 == 1 ? "30"
                                  : "32"));
@@ -123,14 +138,11 @@ TEST_F(LocalAddressesWatch, IncrementalUpdatesMatchAWholeReRead) {
   std::unique_ptr<LocalAddresses> reread;
   {
     NetnsScope in(ns_->name());
-    reread = std::make_unique<LocalAddresses>();
+    reread = std::make_unique<LocalAddresses>();  // no churning regions: everything in its snapshot
   }
   std::vector<std::string> got, want;
-  // Named: a range-for over `snapshot()->prefixes` would free the snapshot
-  // (the temporary shared_ptr) before the loop, while the watcher publishes.
-  const auto got_snapshot = local->snapshot(), want_snapshot = reread->snapshot();
-  for (const auto& p : got_snapshot->prefixes) got.push_back(p.to_string());
-  for (const auto& p : want_snapshot->prefixes) want.push_back(p.to_string());
+  for (const auto& p : local->prefixes()) got.push_back(p.to_string());
+  for (const auto& p : reread->prefixes()) want.push_back(p.to_string());
   EXPECT_EQ(got, want);
   if (got != want) {
     std::vector<std::string> only_got, only_want;
@@ -150,6 +162,43 @@ TEST_F(LocalAddressesWatch, IncrementalUpdatesMatchAWholeReRead) {
   for (int i = 0; i < 1000 && local->find(ip("192.0.2.250")); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_FALSE(local->find(ip("192.0.2.250")));
+}
+
+// Prefixes inside the churning regions are found as soon as their
+// notification is read, and publish no snapshot; one outside does.
+TEST_F(LocalAddressesWatch, ChurningRegionsChangeInPlaceWithoutAPublish) {
+  std::unique_ptr<LocalAddresses> local;
+  {
+    NetnsScope in(ns_->name());
+    vmm::create_tap("zl0");
+    local = std::make_unique<LocalAddresses>(kChurning);
+  }
+  ip_batch({"link set lo up", "link set zl0 up"});
+  // The control: outside the regions, a publish (a new generation) shows it.
+  ip_batch({"addr add 192.0.2.7/32 dev zl0"});
+  for (int i = 0; i < 1000 && !local->find(ip("192.0.2.7")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(local->find(ip("192.0.2.7")));
+  const uint64_t generation = local->snapshot()->generation;
+  ip_batch({"addr add 10.66.1.1/30 dev zl0", "addr add 2001:db8:66::1/120 dev zl0 nodad"});
+  for (int i = 0; i < 1000 && !(local->find(ip("10.66.1.3")) && local->find(ip("2001:db8:66::1"))); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(local->find(ip("10.66.1.1")), prefix("10.66.1.1/32"));
+  EXPECT_EQ(local->find(ip("::ffff:10.66.1.1")), prefix("10.66.1.1/32"));
+  EXPECT_EQ(local->find(ip("10.66.1.3")), prefix("10.66.1.3/32"));  // the subnet's broadcast
+  EXPECT_EQ(local->find(ip("2001:db8:66::1")), prefix("2001:db8:66::1/128"));
+  EXPECT_FALSE(local->find(ip("10.66.1.2")));  // the guest's: not this host's
+  EXPECT_FALSE(local->find(ip("2001:db8:66::2")));
+  EXPECT_EQ(local->snapshot()->generation, generation);
+  const auto snapshot = local->snapshot();
+  for (const AddressPrefix& p : snapshot->prefixes)
+    EXPECT_FALSE(p.within(kChurning[0]) || p.within(kChurning[1])) << p.to_string();
+  // And they go as they came.
+  ip_batch({"link del zl0"});
+  for (int i = 0; i < 1000 && local->find(ip("10.66.1.1")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_FALSE(local->find(ip("10.66.1.1")));
+  EXPECT_FALSE(local->find(ip("2001:db8:66::1")));
 }
 
 }  // namespace
