@@ -29,6 +29,11 @@
 #      trickle a slow trickle: 512 connections each sending one byte of a
 #              TLS ClientHello every 2 s (issue 32: a connection that sends
 #              nothing useful has a bounded lifetime)
+#      sql     slow read-only SQL on A's own capability, 4 calls at a time,
+#              each stopped by the store's 2 s time budget; here B measures a
+#              capability KV read (https://cap.zeroness.internal/v1/kv/...)
+#              instead (issue 32: capability calls are shared out per
+#              session and per store, session/capability_service.h)
 # The control: guest C, a veth guest zerod does not govern, sends the same
 # flood outside zeroness: sni against the upstream nginx itself (a TLS server
 # doing the same handshakes, no leaf to mint), denied to the same address
@@ -36,7 +41,8 @@
 # resolver there: refused by the host), streams against a second nginx of
 # the same content speaking HTTP/2 (198.18.0.14; the upstream speaks
 # HTTP/1.1, as zerod's upstream side does here), conns and trickle against
-# the upstream nginx itself. On a 2-core host a flooder busy on one core
+# the upstream nginx itself, sql as the same statement in two local SQLite
+# processes at a time (A's share of the store), killed at the same budget. On a 2-core host a flooder busy on one core
 # slows B whoever enforces; the control measures that share.
 # Per round: B alone, B with A flooding, B with C flooding, for each mode;
 # each flooded p99 over the alone p99 of its triple, median over rounds, and
@@ -49,7 +55,9 @@ FA_NAME=api.stripe.com
 FA_UPSTREAM=198.18.0.11
 FA_DENIED=198.18.0.12
 FA_H2_CONTROL=198.18.0.14  # the control's HTTP/2 server (streams mode)
-FA_MODES=(sni denied dns streams conns trickle)
+FA_MODES=(sni denied dns streams conns trickle sql)
+FA_CAP=cap.zeroness.internal
+FA_SQL_BUDGET_S=2
 
 # The flooder (guest A): python3, runs until SIGTERM, then prints what it did
 # as one JSON line.
@@ -62,6 +70,8 @@ fa_flooder() {
 	start = time.monotonic()
 
 	def report(*_):
+	    for p in globals().get("procs", []):
+	        p.terminate()  # timeout(1) passes it on to its statement
 	    stats["seconds"] = round(time.monotonic() - start, 2)
 	    print(json.dumps(stats), flush=True)
 	    os._exit(0)
@@ -108,6 +118,44 @@ fa_flooder() {
 	ctx = ssl.create_default_context()
 	ctx.check_hostname = False
 	ctx.verify_mode = ssl.CERT_NONE
+	SLOW_SQL = "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
+
+	if mode == "sql":
+	    # Slow read-only SQL on A's own capability, 4 calls at a time (its
+	    # share is fewer): each runs until the store's time budget stops it
+	    # (422). "sql-local": the same statement in local SQLite processes
+	    # outside zeroness (the control), killed at the same budget.
+	    import threading, http.client
+	    def call_through_zerod():
+	        c = http.client.HTTPSConnection(sys.argv[3], 443, context=ctx, timeout=30)
+	        c.request("POST", "/v1/sql/" + target, json.dumps({"sql": SLOW_SQL}), {"Content-Type": "application/json"})
+	        status = c.getresponse().status
+	        c.close()
+	        return status in (200, 422)
+	    def worker():
+	        while True:
+	            try:
+	                ok = call_through_zerod()
+	            except Exception:
+	                ok = False
+	            stats["ok" if ok else "failed"] += 1
+	            if not ok:
+	                time.sleep(0.05)
+	    for _ in range(4):
+	        threading.Thread(target=worker, daemon=True).start()
+	    while True:
+	        time.sleep(1)
+
+	if mode == "sql-local":
+	    import subprocess
+	    while True:
+	        procs = [subprocess.Popen(["timeout", "-s", "KILL", target, sys.executable, "-c",
+	                                   "import sqlite3, sys; sqlite3.connect(':memory:').execute(sys.argv[1]).fetchall()",
+	                                   SLOW_SQL]) for _ in range(2)]
+	        for p in procs:
+	            p.wait()
+	        stats["ok"] += len(procs)
+
 
 	if mode in ("conns", "trickle"):
 	    import resource
@@ -185,12 +233,14 @@ fa_flooder() {
 
 # fa_measure NETNS N LABEL: N warm requests from B, a "LABEL MS LOOKUP_MS"
 # line each: connect + first byte without the name lookup, and the lookup
-# (through zerod's DNS), both "null" for a request that failed.
+# (through zerod's DNS), both "null" for a request that failed. The request:
+# https://api.stripe.com/small, or B's capability KV read for the sql modes.
 fa_measure() {
-  local ns=$1 n=$2 label=$3 i out
+  local ns=$1 n=$2 label=$3 i out url="https://$FA_NAME/small"
+  [[ $label == *sql ]] && url="https://$FA_CAP/v1/kv/$FA_KV_B/k"
   for ((i = 0; i < n; i++)); do
     out=$(ip netns exec "$ns" curl -s -m 10 -o /dev/null -w '%{time_namelookup} %{time_starttransfer} %{http_code}' \
-      --cacert "$FA_CA" "https://$FA_NAME/small" 2> /dev/null) || true
+      --cacert "$FA_CA" "$url" 2> /dev/null) || true
     awk -v l="$label" '$3 == 200 {printf "%s %.3f %.3f\n", l, ($2 - $1) * 1000, $1 * 1000; next} {print l " null null"}' <<< "$out"
   done
 }
@@ -214,9 +264,13 @@ fa_phase() {
           while :; do h2load -D 5 -c 8 -m 32 "$0" & c=$!; wait $c; done' "$url" > "$FA_DIR/flood.pid"
       pid=$(cat "$FA_DIR/flood.pid") ;;
     *)
-      local guest=fa kind=$mode target=$FA_DENIED
+      local guest=fa kind=$mode target=$FA_DENIED name=$FA_NAME
       [[ $mode == ctl-* ]] && guest=fc kind=${mode#ctl-}
       case $kind in
+        sql)
+          # A on its own SQL capability; C the same statement locally.
+          name=$FA_CAP target=$FA_SQL_A
+          [ "$guest" = fc ] && kind=sql-local target=$FA_SQL_BUDGET_S ;;
         sni | conns | trickle)
           # A by the allowed name (steered to zerod); C to the upstream itself.
           target=$FA_UPSTREAM ;;
@@ -226,7 +280,7 @@ fa_phase() {
           [ "$guest" = fa ] && target=198.19.10.1 || target=$FA_UPSTREAM ;;
       esac
       bg_in_netns "$FA_PREFIX-$guest" "$FA_DIR/flood-$round-$mode.log" taskset -c "$(($(nproc) - 1))" \
-        python3 "$FA_DIR/flood.py" "$kind" "$target" "$FA_NAME" \
+        python3 "$FA_DIR/flood.py" "$kind" "$target" "$name" \
         > "$FA_DIR/flood.pid"
       pid=$(cat "$FA_DIR/flood.pid") ;;
   esac
@@ -300,18 +354,38 @@ section_fairness() {
   bg_in_netns "$FA_PREFIX-inet" "$FA_DIR/upstream-h2/stdout.log" nginx -c "$FA_DIR/upstream-h2/nginx.conf" \
     -p "$FA_DIR/upstream-h2" > /dev/null
   wait_tcp "$FA_PREFIX-inet" "$FA_H2_CONTROL" 443
-  zextra=$(jq -cn --arg up "$FA_UPSTREAM" --arg name "$FA_NAME" --argjson extra "$ic_extra" \
-    '{metrics_port: 0, dns_static: {($name): [$up]}} + $extra')
+  # The SQL store of the sql mode (read-only: A only reads it).
+  python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("create table if not exists t(x)")' \
+    "$FA_DIR/bench.db"
+  zextra=$(jq -cn --arg up "$FA_UPSTREAM" --arg name "$FA_NAME" --arg db "$FA_DIR/bench.db" \
+    --argjson budget "$((FA_SQL_BUDGET_S * 1000))" --argjson extra "$ic_extra" \
+    '{metrics_port: 0, dns_static: {($name): [$up]},
+      stores: {sql: {bench: {path: $db, time_budget_ms: $budget}}}} + $extra')
   SSL_CERT_FILE="$FA_DIR/pki/trust-bundle.pem" zerod_start "$FA_PREFIX-host" "$FA_DIR/zerod" \
     "/sys/fs/bpf/zeroness-$FA_PREFIX" "$zextra"
   jq -n --arg name "$FA_NAME" --arg secret "$IC_SECRET" \
     '{policy: {allow: [{host: $name, identity: "cap:stripe"}, {host: "*.bench.example", identity: "cap:stripe"}]},
-      resources: {stripe: {accessToken: $secret}}}' > "$FA_DIR/policy.json"
+      resources: {stripe: {accessToken: $secret}},
+      caps: {kv: {kind: "kv", mode: "rw"}, db: {kind: "sql", db: "bench"}}}' > "$FA_DIR/policy.json"
   fa_veth_session fa 10 198.19.10.2/24 198.19.10.1 02:00:00:00:00:00
   fa_veth_session fb 11 198.19.11.2/24 198.19.11.1 02:00:00:00:00:00
   pt_veth_guest "$FA_PREFIX" fc fc0 198.19.12.2/24 198.19.12.1 02:00:00:00:12:02  # ungoverned
   FA_CA="$FA_DIR/zerod/state/ca/ca.pem"
+  FA_SQL_A=$(znctl_in "$FA_DIR/zerod" -j session show benchfa | jq -r .guest_env.ZN_CAP_DB)
+  FA_KV_B=$(znctl_in "$FA_DIR/zerod" -j session show benchfb | jq -r .guest_env.ZN_CAP_KV)
   fa_flooder "$FA_DIR/flood.py"
+
+  # The sql mode's paths work: B's key is stored and read back, and A's
+  # slow statement is stopped by its budget (422), not refused otherwise.
+  out=$(ip netns exec "$FA_PREFIX-fb" curl -s -m 10 -X PUT --data-binary v -o /dev/null -w '%{http_code}' \
+    --cacert "$FA_CA" "https://$FA_CAP/v1/kv/$FA_KV_B/k" 2>&1) || true
+  [ "$out" = 204 ] || die "fairness: guest B cannot store its KV key through zerod ($out)"
+  out=$(ip netns exec "$FA_PREFIX-fb" curl -s -m 10 --cacert "$FA_CA" "https://$FA_CAP/v1/kv/$FA_KV_B/k" 2>&1) || true
+  [ "$out" = v ] || die "fairness: guest B cannot read its KV key back through zerod ($out)"
+  out=$(ip netns exec "$FA_PREFIX-fa" curl -s -m 10 -o /dev/null -w '%{http_code}' --cacert "$FA_CA" \
+    -d '{"sql": "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"}' \
+    "https://$FA_CAP/v1/sql/$FA_SQL_A" 2>&1) || true
+  [ "$out" = 422 ] || die "fairness: guest A's slow SQL call was not stopped by its budget ($out)"
 
   # The check: B's request answers 200 with the identity arriving upstream
   # (zerod scrubs it from the echo: the marker is the proof).
@@ -320,7 +394,7 @@ section_fairness() {
   if [[ $out != *"authorization=Bearer zn-redacted"*"code=200" ]]; then
     local why="curl from guest B through zerod to an identity rule failed: ${out:0:200}"
     log "fairness: skipped — $why"
-    record_status fairness "B's p99 with A flooding (random SNIs, denied, DNS, HTTP/2 streams, connections, trickle)" skipped "$why"
+    record_status fairness "B's p99 with A flooding (random SNIs, denied, DNS, HTTP/2 streams, connections, trickle, slow SQL)" skipped "$why"
     cleanup_to "$mark"
     return 0
   fi
@@ -329,7 +403,6 @@ section_fairness() {
   out=$(ip netns exec "$FA_PREFIX-fc" curl -sk -m 10 -o /dev/null -w '%{http_code}' "https://$FA_UPSTREAM/small" 2>&1) || true
   [ "$out" = 200 ] || die "fairness: ungoverned guest C cannot reach https://$FA_UPSTREAM/small ($out)"
 
-  local f="$FA_DIR/rounds.txt"
   # The control's HTTP/2 path works: C gets /64k over h2 from its server.
   out=$(ip netns exec "$FA_PREFIX-fc" curl -sk --http2 -m 10 -o /dev/null -w '%{http_version} %{http_code}' \
     "https://$FA_H2_CONTROL/64k" 2>&1) || true
@@ -369,7 +442,7 @@ fa_rate() {
   fi
   cat "$FA_DIR"/flood-*-"$1".log 2> /dev/null | jq -rs --arg what "${1#ctl-}" \
     'map(select(.seconds? > 0)) | if length == 0 then "no report" else
-      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" elif $what == "dns" then "DNS queries" elif $what == "conns" then "TLS connections attempted" elif $what == "trickle" then "trickling connections opened" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed\(if $what == "conns" then ", at most \(map(.held_max // 0) | max) held" else "" end)" end' \
+      "\(map((.ok + .failed) / .seconds) | add / length | floor)/s \(if $what == "sni" then "TLS handshakes attempted" elif $what == "dns" then "DNS queries" elif $what == "conns" then "TLS connections attempted" elif $what == "trickle" then "trickling connections opened" elif $what == "sql" then "slow SQL calls (answered by the budget or refused busy)" else "SYN+UDP pairs" end), \(map(.ok / .seconds) | add / length | floor)/s completed\(if $what == "conns" then ", at most \(map(.held_max // 0) | max) held" else "" end)" end' \
     2> /dev/null || echo "no report"
 }
 
@@ -384,7 +457,10 @@ fa_report() {
       streams) what="HTTP/2 streams (8 connections x 32)" ;;
       conns) what="a flood of held TLS connections" ;;
       trickle) what="512 connections trickling a byte every 2 s" ;;
+      sql) what="slow SQL calls on its capability" ;;
     esac
+    local bwhat="connect+first byte"
+    [ "$mode" = sql ] && bwhat="capability KV read, connect+first byte"
     failed=$(awk -v m="$mode" '$2 == m || $2 == "alone-" m || $2 == "ctl-" m {s += $5} END {print s + 0}' "$f")
     for p in 50 99; do
       col=3
@@ -396,7 +472,7 @@ fa_report() {
       rc=$(fa_ratio "$f" "ctl-$mode" "alone-$mode" "$col")
       net=$(fa_ratio "$f" "$mode" "ctl-$mode" "$col")
       if [ "$p" = 99 ]; then
-        record_figure fairness "guest B p99 connect+first byte, A flooding $what (veth)" ms "$flooded" \
+        record_figure fairness "guest B p99 $bwhat, A flooding $what (veth)" ms "$flooded" \
           "B alone" "$alone" "$r" "<=" 1.10 \
           "$n requests a phase; A: $(fa_rate "$mode"); the same flood from ungoverned C: ${rc}x; $failed of B's requests failed"
         record_figure fairness "control: guest B p99, ungoverned C flooding $what outside zeroness (veth)" ms \
@@ -404,7 +480,7 @@ fa_report() {
         record_figure fairness "guest B p99, A flooding $what, net of the control (veth)" ms "$flooded" \
           "B with C flooding" "$control" "$net" "<=" 1.10 "per-round ratio of B's p99 with governed A flooding to B's p99 with ungoverned C flooding"
       else
-        record_figure fairness "guest B p50 connect+first byte, A flooding $what (veth)" ms "$flooded" \
+        record_figure fairness "guest B p50 $bwhat, A flooding $what (veth)" ms "$flooded" \
           "B alone" "$alone" "$r" "" "" "$n requests a phase; the same flood from ungoverned C: ${rc}x"
       fi
     done

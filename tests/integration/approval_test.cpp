@@ -269,5 +269,35 @@ TEST_F(ApprovalTest, AGrantPassesMatchingRequestsUntilRevokedOrExpired) {
   EXPECT_EQ(tickets, (std::set<uint64_t>{t1, t2, t3, t4}));
 }
 
+// approval_held_per_session from zerod's config: past it the session's next
+// ask is 429 at once, and a decision frees its place.
+class ApprovalHeldShareTest : public ApprovalTest {
+ protected:
+  void configure(json& config) override {
+    ApprovalTest::configure(config);
+    config["approval_held_per_session"] = 2;
+  }
+};
+
+TEST_F(ApprovalHeldShareTest, PastTheConfiguredShareAnAskIsRefusedAtOnce) {
+  auto first = fetch_async("/repos/a/1");
+  auto second = fetch_async("/repos/a/2");
+  const uint64_t t1 = held("/repos/a/1");
+  ASSERT_NE(t1, 0u);
+  ASSERT_NE(held("/repos/a/2"), 0u);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string third = fetch_async("/repos/a/3").get();
+  EXPECT_EQ(status_of(third), "429") << third;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // not held until the timeout
+  // Positive control: one decided, the next ask is held again.
+  ASSERT_TRUE(call("approval.deny", {{"ticket", t1}})["ok"]);
+  EXPECT_EQ(status_of(first.get()), "403");
+  auto fourth = fetch_async("/repos/a/4");
+  EXPECT_NE(held("/repos/a/4"), 0u);
+  for (const auto& h : call("approval.list")["result"]) call("approval.deny", {{"ticket", h["ticket"]}});
+  EXPECT_EQ(status_of(second.get()), "403");
+  EXPECT_EQ(status_of(fourth.get()), "403");
+}
+
 }  // namespace
 }  // namespace zn::test

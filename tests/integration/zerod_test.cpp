@@ -414,6 +414,34 @@ TEST_F(ZerodTcxTest, GovernsThroughTcxAndARestartWithClsactTakesOver) {
   EXPECT_FALSE(gateway_answers());
 }
 
+// dns_tcp_per_session from zerod's config: a guest's TCP connections to
+// the DNS responder past its share are closed at once; those within it
+// answer (the control).
+class ZerodDnsTcpShareTest : public ZerodTest {
+ protected:
+  void configure(json& config) override { config["dns_tcp_per_session"] = 2; }
+};
+
+TEST_F(ZerodDnsTcpShareTest, ConnectionsPastTheShareAreClosed) {
+  create_session();
+  std::ofstream(dir_ / "tcp53.py") << R"py(
+import socket, struct
+def ask(s):
+    name = b"".join(bytes([len(l)]) + l for l in b"api.github.com".split(b".")) + b"\0"
+    m = struct.pack("!HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + name + struct.pack("!HH", 1, 1)
+    try:
+        s.sendall(struct.pack("!H", len(m)) + m)
+        return "answered" if len(s.recv(2)) == 2 else "closed"
+    except socket.timeout:
+        return "timeout"
+    except OSError:
+        return "closed"
+socks = [socket.create_connection(("198.19.0.1", 53), timeout=3) for _ in range(3)]
+print(" ".join(ask(s) for s in socks))
+)py";
+  EXPECT_EQ(guest("python3 " + (dir_ / "tcp53.py").string()).output, "answered answered closed\n");
+}
+
 // Allowed names that get no address are audited (dns:unanswered), bounded
 // per second like packet:deny: a guest spelling data into the labels of an
 // allowed wildcard leaves a trace, and a flood of such names a bounded one.

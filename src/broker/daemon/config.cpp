@@ -118,6 +118,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "dns_unanswered_rate",
                                  "dns_answers_per_session",
                                  "dns_pending_per_session",
+                                 "dns_tcp_per_session",
                                  "dns_queries_per_second",
                                  "dns_query_burst",
                                  "metrics_port",
@@ -137,6 +138,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "jwt_lifetime_s",
                                  "jwks_listen",
                                  "approval_timeout_ms",
+                                 "approval_held_per_session",
                                  "capability_threads",
                                  "capability_calls_per_session",
                                  "proxy_workers",
@@ -224,6 +226,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   }
   c.secret_read_linger_ms = get_uint(doc, "secret_read_linger_ms", c.secret_read_linger_ms, 0, 10000);
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
+  c.approval_held_per_session =
+      get_uint(doc, "approval_held_per_session", c.approval_held_per_session, 1, 100000);
   c.capability_threads = get_uint(doc, "capability_threads", c.capability_threads, 2, 256);
   c.capability_calls_per_session =
       get_uint(doc, "capability_calls_per_session", c.capability_calls_per_session, 1, 255);
@@ -270,6 +274,8 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   c.dns_answers_per_session =
       get_uint(doc, "dns_answers_per_session", c.dns_answers_per_session, 16, 1000000);
   c.dns_pending_per_session = get_uint(doc, "dns_pending_per_session", c.dns_pending_per_session, 1, 1024);
+  // Below the responder's 64: another session always has one.
+  c.dns_tcp_per_session = get_uint(doc, "dns_tcp_per_session", c.dns_tcp_per_session, 1, 63);
   c.dns_queries_per_second = get_uint(doc, "dns_queries_per_second", c.dns_queries_per_second, 1, 1000000);
   c.dns_query_burst = get_uint(doc, "dns_query_burst", c.dns_query_burst, 1, 1000000);
   for (const std::string* path : {&c.pin_root, &c.state_dir, &c.control_socket, &c.host_key})

@@ -76,6 +76,8 @@ struct DaemonConfig {
   // Each session's share of the resolver (issue 32): its queries waiting
   // for an upstream answer at once, and its queries per second (burst).
   uint32_t dns_pending_per_session = 64;
+  // A session's DNS-over-TCP connections at once (of the responder's 64).
+  uint32_t dns_tcp_per_session = 8;
   uint32_t dns_queries_per_second = ZN_DEFAULT_DNS_RATE, dns_query_burst = ZN_DEFAULT_DNS_BURST;
   // How the datapath programs attach to each TAP: "clsact" (a qdisc and
   // filters; the default, measured faster to create and delete) or "tcx"
@@ -109,7 +111,8 @@ struct DaemonConfig {
   // The proxy's workers (broker decisions, upstream resolutions, leaf
   // minting) and how many one session's jobs may hold at once.
   uint32_t proxy_workers = 8, proxy_workers_per_session = 2;
-  uint32_t approval_timeout_ms = 120000;  // a request held for approval ("ask") is denied after this
+  uint32_t approval_timeout_ms = 120000;    // a request held for approval ("ask") is denied after this
+  uint32_t approval_held_per_session = 32;  // past it a session's next "ask" is 429 at once
   // The longest standing approval `znctl approval allow --for` may grant.
   uint32_t approval_grant_max_s = 24 * 3600;
   // Declared ports (znctl session expose): the address zerod's listeners

@@ -232,6 +232,7 @@ void ZerodDaemon::bind_services() {
       [this] {
         dns::ResponderConfig dns_config = dns::responder_config_for(listeners());
         dns_config.handler.max_pending_per_session = config_.dns_pending_per_session;
+        dns_config.max_tcp_per_session = config_.dns_tcp_per_session;
         dns_config.handler.session_rate.per_second = config_.dns_queries_per_second;
         dns_config.handler.session_rate.burst = config_.dns_query_burst;
         dns_ = std::make_unique<dns::Responder>(std::move(dns_config), *dns_policy_, *resolver_);
@@ -489,6 +490,7 @@ void ZerodDaemon::start_approvals() {
   }
   ApprovalBook::Options approval_options;
   approval_options.ttl = std::chrono::milliseconds(config_.approval_timeout_ms);
+  approval_options.max_held_per_session = config_.approval_held_per_session;
   approval_options.max_grant = std::chrono::seconds(config_.approval_grant_max_s);
   // Both hooks run where the change happened (a proxy I/O loop, a control
   // thread, the periodic thread): they only queue and post.

@@ -86,11 +86,16 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
   EXPECT_EQ(d.capability_threads, 8u);
   EXPECT_EQ(d.capability_calls_per_session, 3u);
   EXPECT_EQ(d.dns_pending_per_session, 64u);
+  EXPECT_EQ(d.dns_tcp_per_session, 8u);
+  EXPECT_EQ(d.approval_held_per_session, 32u);
   EXPECT_EQ(d.proxy_workers, 8u);
   EXPECT_EQ(d.proxy_workers_per_session, 2u);
   const DaemonConfig c = parse_daemon_config(
       R"({"capability_threads": 16, "capability_calls_per_session": 4, "dns_queries_per_second": 50,
-          "proxy_max_connections": 100000, "proxy_workers": 32, "proxy_workers_per_session": 4})");
+          "proxy_max_connections": 100000, "proxy_workers": 32, "proxy_workers_per_session": 4,
+          "dns_tcp_per_session": 63, "approval_held_per_session": 5})");
+  EXPECT_EQ(c.dns_tcp_per_session, 63u);
+  EXPECT_EQ(c.approval_held_per_session, 5u);
   EXPECT_EQ(c.proxy_workers, 32u);
   EXPECT_EQ(c.proxy_workers_per_session, 4u);
   EXPECT_EQ(c.capability_threads, 16u);
@@ -105,6 +110,10 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
                 .find("$.proxy_workers_per_session"),
             std::string::npos);
   EXPECT_NE(config_error(R"({"dns_pending_per_session": 0})").find("$.dns_pending_per_session"),
+            std::string::npos);
+  // A session's DNS TCP share leaves the others one of the 64.
+  EXPECT_NE(config_error(R"({"dns_tcp_per_session": 64})").find("$.dns_tcp_per_session"), std::string::npos);
+  EXPECT_NE(config_error(R"({"approval_held_per_session": 0})").find("$.approval_held_per_session"),
             std::string::npos);
 }
 
