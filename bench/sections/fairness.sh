@@ -39,8 +39,8 @@
 # doing the same handshakes, no leaf to mint), denied to the same address
 # (routed by the host, refused there), dns to the upstream's address (no
 # resolver there: refused by the host), streams against a second nginx of
-# the same content speaking HTTP/2 (198.18.0.14; the upstream speaks
-# HTTP/1.1, as zerod's upstream side does here), conns and trickle against
+# the upstream nginx on another address of its own where it speaks HTTP/2
+# (198.18.0.14; to zerod it speaks HTTP/1.1), conns and trickle against
 # the upstream nginx itself, sql as the same statement in two local SQLite
 # processes at a time (A's share of the store), killed at the same budget. On a 2-core host a flooder busy on one core
 # slows B whoever enforces; the control measures that share.
@@ -55,7 +55,8 @@ FA_NAME=api.stripe.com
 FA_UPSTREAM=198.18.0.11
 FA_DENIED=198.18.0.12
 FA_H2_CONTROL=198.18.0.14  # the control's HTTP/2 server (streams mode)
-FA_MODES=(sni denied dns streams conns trickle sql)
+# ZN_BENCH_FA_MODES (space-separated) runs a subset.
+read -r -a FA_MODES <<< "${ZN_BENCH_FA_MODES:-sni denied dns streams conns trickle sql}"
 FA_CAP=cap.zeroness.internal
 FA_SQL_BUDGET_S=2
 
@@ -339,20 +340,16 @@ section_fairness() {
   : > "$FA_DIR/upstream/www/bulk.bin"
   ic_nginx nginx-upstream.conf.in "$FA_DIR/upstream" "$FA_PREFIX-inet" "$FA_UPSTREAM" \
     "$FA_DIR/pki/upstream.pem" "$FA_DIR/pki/upstream.key"
-  # The control's HTTP/2 server: the same content and certificate on its own
-  # address, with http2 on its listener.
+  # The control's HTTP/2 server: the upstream nginx itself (one worker: the
+  # control's flood must load the server B's requests go to, as A's does
+  # through zerod), listening with http2 on an address of its own as well.
   ip -n "$FA_PREFIX-inet" addr add "$FA_H2_CONTROL/32" dev lo
-  mkdir -p "$FA_DIR/upstream-h2/tmp"
-  sed -e "s|$FA_DIR/upstream/|$FA_DIR/upstream-h2/|g" -e "s|$FA_DIR/upstream;|$FA_DIR/upstream-h2;|g" \
-    -e "s|alias $FA_DIR/upstream-h2/www|alias $FA_DIR/upstream/www|g" \
-    -e "s|listen $FA_UPSTREAM:443 ssl;|listen $FA_H2_CONTROL:443 ssl http2;|" \
-    "$FA_DIR/upstream/nginx.conf" > "$FA_DIR/upstream-h2/nginx.conf"
-  grep -q "listen $FA_H2_CONTROL:443 ssl http2;" "$FA_DIR/upstream-h2/nginx.conf" ||
-    die "fairness: could not derive the control's HTTP/2 nginx config"
-  ip netns exec "$FA_PREFIX-inet" nginx -t -q -c "$FA_DIR/upstream-h2/nginx.conf" -p "$FA_DIR/upstream-h2" ||
-    die "nginx -t failed for the control's HTTP/2 server"
-  bg_in_netns "$FA_PREFIX-inet" "$FA_DIR/upstream-h2/stdout.log" nginx -c "$FA_DIR/upstream-h2/nginx.conf" \
-    -p "$FA_DIR/upstream-h2" > /dev/null
+  sed -i "s|^\( *\)listen $FA_UPSTREAM:443 ssl;|&\n\1listen $FA_H2_CONTROL:443 ssl http2;|" "$FA_DIR/upstream/nginx.conf"
+  grep -q "listen $FA_H2_CONTROL:443 ssl http2;" "$FA_DIR/upstream/nginx.conf" ||
+    die "fairness: could not add the control's HTTP/2 listener to the upstream nginx config"
+  ip netns exec "$FA_PREFIX-inet" nginx -t -q -c "$FA_DIR/upstream/nginx.conf" -p "$FA_DIR/upstream" ||
+    die "nginx -t failed with the control's HTTP/2 listener"
+  ip netns exec "$FA_PREFIX-inet" nginx -c "$FA_DIR/upstream/nginx.conf" -p "$FA_DIR/upstream" -s reload
   wait_tcp "$FA_PREFIX-inet" "$FA_H2_CONTROL" 443
   # The SQL store of the sql mode (read-only: A only reads it).
   python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("create table if not exists t(x)")' \

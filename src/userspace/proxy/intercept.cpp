@@ -22,6 +22,7 @@
 #include "userspace/proxy/h1_upstream_leg.h"
 #include "userspace/proxy/offload.h"
 #include "userspace/proxy/h2_upstream_leg.h"
+#include "userspace/proxy/loop_share.h"
 #include "userspace/proxy/request_screen.h"
 #include "userspace/proxy/scrub_fields.h"
 #include "userspace/proxy/secret_scrubber.h"
@@ -574,6 +575,8 @@ class Exchange {
       // (filters/chain.cpp), one stream whatever the upstream's chunk or
       // read boundaries.
       filters::DataChain body_chain = filters::upstream_data_chain(connection_, summary);
+      const auto loop = co_await asio::this_coro::executor;
+      LoopShare& share = LoopShare::of_current_loop(loop);
       std::exception_ptr failed;
       try {
         std::string piece, clean;
@@ -581,6 +584,8 @@ class Exchange {
           piece.clear();
           clean.clear();
           const bool done = co_await dog_.guard(upstream_.leg->response_body(piece), ctx_.idle_timeout);
+          // The session's turn at this loop (loop_share.h) before the chain's work.
+          co_await share.take(conn_.session, piece.size());
           body_chain.run(piece, done, clean);
           guest_.response_data(clean);
           if (done) break;
@@ -792,10 +797,13 @@ class Exchange {
     // What was read ahead (up to the bound) goes first, screened with the rest.
     std::string piece = std::move(request.body), clean;
     request.body.clear();
+    const auto loop = co_await asio::this_coro::executor;
+    LoopShare& share = LoopShare::of_current_loop(loop);
     for (;;) {
       // A malformed body (BadRequestBody): the upstream has part of a
       // request and must never see the rest as anything, so the connection goes.
       const bool done = co_await guest_.read_body(req, piece);
+      co_await share.take(conn_.session, piece.size());
       if (!chain.empty()) {
         clean.clear();
         filters::DataResult r = chain.run(piece, done, clean);
