@@ -635,7 +635,7 @@ class Exchange {
                            filters::upstream_data_chain(connection_, summary)};
     WebSocketOutcome outcome = co_await relay_websocket(
         *tunnel, std::move(from_guest), *upstream, std::move(from_upstream), scrubber_, screen_,
-        decision.substitutions, std::move(chains), ctx_.websocket);
+        decision.substitutions, std::move(chains), ctx_.websocket, conn_.session);
     upstream_.reset();
     summary.bytes_from_guest += outcome.bytes_up;
     summary.bytes_to_guest += outcome.bytes_down;

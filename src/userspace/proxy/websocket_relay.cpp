@@ -1,5 +1,6 @@
 #include "userspace/proxy/websocket_relay.h"
 #include "userspace/proxy/lingering_close.h"
+#include "userspace/proxy/loop_share.h"
 
 #include <openssl/rand.h>
 
@@ -30,14 +31,16 @@ constexpr Clock::duration kDrain = 500ms;
 class Relay {
  public:
   Relay(ByteStream& guest, ByteStream& upstream, const SecretScrubber& scrubber, const RequestScreen& screen,
-        const std::vector<Substitution>& exempt, WebSocketChains chains, const WebSocketLimits& limits)
+        const std::vector<Substitution>& exempt, WebSocketChains chains, const WebSocketLimits& limits,
+        const std::string& session)
       : guest_{guest, "guest"},
         upstream_{upstream, "upstream"},
         scrubber_(scrubber),
         screen_(screen),
         exempt_(exempt),
         limits_(limits),
-        chains_(std::move(chains)) {}
+        chains_(std::move(chains)),
+        session_(session) {}
 
   awaitable<WebSocketOutcome> run(std::string guest_pending, std::string upstream_pending) {
     using namespace asio::experimental::awaitable_operators;
@@ -188,10 +191,13 @@ class Relay {
     std::string out;
     char buf[kReadChunk];
     bool fresh = !in.empty();  // bytes that came with the handshake
+    const auto loop = co_await asio::this_coro::executor;
+    LoopShare& share = LoopShare::of_current_loop(loop);
     try {
       for (;;) {
         if (!fresh) {
           const size_t n = co_await src.stream.read_some(buf, sizeof(buf));
+          co_await share.take(session_, n);  // the session's turn at the loop
           if (n == 0) {
             // Its end of stream is passed on (after all it sent before).
             dst.writing = true;
@@ -281,6 +287,7 @@ class Relay {
   const std::vector<Substitution>& exempt_;
   const WebSocketLimits& limits_;
   WebSocketChains chains_;  // each direction's messages, one after another
+  const std::string& session_;
   std::optional<asio::steady_timer> signal_;
   Clock::time_point last_activity_;
   std::optional<Clock::time_point> ending_since_;
@@ -296,8 +303,8 @@ awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string guest
                                             ByteStream& upstream, std::string upstream_pending,
                                             const SecretScrubber& scrubber, const RequestScreen& screen,
                                             const std::vector<Substitution>& exempt, WebSocketChains chains,
-                                            const WebSocketLimits& limits) {
-  Relay relay(guest, upstream, scrubber, screen, exempt, std::move(chains), limits);
+                                            const WebSocketLimits& limits, const std::string& session) {
+  Relay relay(guest, upstream, scrubber, screen, exempt, std::move(chains), limits, session);
   WebSocketOutcome outcome = co_await relay.run(std::move(guest_pending), std::move(upstream_pending));
   co_return outcome;
 }

@@ -53,6 +53,7 @@ struct WebSocketOutcome {
 // handshake. `exempt`: the request's own placeholders (going to their host).
 // `up`, `down`: the data chains of the guest's and the upstream's messages
 // (filters::guest_data_chain, upstream_data_chain), closed when it ends.
+// `session`: whose share of the loop the relayed bytes take (loop_share.h).
 struct WebSocketChains {
   filters::DataChain up, down;
 };
@@ -60,6 +61,7 @@ asio::awaitable<WebSocketOutcome> relay_websocket(ByteStream& guest, std::string
                                                   ByteStream& upstream, std::string upstream_pending,
                                                   const SecretScrubber& scrubber, const RequestScreen& screen,
                                                   const std::vector<Substitution>& exempt,
-                                                  WebSocketChains chains, const WebSocketLimits& limits);
+                                                  WebSocketChains chains, const WebSocketLimits& limits,
+                                                  const std::string& session);
 
 }  // namespace zn::proxy
