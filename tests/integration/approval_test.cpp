@@ -276,6 +276,8 @@ class ApprovalHeldShareTest : public ApprovalTest {
   void configure(json& config) override {
     ApprovalTest::configure(config);
     config["approval_held_per_session"] = 2;
+    // Held until the test decides: none expires under a slow CI run.
+    config["approval_timeout_ms"] = 60000;
   }
 };
 
@@ -294,7 +296,8 @@ TEST_F(ApprovalHeldShareTest, PastTheConfiguredShareAnAskIsRefusedAtOnce) {
   EXPECT_EQ(status_of(first.get()), "403");
   auto fourth = fetch_async("/repos/a/4");
   EXPECT_NE(held("/repos/a/4"), 0u);
-  for (const auto& h : call("approval.list")["result"]) call("approval.deny", {{"ticket", h["ticket"]}});
+  const json listed = call("approval.list");
+  for (const auto& h : listed["result"]) ASSERT_TRUE(call("approval.deny", {{"ticket", h["ticket"]}})["ok"]);
   EXPECT_EQ(status_of(second.get()), "403");
   EXPECT_EQ(status_of(fourth.get()), "403");
 }
