@@ -116,6 +116,12 @@ fa_flooder() {
 	        except OSError:
 	            pass
 
+	def run_many(worker, n):
+	    # n of the coroutine `worker` at once, until the flooder is stopped.
+	    async def main():
+	        await asyncio.gather(*(worker() for _ in range(n)))
+	    asyncio.run(main())
+
 	ctx = ssl.create_default_context()
 	ctx.check_hostname = False
 	ctx.verify_mode = ssl.CERT_NONE
@@ -182,10 +188,7 @@ fa_flooder() {
 	                stats["failed"] += 1
 	                await asyncio.sleep(0.01)
 
-	    async def main():
-	        await asyncio.gather(*(opener() for _ in range(32)))
-
-	    asyncio.run(main())
+	    run_many(opener, 32)
 
 	if mode == "trickle":
 	    # One byte of a ClientHello every 2 s on each of 512 connections; a
@@ -208,10 +211,7 @@ fa_flooder() {
 	                stats["failed"] += 1
 	                await asyncio.sleep(0.5)
 
-	    async def main():
-	        await asyncio.gather(*(trickler() for _ in range(512)))
-
-	    asyncio.run(main())
+	    run_many(trickler, 512)
 
 	async def one():
 	    while True:
@@ -225,10 +225,7 @@ fa_flooder() {
 	            stats["failed"] += 1
 	            await asyncio.sleep(0.001)
 
-	async def main():
-	    await asyncio.gather(*(one() for _ in range(32)))
-
-	asyncio.run(main())
+	run_many(one, 32)
 	PY
 }
 

@@ -2,17 +2,17 @@
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "userspace/net/unique_fd.h"
 
 namespace zn::dp::tcx {
 namespace {
@@ -34,20 +34,6 @@ constexpr Hook kEgress{kTcxEgress, "zn_tap_egress", "egress"};
 
 const Hook& hook_of(bool ingress) { return ingress ? kIngress : kEgress; }
 bpf_attach_type attach_type(const Hook& hook) { return static_cast<bpf_attach_type>(hook.type); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string describe(int err) { return std::strerror(err < 0 ? -err : err); }
 
@@ -76,14 +62,20 @@ int attached_ids(int ifindex, const Hook& hook, std::vector<uint32_t>& out) {
   return 0;
 }
 
-// Ours on the hook (by name), as open fds in the order they run.
-std::vector<std::unique_ptr<Fd>> ours_on(int ifindex, const Hook& hook, const std::string& name, int* err) {
+// One of ours on a hook: its id and an open fd.
+struct Ours {
+  uint32_t id;
+  net::UniqueFd fd;
+};
+
+// Ours on the hook (by name), in the order they run.
+std::vector<Ours> ours_on(int ifindex, const Hook& hook, const std::string& name, int* err) {
   std::vector<uint32_t> ids;
-  std::vector<std::unique_ptr<Fd>> out;
+  std::vector<Ours> out;
   *err = attached_ids(ifindex, hook, ids);
   for (uint32_t id : ids) {
-    auto fd = std::make_unique<Fd>(bpf_prog_get_fd_by_id(id));
-    if (fd->get() >= 0 && identity_of(fd->get()).name == name) out.push_back(std::move(fd));
+    net::UniqueFd fd(bpf_prog_get_fd_by_id(id));
+    if (fd && identity_of(fd.get()).name == name) out.push_back({id, std::move(fd)});
   }
   return out;
 }
@@ -109,18 +101,17 @@ void attach(int ifindex, bool ingress, int prog_fd) {
   const ProgIdentity self = identity_of(prog_fd);
   if (self.name.empty()) fail(EBADF);
   int err = 0;
-  std::vector<std::unique_ptr<Fd>> ours = ours_on(ifindex, hook, self.name, &err);
+  std::vector<Ours> ours = ours_on(ifindex, hook, self.name, &err);
   if (err) fail(err);
-  bool placed = false;
-  for (const auto& fd : ours)
-    if (identity_of(fd->get()).id == self.id) placed = true;  // already this very program
+  const bool placed =  // already this very program
+      std::any_of(ours.begin(), ours.end(), [&](const Ours& o) { return o.id == self.id; });
   if (!placed) {
     struct bpf_prog_attach_opts opts {};
     opts.sz = sizeof(opts);
     if (!ours.empty()) {
       // In place: the hook is never without one of ours.
       opts.flags = BPF_F_REPLACE;
-      opts.replace_prog_fd = ours.front()->get();
+      opts.replace_prog_fd = ours.front().fd.get();
     } else {
       opts.flags = kFirst;
     }
@@ -130,15 +121,14 @@ void attach(int ifindex, bool ingress, int prog_fd) {
   // More than one of ours (another zerod's, a crash between two attaches):
   // only the one just placed stays.
   for (size_t i = placed ? 0 : 1; i < ours.size(); ++i)
-    if (identity_of(ours[i]->get()).id != self.id)
-      bpf_prog_detach2(ours[i]->get(), ifindex, attach_type(hook));
+    if (ours[i].id != self.id) bpf_prog_detach2(ours[i].fd.get(), ifindex, attach_type(hook));
 }
 
 void detach(int ifindex, bool ingress) {
   const Hook& hook = hook_of(ingress);
   int err = 0;
-  for (const auto& fd : ours_on(ifindex, hook, hook.ours, &err))
-    bpf_prog_detach2(fd->get(), ifindex, attach_type(hook));
+  for (const Ours& o : ours_on(ifindex, hook, hook.ours, &err))
+    bpf_prog_detach2(o.fd.get(), ifindex, attach_type(hook));
 }
 
 bool has_ours(int ifindex, bool ingress) {
