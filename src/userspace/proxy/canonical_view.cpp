@@ -181,6 +181,37 @@ Canonicaliser::Verdict Canonicaliser::judge() {
   }
 }
 
+bool Canonicaliser::literal_lead(Mode mode, unsigned char lead, unsigned char next) {
+  // [mode][lead][next]: 2 x 256 x 256 bits, probed at first use.
+  static const std::vector<uint64_t> table = [] {
+    std::vector<uint64_t> t(2 * 256 * 256 / 64, 0);
+    for (Mode m : {Mode::kEscapes, Mode::kQuotedPrintable}) {
+      Canonicaliser c(m);
+      for (int l = 0; l < 256; ++l) {
+        if (!c.is_lead(static_cast<unsigned char>(l))) continue;
+        for (int x = 0; x < 256; ++x) {
+          bool first = true, literal = false;
+          auto emit = [&](int b, uint64_t start, uint64_t end) {
+            if (first) literal = b == l && start == 0 && end == 1;
+            first = false;
+          };
+          c.push(static_cast<unsigned char>(l), 0, emit);
+          c.push(static_cast<unsigned char>(x), 1, emit);
+          if (literal) {
+            const size_t bit =
+                (static_cast<size_t>(m) << 16) | static_cast<size_t>(l) << 8 | static_cast<size_t>(x);
+            t[bit / 64] |= uint64_t{1} << (bit % 64);
+          }
+          c.reset();
+        }
+      }
+    }
+    return t;
+  }();
+  const size_t bit = (static_cast<size_t>(mode) << 16) | static_cast<size_t>(lead) << 8 | next;
+  return (table[bit / 64] >> (bit % 64)) & 1;
+}
+
 std::string canonical(std::string_view s, Canonicaliser::Mode mode) {
   Canonicaliser c(mode);
   std::string out;

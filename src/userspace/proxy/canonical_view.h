@@ -90,6 +90,14 @@ class Canonicaliser {
   bool idle() const { return len_ == 0; }
   bool plain(unsigned char c) const { return canonical_detail::kPlain.t[static_cast<size_t>(mode_)][c] != 0; }
   void took_plain() { dropped_ = 0; }
+  // Whether byte c is dropped (NUL, CR, LF) when no escape is pending.
+  static bool dropped(unsigned char c) { return c == 0 || c == '\r' || c == '\n'; }
+  // Whether an escape lead read with no escape pending, followed by `next`,
+  // is given up at once: the lead is then its own canonical byte, and the
+  // view reads on from `next` as if no escape had been pending (a caller
+  // may take such a lead as plain). From this class's own rules, probed
+  // once per pair.
+  static bool literal_lead(Mode mode, unsigned char lead, unsigned char next);
   // Where an escape not yet complete starts, kNone if none.
   uint64_t pending_from() const { return len_ == 0 ? kNone : pos_[0]; }
   // The end of the stream: a pending escape's bytes are literal.

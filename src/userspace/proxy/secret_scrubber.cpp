@@ -12,6 +12,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "userspace/proxy/byte_set_scan.h"
+
 namespace zn::proxy {
 namespace {
 
@@ -354,6 +356,7 @@ std::vector<SecretPattern> canonical_patterns(std::string_view secret) {
 // ends at the target. Every table spells the secrets: wiped when it goes.
 namespace {
 std::atomic<uint64_t> g_automata_built{0};
+constexpr uint32_t kMatchFlag = 0x80000000u;
 }  // namespace
 
 struct SecretScrubber::Automaton {
@@ -378,14 +381,28 @@ struct SecretScrubber::Automaton {
   std::vector<uint8_t> boundary_;    // boundary_redaction() of each state
   size_t longest_ = 0;
   size_t pattern_count_ = 0;
+  // Every pair of bytes that follow each other inside some pattern (bit
+  // a << 8 | b). Where two bytes of a text are not such a pair, no match of
+  // two bytes or more ends at the second and the automaton's state after it
+  // is the root's step on that byte alone: the scan runs the automaton only
+  // through runs of such pairs (Stream::scan_identity, scan_view).
+  std::vector<uint64_t> pairs_;
+  bool pairs_usable_ = false;         // every pattern has two bytes or more
+  ByteSet pair_first_, pair_second_;  // the bytes of those pairs: the prefilter
+
+  bool pair(unsigned char a, unsigned char b) const {
+    const size_t ab = size_t{a} << 8 | b;
+    return (pairs_[ab >> 6] >> (ab & 63)) & 1;
+  }
+  // The state (row offset) after a byte that follows a byte it is not a
+  // pair with.
+  uint32_t after_break(unsigned char b) const { return next_[class_of_[b]] & ~kMatchFlag; }
 
  private:
   void build();
 };
 
 namespace {
-
-constexpr uint32_t kMatchFlag = 0x80000000u;
 
 // The automata alive, by their list of secrets and labels: a scrubber armed
 // with a list another holds takes that one instead of building its own (an
@@ -493,6 +510,9 @@ SecretScrubber::Automaton::~Automaton() {
   cleanse(match_enc_);
   cleanse(match_sec_);
   cleanse(boundary_);
+  cleanse(pairs_);
+  OPENSSL_cleanse(&pair_first_, sizeof pair_first_);
+  OPENSSL_cleanse(&pair_second_, sizeof pair_second_);
   OPENSSL_cleanse(class_of_, sizeof class_of_);
 }
 
@@ -611,6 +631,18 @@ void SecretScrubber::Automaton::build() {
     longest_ = std::max(longest_, o.p.bytes.size());
   }
   pattern_count_ = all.size();
+  pairs_.assign(size_t{1} << 10, 0);
+  pairs_usable_ = !all.empty();
+  for (const Owned& o : all) {
+    if (o.p.bytes.size() < 2) pairs_usable_ = false;
+    for (size_t i = 1; i < o.p.bytes.size(); ++i) {
+      const size_t ab = size_t{static_cast<unsigned char>(o.p.bytes[i - 1])} << 8 |
+                        static_cast<unsigned char>(o.p.bytes[i]);
+      pairs_[ab >> 6] |= uint64_t{1} << (ab & 63);
+      pair_first_.add(static_cast<unsigned char>(o.p.bytes[i - 1]));
+      pair_second_.add(static_cast<unsigned char>(o.p.bytes[i]));
+    }
+  }
   for (Owned& o : all) cleanse(o.p.bytes);
   // Breadth first: failure links, then every missing transition filled from
   // the failure state's, making a DFA. A state's matches include those of
@@ -688,7 +720,7 @@ void SecretScrubber::Stream::reset() {
     v->canon.reset();
     v->row = 0;
     v->count = 0;
-    v->run = 0;
+    v->synced = false;
   }
   runs_.clear();
 }
@@ -731,18 +763,95 @@ void SecretScrubber::Stream::matched(uint32_t state, uint64_t start, uint64_t en
   redact(start, end);
 }
 
+namespace {
+// The bytes that are not plain in each canonical view (canonical_view.h).
+const ByteSet& not_plain(Canonicaliser::Mode mode) {
+  static const auto sets = [] {
+    std::array<ByteSet, 2> out;
+    for (int c = 0; c < 256; ++c)
+      for (auto m : {Canonicaliser::Mode::kEscapes, Canonicaliser::Mode::kQuotedPrintable})
+        if (!Canonicaliser(m).plain(static_cast<unsigned char>(c)))
+          out[static_cast<size_t>(m)].add(static_cast<unsigned char>(c));
+    return out;
+  }();
+  return sets[static_cast<size_t>(mode)];
+}
+}  // namespace
+
+void SecretScrubber::Stream::mark(size_t from) {
+  // The prefilter of the feed's bytes [from, n): where a pattern pair ends
+  // (the candidates, a first byte of some pair then a second, each checked;
+  // the feed's first byte is stepped anyway) and the bytes not plain in
+  // each view.
+  const unsigned char* d = reinterpret_cast<const unsigned char*>(pending_.data()) + from;
+  const size_t n = pending_.size() - from, words = (n + 63) / 64;
+  for (auto* m : {&pair_marks_, &first_marks_, &escape_marks_, &qp_marks_}) m->resize(words);
+  s_.pair_first_.mark(d, n, first_marks_.data());
+  s_.pair_second_.mark(d, n, pair_marks_.data());
+  const uint64_t* table = s_.pairs_.data();
+  uint64_t* marks = pair_marks_.data();
+  const uint64_t* firsts = first_marks_.data();
+  uint64_t carry = 0;
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t candidates = marks[w] & (firsts[w] << 1 | carry), pairs = 0;
+    carry = firsts[w] >> 63;
+    const unsigned char* base = d + w * 64;
+    while (candidates != 0) {
+      const auto bit = static_cast<unsigned>(__builtin_ctzll(candidates));
+      candidates &= candidates - 1;
+      // bit >= 1 or w >= 1: the first byte is never a candidate
+      const size_t ab = size_t{base[static_cast<ptrdiff_t>(bit) - 1]} << 8 | base[bit];
+      pairs |= ((table[ab >> 6] >> (ab & 63)) & 1) << bit;
+    }
+    marks[w] = pairs;
+  }
+  not_plain(Canonicaliser::Mode::kEscapes).mark(d, n, escape_marks_.data());
+  not_plain(Canonicaliser::Mode::kQuotedPrintable).mark(d, n, qp_marks_.data());
+}
+
 void SecretScrubber::Stream::scan_identity(size_t from) {
+  // The automaton runs only through runs of pattern pairs (Automaton::pairs_):
+  // between them, the state after each byte is the root's step on it, and
+  // no match ends there.
+  if (!skip_ || !s_.pairs_usable_) return scan_identity_every_byte(from);
+  const size_t k = s_.classes_;
+  const uint32_t* next = s_.next_.data();
+  const uint8_t* class_of = s_.class_of_;
+  const unsigned char* d = reinterpret_cast<const unsigned char*>(pending_.data());
+  const size_t n = pending_.size();
+  uint32_t row = row_;
+  auto step = [&](size_t i) {
+    const uint32_t t = next[row + class_of[d[i]]];
+    row = t & ~kMatchFlag;
+    if (t & kMatchFlag) [[unlikely]] {
+      const uint32_t state = row / static_cast<uint32_t>(k);
+      const uint64_t end = base_ + i + 1;
+      matched(state, end - s_.match_len_[state], end, false);
+    }
+  };
+  const uint64_t* pairs = pair_marks_.data();
+  // The feed's first byte follows row_; each later one that is not a pair
+  // with the byte before it puts the automaton in the root's step on it.
+  size_t i = from;
+  if (i < n) step(i++);
+  while (i < n) {
+    size_t j = from + next_mark(pairs, i - from, n - from);
+    if (j > i) row = s_.after_break(d[j - 1]);
+    for (; j < n && ((pairs[(j - from) / 64] >> ((j - from) % 64)) & 1); ++j) step(j);
+    i = j;
+  }
+  row_ = row;
+}
+
+void SecretScrubber::Stream::scan_identity_every_byte(size_t from) {
   const size_t k = s_.classes_;
   const uint32_t* next = s_.next_.data();
   const uint8_t* class_of = s_.class_of_;
   uint32_t row = row_;
   const char* data = pending_.data();
-  rows_.resize(pending_.size() - from);
-  uint32_t* rows = rows_.data() - from;
   for (size_t i = from; i < pending_.size(); ++i) {
     const uint32_t t = next[row + class_of[static_cast<unsigned char>(data[i])]];
     row = t & ~kMatchFlag;
-    rows[i] = row;
     if (!(t & kMatchFlag)) [[likely]]
       continue;
     const uint32_t state = row / static_cast<uint32_t>(k);
@@ -750,6 +859,33 @@ void SecretScrubber::Stream::scan_identity(size_t from) {
     matched(state, end - s_.match_len_[state], end, false);
   }
   row_ = row;
+}
+
+uint32_t SecretScrubber::Stream::as_sent_after(size_t p, size_t from) const {
+  // Back to the last byte that is not a pattern pair with the one before it
+  // (its state is the root's step on it), then forward; a feed's first byte
+  // follows row_before_.
+  const unsigned char* d = reinterpret_cast<const unsigned char*>(pending_.data());
+  size_t k = p;
+  while (k > from && s_.pair(d[k - 1], d[k])) --k;
+  uint32_t row = k > from ? s_.after_break(d[k]) : s_.next_[row_before_ + s_.class_of_[d[k]]] & ~kMatchFlag;
+  for (size_t q = k + 1; q <= p; ++q) row = s_.next_[row + s_.class_of_[d[q]]] & ~kMatchFlag;
+  return row;
+}
+
+void SecretScrubber::Stream::leave_sync(View& v, size_t from, size_t skipped_from, size_t to) {
+  // The view skipped the plain bytes [skipped_from, to) in the as-sent
+  // view's state: it takes that state after them, and the source positions
+  // of its prefix (all inside the skipped run or before it, where the view
+  // stepped).
+  if (to == skipped_from) return;
+  const size_t skipped = to - skipped_from;
+  v.count += skipped;
+  v.row = to == pending_.size() ? row_ : as_sent_after(to - 1, from);
+  const size_t depth = s_.depth_[v.row / static_cast<uint32_t>(s_.classes_)];
+  for (size_t q = to - std::min(depth, skipped); q < to; ++q)
+    v.ring[(v.count - (to - q)) & ring_mask_] = base_ + q;
+  v.canon.took_plain();
 }
 
 void SecretScrubber::Stream::step(View& v, int b, uint64_t start, uint64_t end) {
@@ -767,71 +903,92 @@ void SecretScrubber::Stream::step(View& v, int b, uint64_t start, uint64_t end) 
 }
 
 void SecretScrubber::Stream::scan_view(View& v, size_t from) {
-  // Most bytes are plain (no escape lead, no byte to drop, no escape
-  // pending): they step the automaton here, with the state in locals; the
-  // others go through the canonicaliser.
-  //
-  // Inside a run of plain bytes the view reads what the as-sent view reads.
-  // Once it is in the as-sent view's state, and that state's prefix lies
-  // within the run (depth <= run), the two stay in one state to the run's
-  // end, and every match the view would find there has the same source
-  // bytes as one the as-sent view found (already redacted and reported):
-  // the view skips to the run's end and takes the as-sent view's state,
-  // keeping the source positions of that state's prefix.
+  // A canonical view reads what the as-sent view reads inside a run of
+  // plain bytes (no escape lead, no byte to drop, no escape pending). Once
+  // both have read two plain bytes that are not a pattern pair, both are in
+  // the root's step on the second and stay in one state to the run's end;
+  // every match the view would find there is one the as-sent view found
+  // (the same source bytes, already redacted and reported). So the view
+  // runs its automaton only from a byte that is not plain until it is back
+  // in step, and skips the rest of each run.
+  if (!skip_ || !s_.pairs_usable_) return scan_view_every_byte(v, from);
   const uint32_t k = static_cast<uint32_t>(s_.classes_);
   const uint32_t* next = s_.next_.data();
   const uint8_t* class_of = s_.class_of_;
-  const uint16_t* depth = s_.depth_.data();
-  const uint32_t* rows = rows_.data() - from;  // rows[i]: the as-sent state after byte i
-  uint64_t* ring = v.ring.data();
-  const uint64_t mask = ring_mask_;
-  uint32_t row = v.row;
-  uint64_t count = v.count, run = v.run;
-  bool idle = v.canon.idle(), took = false;
-  const unsigned char* data = reinterpret_cast<const unsigned char*>(pending_.data());
+  const unsigned char* d = reinterpret_cast<const unsigned char*>(pending_.data());
   const size_t n = pending_.size();
-  for (size_t i = from; i < n; ++i) {
-    const unsigned char c = data[i];
-    if (idle && v.canon.plain(c)) [[likely]] {
-      ring[count & mask] = base_ + i;
-      ++count;
-      ++run;
-      const uint32_t t = next[row + class_of[c]];
-      row = t & ~kMatchFlag;
-      took = true;
-      if (t & kMatchFlag) [[unlikely]] {
-        const uint32_t state = row / k;
-        matched(state, ring[(count - s_.match_len_[state]) & mask], base_ + i + 1, true);
+  const uint64_t* not_plain = (&v == &escapes_ ? escape_marks_ : qp_marks_).data();
+  const Canonicaliser::Mode mode =
+      &v == &escapes_ ? Canonicaliser::Mode::kEscapes : Canonicaliser::Mode::kQuotedPrintable;
+  bool prev_plain = false;  // byte i - 1 was taken as itself, the view idle
+  size_t i = from;
+  while (i < n) {
+    if (v.synced) {
+      // Skipping from `start`: plain bytes, leads given up at once (their
+      // own canonical byte, as sent) and a few dropped bytes between two
+      // plain bytes that are not a pattern pair, either as the view reads
+      // them or as sent (both views then in the root's step on the second).
+      size_t start = i, j;
+      for (;;) {
+        j = from + next_mark(not_plain, i - from, n - from);
+        if (j + 1 >= n) break;
+        const unsigned char c = d[j];
+        if (!Canonicaliser::dropped(c)) {
+          if (!Canonicaliser::literal_lead(mode, c, d[j + 1])) break;
+          i = j + 1;
+          continue;
+        }
+        // Dropped bytes [j, b), then b plain. The view's last canonical byte
+        // is d[j - 1] (skipped bytes are plain, given-up leads or such a b;
+        // checked all the same). A run long enough to break the view
+        // (kMaxDropped) changes nothing here: the view would be at the root
+        // before b, and the root's step on b is where it is after a, b.
+        size_t b = j;
+        while (b < n && Canonicaliser::dropped(d[b])) ++b;
+        if (j == from || b >= n || !v.canon.plain(d[b]) || Canonicaliser::dropped(d[j - 1]) ||
+            s_.pair(d[j - 1], d[b]) || s_.pair(d[b - 1], d[b]))
+          break;
+        v.count += j - start;  // the canonical bytes before the dropped ones
+        start = i = b;
       }
-      if (row != rows[i] || depth[row / k] > run || !skip_) [[likely]]
-        continue;
-      size_t j = i + 1;
-      while (j < n && v.canon.plain(data[j])) ++j;
-      const size_t skipped = j - (i + 1);
-      if (skipped > 0) {
-        row = rows[j - 1];
-        count += skipped;
-        run += skipped;
-        const size_t keep = std::min<size_t>(depth[row / k], skipped);
-        for (size_t p = j - keep; p < j; ++p) ring[(count - (j - p)) & mask] = base_ + p;
-      }
-      i = j - 1;
-      continue;
+      leave_sync(v, from, start, j);
+      if (j == n) return;
+      v.synced = false;
+      i = j;
     }
-    v.row = row;
-    v.count = count;
-    if (took) v.canon.took_plain();
-    took = false;
-    run = 0;
-    v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
-    row = v.row;
-    count = v.count;
-    idle = v.canon.idle();
+    const unsigned char c = d[i];
+    if (v.canon.idle() && v.canon.plain(c)) {
+      v.ring[v.count & ring_mask_] = base_ + i;
+      ++v.count;
+      const uint32_t t = next[v.row + class_of[c]];
+      v.row = t & ~kMatchFlag;
+      v.canon.took_plain();
+      if (t & kMatchFlag) [[unlikely]] {
+        const uint32_t state = v.row / k;
+        matched(state, v.ring[(v.count - s_.match_len_[state]) & ring_mask_], base_ + i + 1, true);
+      }
+      if (prev_plain && !s_.pair(d[i - 1], c)) {
+        v.synced = true;
+      }
+      prev_plain = true;
+    } else {
+      v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
+      prev_plain = false;
+    }
+    ++i;
   }
-  v.row = row;
-  v.count = count;
-  v.run = run;
-  if (took) v.canon.took_plain();
+}
+
+void SecretScrubber::Stream::scan_view_every_byte(View& v, size_t from) {
+  for (size_t i = from; i < pending_.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(pending_[i]);
+    if (v.canon.idle() && v.canon.plain(c)) {
+      v.canon.took_plain();
+      step(v, c, base_ + i, base_ + i + 1);
+    } else {
+      v.canon.push(c, base_ + i, [this, &v](int b, uint64_t start, uint64_t end) { step(v, b, start, end); });
+    }
+  }
 }
 
 uint64_t SecretScrubber::Stream::hold_from() const {
@@ -877,6 +1034,8 @@ void SecretScrubber::Stream::feed(std::string_view in, std::string& out) {
   const size_t from = pending_.size();
   pending_.append(in);
   consumed_ += in.size();
+  row_before_ = row_;
+  if (skip_ && s_.pairs_usable_) mark(from);
   // The as-sent view first: a canonical match of the same bytes is then
   // known as the same finding.
   scan_identity(from);

@@ -37,12 +37,20 @@
 // all patterns go into one Aho-Corasick automaton (a dense DFA over the
 // byte classes that occur in the patterns), built once per list of secrets
 // and shared by every connection and stream armed with that list (building
-// one per HTTP/2 stream was a fifth of zerod's time under h2load). Each
-// byte goes through it in the as-sent view; a canonical view steps only
-// where it is not in the as-sent view's state inside a run of plain bytes
-// (scan_view), and a plain byte skips the canonicaliser (bench/http_bench.cpp
-// on this 2-core machine, 1-16 secrets: 64 KiB JSON ~350 MB/s per core,
-// random bytes ~250 MB/s; ~115 MB/s when the views stepped every byte).
+// one per HTTP/2 stream was a fifth of zerod's time under h2load). The
+// automaton runs only where it can matter: a match of two bytes or more
+// ends on a pair of bytes that follow each other in some pattern, and after
+// two bytes that are not such a pair its state is the root's step on the
+// second. A prefilter (byte_set_scan.h, AVX2) marks where pairs may end and
+// which bytes are not plain in each canonical view; the as-sent view steps
+// only through runs of pairs, and a canonical view, once back in the
+// as-sent view's state inside a plain run, skips to its next byte that is
+// not plain, passing escape leads that are given up at once and dropped
+// bytes between two bytes that are no pair (scan_view). Every shortcut is
+// checked against stepping every byte (scrub_by_rule_test). bench/http_bench
+// on this 2-core machine, 1-16 secrets: 64 KiB of random bytes 0.8-1.3 GB/s
+// per core (180 MB/s when the views skipped only in step and the as-sent
+// view stepped every byte), 64 KiB JSON 400-550 MB/s (240).
 // Hyperscan (libhyperscan-dev) was considered: it has streaming and
 // leftmost start-of-match, but no replacement, is packaged for amd64 only,
 // and start-of-match in streaming mode costs stream state; for a few dozen
@@ -201,11 +209,19 @@ class SecretScrubber {
       Canonicaliser canon;
       uint32_t row = 0;
       uint64_t count = 0;          // canonical bytes so far
-      uint64_t run = 0;            // of them, the last that are their source bytes (plain)
       std::vector<uint64_t> ring;  // source start of the last canonical bytes
+      // In the as-sent view's state since a plain byte that followed a
+      // plain byte it is not a pattern pair with: the view skips to its
+      // next byte that is not plain (scan_view).
+      bool synced = false;
     };
+    void mark(size_t from);
     void scan_identity(size_t from);
     void scan_view(View& v, size_t from);
+    void scan_identity_every_byte(size_t from);
+    void scan_view_every_byte(View& v, size_t from);
+    uint32_t as_sent_after(size_t p, size_t from) const;
+    void leave_sync(View& v, size_t from, size_t skipped_from, size_t to);
     void step(View& v, int byte, uint64_t start, uint64_t end);
     void matched(uint32_t state, uint64_t start, uint64_t end, bool canonical);
     void redact(uint64_t start, uint64_t end);
@@ -216,11 +232,12 @@ class SecretScrubber {
     std::shared_ptr<const Automaton> a_;
     const Automaton& s_;  // *a_
     Mode mode_;
-    uint32_t row_ = 0;  // the as-sent view's state (row offset)
-    // The as-sent view's state after each byte of the feed being scanned:
-    // where a canonical view is in the same state inside a plain run, it
-    // finds what the as-sent view found, and skips ahead (scan_view).
-    std::vector<uint32_t> rows_;
+    uint32_t row_ = 0;         // the as-sent view's state (row offset)
+    uint32_t row_before_ = 0;  // ... before the feed being scanned
+    // The prefilter of the feed being scanned, a bit per byte from its
+    // first (mark()): a pattern pair may end here; a first byte of a pair;
+    // not plain in the escapes view, in the quoted-printable view.
+    std::vector<uint64_t> pair_marks_, first_marks_, escape_marks_, qp_marks_;
     bool skip_ = true;
     std::string pending_;  // source bytes not yet out; pending_[0] is byte base_
     uint64_t base_ = 0, consumed_ = 0;

@@ -365,6 +365,33 @@ TEST(ScrubByRule, TheCanonicalViewsDecodeOneLevelOfEscapes) {
   EXPECT_EQ(breaks, 1);
 }
 
+// A lead given up at once (the scrubber then takes it as a plain byte) is
+// exactly one the view reads as itself and then reads on from the next byte.
+TEST(ScrubByRule, ALeadGivenUpAtOnceIsItsOwnCanonicalByte) {
+  using M = Canonicaliser::Mode;
+  EXPECT_TRUE(Canonicaliser::literal_lead(M::kEscapes, '%', 'G'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kEscapes, '%', '4'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kEscapes, '%', 'a'));
+  EXPECT_TRUE(Canonicaliser::literal_lead(M::kEscapes, '&', 'z'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kEscapes, '&', '#'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kEscapes, '\\', 'u'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kEscapes, '%', '\0'));  // a NUL inside an escape is dropped
+  EXPECT_TRUE(Canonicaliser::literal_lead(M::kQuotedPrintable, '=', 'z'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kQuotedPrintable, '=', '\n'));
+  EXPECT_FALSE(Canonicaliser::literal_lead(M::kQuotedPrintable, '%', 'G'));  // not a lead there
+  for (M m : {M::kEscapes, M::kQuotedPrintable})
+    for (int lead : {'%', '\\', '&', '='})
+      for (int next = 0; next < 256; ++next) {
+        if (!Canonicaliser::literal_lead(m, static_cast<unsigned char>(lead),
+                                         static_cast<unsigned char>(next)))
+          continue;
+        const std::string after = std::string(1, static_cast<char>(next)) + "x41y";
+        EXPECT_EQ(canonical(std::string(1, static_cast<char>(lead)) + after, m),
+                  std::string(1, static_cast<char>(lead)) + canonical(after, m))
+            << lead << " " << next;
+      }
+}
+
 TEST(ScrubByRule, RFC2231ContinuationsInAHeadAreJoinedAndRedacted) {
   const std::string secret = "sk_live_2231_secret_value_77";
   SecretScrubber s;
@@ -623,6 +650,82 @@ TEST(ScrubByRule, SkippingAheadInPlainRunsChangesNothing) {
   }
   EXPECT_EQ(cases, 120u);
   EXPECT_GE(matched, 100u);  // the bodies hold secrets: both found them
+}
+
+// The skipping's own shortcuts (secret_scrubber.cpp scan_view, the bytes it
+// passes without the automaton): escape leads given up at once, runs of
+// dropped bytes (1 to 10, past kMaxDropped the view breaks) between plain
+// bytes, with and without a pattern pair across them either as read or as
+// sent; inside secrets (which the views must then find), between pairs of
+// their bytes, in random bytes, at random cuts: the same as stepping every
+// byte. Positive control: the bodies hold secrets only a canonical view
+// finds (kDecoded), and both find them.
+TEST(ScrubByRule, SkippingOverDroppedBytesAndLiteralLeadsChangesNothing) {
+  Rng rng(32);
+  const std::string drops("\r\n", 2), leads_given_up[] = {"%G", "%%", "\\q", "&z", "&#x;", "=z", "=\r="};
+  auto drop_run = [&] {
+    std::string r;
+    for (size_t n = 1 + rng() % 10; r.size() < n;) r.push_back(rng() % 3 == 0 ? '\0' : drops[rng() % 2]);
+    return r;
+  };
+  size_t decoded = 0;
+  for (int round = 0; round < 80; ++round) {
+    SecretScrubber s;
+    std::string secret;
+    for (size_t n = 12 + rng() % 20; secret.size() < n;)
+      secret.push_back(static_cast<char>('a' + rng() % 26));
+    if (round % 3 == 1) secret[1 + rng() % (secret.size() - 2)] = drops[rng() % 2];  // a PEM-like line break
+    if (round % 3 == 2) secret[1 + rng() % (secret.size() - 2)] = '\0';
+    if (round % 4 == 3) secret[0] = drops[rng() % 2];  // a secret that starts with a line break
+    ASSERT_TRUE(s.add_secret(secret, "cap:0"));
+    std::string body;
+    while (body.size() < 4096) {
+      switch (rng() % 5) {
+        case 0: {  // the secret with dropped bytes inside
+          std::string t;
+          for (char c : secret) {
+            t.push_back(c);
+            if (rng() % 4 == 0) t += drop_run();
+          }
+          body += t;
+          break;
+        }
+        case 1:  // two bytes of the secret (a pattern pair) around dropped bytes, and the reverse
+          for (int i = 0; i < 8; ++i) {
+            const size_t at = rng() % (secret.size() - 1);
+            body.push_back(secret[rng() % 2 ? at : at + 1]);
+            body += drop_run();
+            body.push_back(secret[at + 1]);
+            body.push_back(secret[rng() % secret.size()]);
+          }
+          break;
+        case 2:  // leads given up, alone and inside the secret
+          for (int i = 0; i < 8; ++i) {
+            body += leads_given_up[rng() % std::size(leads_given_up)];
+            body.push_back(static_cast<char>('a' + rng() % 26));
+          }
+          body += secret.substr(0, secret.size() / 2) + leads_given_up[rng() % std::size(leads_given_up)] +
+                  secret.substr(secret.size() / 2);
+          break;
+        case 3:
+          for (int i = 0; i < 96; ++i) body.push_back(static_cast<char>(rng()));
+          break;
+        default:
+          body += kText.substr(rng() % kText.size()) + secret;
+      }
+    }
+    for (auto mode : {SecretScrubber::Stream::Mode::kRedact, SecretScrubber::Stream::Mode::kDetect}) {
+      const std::vector<size_t> cuts = round % 2 ? random_cuts(rng, body.size()) : std::vector<size_t>{};
+      const Scanned fast = scan(s, body, cuts, false, mode), every = scan(s, body, cuts, true, mode);
+      SCOPED_TRACE("round " + std::to_string(round));
+      EXPECT_EQ(fast.out, every.out);
+      EXPECT_EQ(fast.report.matches, every.report.matches);
+      EXPECT_EQ(fast.report.encodings, every.report.encodings);
+      EXPECT_EQ(fast.ranges, every.ranges);
+      decoded += (every.report.encodings >> static_cast<unsigned>(SecretEncoding::kDecoded)) & 1;
+    }
+  }
+  EXPECT_GE(decoded, 150u);
 }
 
 }  // namespace
