@@ -106,6 +106,9 @@ BENCHMARK(scrub_response_body)->Arg(1)->Arg(4)->Arg(16);
 void scrub_random_body(benchmark::State& state) { zn::bench::run_scrub(state, random_body()); }
 BENCHMARK(scrub_random_body)->Arg(1)->Arg(16);
 
+void scrub_zero_body(benchmark::State& state) { zn::bench::run_scrub(state, zn::bench::zero_body()); }
+BENCHMARK(scrub_zero_body)->Arg(1);
+
 // The request side: a 64 KiB body streamed through the tripwire screen
 // with N canaries armed, in 16 KiB reads (no canary in it: it all goes on).
 void screen_request_body(benchmark::State& state) {

@@ -65,6 +65,13 @@ inline const std::string& random_body() {
   return body;
 }
 
+// 64 KiB of zeros (the interception bench's bulk download, a sparse file):
+// every byte is one a canonical view drops.
+inline const std::string& zero_body() {
+  static const std::string body(64 * 1024, '\0');
+  return body;
+}
+
 // The relay's read size.
 inline constexpr size_t kScrubRead = 16384;
 

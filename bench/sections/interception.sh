@@ -53,7 +53,8 @@
 #   ZN_BENCH_IC_PARTS          which parts run (comma list: wrk, h2load,
 #                              handshakes, bulk, latency, audit); unset: all
 #   ZN_BENCH_PERF              a directory: zerod's first round of each wrk
-#                              and h2load figure is profiled there (perf
+#                              and h2load figure (and of the veth bulk
+#                              download) is profiled there (perf
 #                              record, DWARF call graphs, one file per figure;
 #                              perf report -i; that round is slowed a little)
 #   ZN_BENCH_AUDIT_OFF_CONFIG  JSON merged into zerod's config for the "off"
@@ -428,20 +429,44 @@ ic_wrk_figure() {
 }
 
 ic_bulk() {
-  local round f="$IC_DIR/bulk.txt" bps aes
+  local round f="$IC_DIR/bulk.txt" bps aes label
   for ((round = 1; round <= ROUNDS; round++)); do
+    # From the lab guest (through the frame pump, which caps it) and from the
+    # veth guest (no pump): the second shows zerod's own rate.
     bps=$(guest_exec "$IC_PREFIX" "$IC_ZG" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
       --cacert "$IC_GUEST_CA" "https://$IC_NAME/bulk" 2> /dev/null || true)
     bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
     echo "$round zerod $bps" >> "$f"
+    bps="null"
+    if [ -z "${IC_BROKEN[veth-zerod]:-}" ]; then
+      [ "$round" = 1 ] && ic_profile veth-bulk 4
+      bps=$(ip netns exec "$IC_PREFIX-vz" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
+        --cacert "$IC_GUEST_CA" "https://$IC_NAME/bulk" 2> /dev/null || true)
+      bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
+      ic_profile_end
+    fi
+    echo "$round veth-zerod $bps" >> "$f"
+    # The same download from the ungoverned veth guest through the nginx
+    # reverse proxy: what the guest, the upstream and the machine allow.
+    bps=$(ip netns exec "$IC_PREFIX-vd" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
+      --cacert "$IC_DIR/pki/rpca.pem" "https://$IC_NAME/bulk" 2> /dev/null || true)
+    bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
+    echo "$round veth-nginx $bps" >> "$f"
     # openssl speed -bytes 16384: the last line is "AES-128-GCM <n>k" (1000s of bytes/s).
     aes=$(openssl speed -evp aes-128-gcm -bytes 16384 -seconds 2 2> /dev/null |
       awk '/^(AES-128-GCM|aes-128-gcm)/ {v = $NF} END {sub(/k$/, "", v); if (v == "") print "null"; else print v * 1000}')
     echo "$round aes $(num_or_null "$aes")" >> "$f"
   done
-  record_figure interception "bulk download through zerod ($((IC_BULK_BYTES / 1048576)) MiB)" MB/s \
-    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" zerod)")" "openssl speed -evp aes-128-gcm (16 KiB, 1 core)" \
-    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" aes)")" "$(paired_ratio "$f" zerod aes)"
+  for v in zerod veth-zerod; do
+    label=""
+    [ "$v" = veth-zerod ] && label=" (veth)"
+    record_figure interception "bulk download through zerod ($((IC_BULK_BYTES / 1048576)) MiB)$label" MB/s \
+      "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" "$v")")" "openssl speed -evp aes-128-gcm (16 KiB, 1 core)" \
+      "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" aes)")" "$(paired_ratio "$f" "$v" aes)"
+  done
+  record_figure interception "bulk download through zerod ($((IC_BULK_BYTES / 1048576)) MiB) vs nginx (veth)" MB/s \
+    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" veth-zerod)")" "${IC_PEER_NAME[nginx]}" \
+    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" veth-nginx)")" "$(paired_ratio "$f" veth-zerod veth-nginx)"
 }
 
 # first_byte_ms PREFIX GUEST CURL-ARGS...: (time_starttransfer - time_namelookup) in ms.
@@ -512,6 +537,7 @@ ic_profile() {
   mkdir -p "$ZN_BENCH_PERF"
   perf record -q -F 499 --call-graph dwarf,16384 -p "$ZEROD_PID" -o "$ZN_BENCH_PERF/$1.data" -- sleep "$2" > /dev/null 2>&1 &
   IC_PERF_PID=$!
+  sleep 1  # attaching to every thread takes a moment: a short figure (h2load, bulk) was missed
 }
 ic_profile_end() {
   [ -n "$IC_PERF_PID" ] || return 0

@@ -90,6 +90,13 @@ class Canonicaliser {
   bool idle() const { return len_ == 0; }
   bool plain(unsigned char c) const { return canonical_detail::kPlain.t[static_cast<size_t>(mode_)][c] != 0; }
   void took_plain() { dropped_ = 0; }
+  // Takes `count` dropped bytes at once, no escape pending (as push() would
+  // each); true if they break the view (where push() emits kBreak).
+  bool take_dropped(size_t count) {
+    const bool before = dropped_ <= kMaxDropped;
+    dropped_ += count;
+    return before && dropped_ > kMaxDropped;
+  }
   // Whether byte c is dropped (NUL, CR, LF) when no escape is pending.
   static bool dropped(unsigned char c) { return c == 0 || c == '\r' || c == '\n'; }
   // Whether an escape lead read with no escape pending, followed by `next`,

@@ -957,6 +957,21 @@ void SecretScrubber::Stream::scan_view(View& v, size_t from) {
       i = j;
     }
     const unsigned char c = d[i];
+    if (v.canon.idle() && Canonicaliser::dropped(c)) {
+      // A run of dropped bytes at once (a body of zeros, UTF-16's NULs).
+      size_t b = i + 1;
+      while (b + 8 <= n) {  // zeros, eight at a time
+        uint64_t word;
+        std::memcpy(&word, d + b, 8);
+        if (word != 0) break;
+        b += 8;
+      }
+      while (b < n && Canonicaliser::dropped(d[b])) ++b;
+      if (v.canon.take_dropped(b - i)) v.row = 0;
+      prev_plain = false;
+      i = b;
+      continue;
+    }
     if (v.canon.idle() && v.canon.plain(c)) {
       v.ring[v.count & ring_mask_] = base_ + i;
       ++v.count;

@@ -680,7 +680,7 @@ TEST(ScrubByRule, SkippingOverDroppedBytesAndLiteralLeadsChangesNothing) {
     ASSERT_TRUE(s.add_secret(secret, "cap:0"));
     std::string body;
     while (body.size() < 4096) {
-      switch (rng() % 5) {
+      switch (rng() % 6) {
         case 0: {  // the secret with dropped bytes inside
           std::string t;
           for (char c : secret) {
@@ -709,6 +709,11 @@ TEST(ScrubByRule, SkippingOverDroppedBytesAndLiteralLeadsChangesNothing) {
           break;
         case 3:
           for (int i = 0; i < 96; ++i) body.push_back(static_cast<char>(rng()));
+          break;
+        case 4:  // a long run of zeros (past kMaxDropped: the view breaks), a secret across a short one
+          body += secret.substr(0, secret.size() / 2) + std::string(rng() % 300, '\0');
+          body += secret.substr(0, secret.size() / 2) + std::string(1 + rng() % 9, '\0') +
+                  secret.substr(secret.size() / 2);
           break;
         default:
           body += kText.substr(rng() % kText.size()) + secret;
