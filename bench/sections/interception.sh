@@ -428,30 +428,37 @@ ic_wrk_figure() {
     "$([ -n "$target" ] && echo ">=")" "$target" "$note"
 }
 
+# bulk_bps CA CMD...: bytes/s of the bulk download run under CMD (a guest's
+# prefix), or null (not 200, or not every byte).
+bulk_bps() {
+  local ca=$1 out
+  shift
+  out=$("$@" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
+    --cacert "$ca" "https://$IC_NAME/bulk" 2> /dev/null || true)
+  awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$out"
+}
+
+# mb_median FILE VARIANT: the variant's median bytes/s in MB/s, or null.
+mb_median() {
+  awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$1" "$2")"
+}
+
 ic_bulk() {
   local round f="$IC_DIR/bulk.txt" bps aes label
   for ((round = 1; round <= ROUNDS; round++)); do
     # From the lab guest (through the frame pump, which caps it) and from the
     # veth guest (no pump): the second shows zerod's own rate.
-    bps=$(guest_exec "$IC_PREFIX" "$IC_ZG" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
-      --cacert "$IC_GUEST_CA" "https://$IC_NAME/bulk" 2> /dev/null || true)
-    bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
-    echo "$round zerod $bps" >> "$f"
+    echo "$round zerod $(bulk_bps "$IC_GUEST_CA" guest_exec "$IC_PREFIX" "$IC_ZG")" >> "$f"
     bps="null"
     if [ -z "${IC_BROKEN[veth-zerod]:-}" ]; then
       [ "$round" = 1 ] && ic_profile veth-bulk 4
-      bps=$(ip netns exec "$IC_PREFIX-vz" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
-        --cacert "$IC_GUEST_CA" "https://$IC_NAME/bulk" 2> /dev/null || true)
-      bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
+      bps=$(bulk_bps "$IC_GUEST_CA" ip netns exec "$IC_PREFIX-vz")
       ic_profile_end
     fi
     echo "$round veth-zerod $bps" >> "$f"
     # The same download from the ungoverned veth guest through the nginx
     # reverse proxy: what the guest, the upstream and the machine allow.
-    bps=$(ip netns exec "$IC_PREFIX-vd" curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download} %{speed_download}' \
-      --cacert "$IC_DIR/pki/rpca.pem" "https://$IC_NAME/bulk" 2> /dev/null || true)
-    bps=$(awk -v want="$IC_BULK_BYTES" '$1 == 200 && $2 == want {print $3; next} {print "null"}' <<< "$bps")
-    echo "$round veth-nginx $bps" >> "$f"
+    echo "$round veth-nginx $(bulk_bps "$IC_DIR/pki/rpca.pem" ip netns exec "$IC_PREFIX-vd")" >> "$f"
     # openssl speed -bytes 16384: the last line is "AES-128-GCM <n>k" (1000s of bytes/s).
     aes=$(openssl speed -evp aes-128-gcm -bytes 16384 -seconds 2 2> /dev/null |
       awk '/^(AES-128-GCM|aes-128-gcm)/ {v = $NF} END {sub(/k$/, "", v); if (v == "") print "null"; else print v * 1000}')
@@ -461,12 +468,10 @@ ic_bulk() {
     label=""
     [ "$v" = veth-zerod ] && label=" (veth)"
     record_figure interception "bulk download through zerod ($((IC_BULK_BYTES / 1048576)) MiB)$label" MB/s \
-      "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" "$v")")" "openssl speed -evp aes-128-gcm (16 KiB, 1 core)" \
-      "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" aes)")" "$(paired_ratio "$f" "$v" aes)"
+      "$(mb_median "$f" "$v")" "openssl speed -evp aes-128-gcm (16 KiB, 1 core)" "$(mb_median "$f" aes)" "$(paired_ratio "$f" "$v" aes)"
   done
   record_figure interception "bulk download through zerod ($((IC_BULK_BYTES / 1048576)) MiB) vs nginx (veth)" MB/s \
-    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" veth-zerod)")" "${IC_PEER_NAME[nginx]}" \
-    "$(awk '{ if ($1 == "null") print "null"; else print $1 / 1e6 }' <<< "$(variant_median "$f" veth-nginx)")" "$(paired_ratio "$f" veth-zerod veth-nginx)"
+    "$(mb_median "$f" veth-zerod)" "${IC_PEER_NAME[nginx]}" "$(mb_median "$f" veth-nginx)" "$(paired_ratio "$f" veth-zerod veth-nginx)"
 }
 
 # first_byte_ms PREFIX GUEST CURL-ARGS...: (time_starttransfer - time_namelookup) in ms.

@@ -160,7 +160,7 @@ class Canonicaliser {
       n = encode_utf8(cp_, out);
     }
     for (size_t i = 0; i < n; ++i) {
-      if (out[i] == 0 || out[i] == '\r' || out[i] == '\n') {
+      if (dropped(out[i])) {
         drop(start, emit);
         continue;
       }

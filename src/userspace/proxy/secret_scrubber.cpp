@@ -357,6 +357,20 @@ std::vector<SecretPattern> canonical_patterns(std::string_view secret) {
 namespace {
 std::atomic<uint64_t> g_automata_built{0};
 constexpr uint32_t kMatchFlag = 0x80000000u;
+
+// A pair of bytes in a 65,536-bit table (Automaton::pairs_): its word and bit.
+struct PairBit {
+  size_t word;
+  uint64_t bit;
+};
+PairBit pair_bit(unsigned char a, unsigned char b) {
+  const size_t ab = size_t{a} << 8 | b;
+  return {ab >> 6, uint64_t{1} << (ab & 63)};
+}
+bool has_pair(const uint64_t* table, unsigned char a, unsigned char b) {
+  const PairBit p = pair_bit(a, b);
+  return (table[p.word] & p.bit) != 0;
+}
 }  // namespace
 
 struct SecretScrubber::Automaton {
@@ -390,10 +404,7 @@ struct SecretScrubber::Automaton {
   bool pairs_usable_ = false;         // every pattern has two bytes or more
   ByteSet pair_first_, pair_second_;  // the bytes of those pairs: the prefilter
 
-  bool pair(unsigned char a, unsigned char b) const {
-    const size_t ab = size_t{a} << 8 | b;
-    return (pairs_[ab >> 6] >> (ab & 63)) & 1;
-  }
+  bool pair(unsigned char a, unsigned char b) const { return has_pair(pairs_.data(), a, b); }
   // The state (row offset) after a byte that follows a byte it is not a
   // pair with.
   uint32_t after_break(unsigned char b) const { return next_[class_of_[b]] & ~kMatchFlag; }
@@ -636,11 +647,12 @@ void SecretScrubber::Automaton::build() {
   for (const Owned& o : all) {
     if (o.p.bytes.size() < 2) pairs_usable_ = false;
     for (size_t i = 1; i < o.p.bytes.size(); ++i) {
-      const size_t ab = size_t{static_cast<unsigned char>(o.p.bytes[i - 1])} << 8 |
-                        static_cast<unsigned char>(o.p.bytes[i]);
-      pairs_[ab >> 6] |= uint64_t{1} << (ab & 63);
-      pair_first_.add(static_cast<unsigned char>(o.p.bytes[i - 1]));
-      pair_second_.add(static_cast<unsigned char>(o.p.bytes[i]));
+      const auto a = static_cast<unsigned char>(o.p.bytes[i - 1]),
+                 b = static_cast<unsigned char>(o.p.bytes[i]);
+      const PairBit p = pair_bit(a, b);
+      pairs_[p.word] |= p.bit;
+      pair_first_.add(a);
+      pair_second_.add(b);
     }
   }
   for (Owned& o : all) cleanse(o.p.bytes);
@@ -800,8 +812,7 @@ void SecretScrubber::Stream::mark(size_t from) {
       const auto bit = static_cast<unsigned>(__builtin_ctzll(candidates));
       candidates &= candidates - 1;
       // bit >= 1 or w >= 1: the first byte is never a candidate
-      const size_t ab = size_t{base[static_cast<ptrdiff_t>(bit) - 1]} << 8 | base[bit];
-      pairs |= ((table[ab >> 6] >> (ab & 63)) & 1) << bit;
+      pairs |= uint64_t{has_pair(table, base[static_cast<ptrdiff_t>(bit) - 1], base[bit])} << bit;
     }
     marks[w] = pairs;
   }
