@@ -11,7 +11,10 @@
 
 #include "broker/identity/deployment_ca.h"
 #include "support/temp_dir.h"
+#include "support/tls_bio_pair.h"
+#include "userspace/tls/contexts.h"
 #include "userspace/tls/leaf_certs.h"
+#include "userspace/tls/ticket_keys.h"
 
 namespace {
 
@@ -80,6 +83,46 @@ void BM_LeafForHitThreads(benchmark::State& state) {
   if (state.thread_index() == 0) authority.reset();
 }
 BENCHMARK(BM_LeafForHitThreads)->Threads(1)->Threads(2)->Threads(4);
+
+// What a guest connection's TLS setup costs the proxy's loop before any
+// byte moves: a new SSL, its leaf (cached) set on it, and freed.
+void BM_GuestSslWithLeaf(benchmark::State& state) {
+  LeafCertAuthority authority(ca().paths.cert, ca().paths.key, 16);
+  const auto leaf = authority.leaf_for("api.example.com");
+  const auto ctx = zn::proxy::make_guest_facing_ctx(true);
+  for (auto _ : state) {
+    zn::proxy::SslPtr ssl(SSL_new(ctx.get()));
+    zn::proxy::use_leaf(ssl.get(), *leaf, authority.ca_cert());
+    benchmark::DoNotOptimize(ssl.get());
+  }
+}
+BENCHMARK(BM_GuestSslWithLeaf);
+
+// A whole guest-facing full handshake over memory, both sides (the client
+// verifies the chain against the CA, and reads the session ticket the
+// server sends after it): what OpenSSL itself costs per new connection.
+void BM_GuestHandshake(benchmark::State& state) {
+  LeafCertAuthority authority(ca().paths.cert, ca().paths.key, 16);
+  const auto leaf = authority.leaf_for("api.example.com");
+  const auto server_ctx = zn::proxy::make_guest_facing_ctx(true);
+  zn::proxy::enable_guest_resumption(server_ctx.get(), zn::proxy::GuestResumption{});
+  zn::proxy::SslCtxPtr client_ctx(SSL_CTX_new(TLS_client_method()));
+  X509_STORE_add_cert(SSL_CTX_get_cert_store(client_ctx.get()), authority.ca_cert());
+  SSL_CTX_set_verify(client_ctx.get(), SSL_VERIFY_PEER, nullptr);
+  for (auto _ : state) {
+    zn::proxy::SslPtr server(SSL_new(server_ctx.get()));
+    zn::proxy::use_leaf(server.get(), *leaf, state.range(0) ? nullptr : authority.ca_cert());
+    zn::proxy::bind_guest_session(server.get(), "bench", "api.example.com");
+    zn::proxy::SslPtr client(SSL_new(client_ctx.get()));
+    SSL_set_tlsext_host_name(client.get(), "api.example.com");
+    if (!zn::test::handshake_over_bio_pair(client.get(), server.get()))
+      state.SkipWithError("handshake failed");
+    char byte = 0;
+    SSL_read(client.get(), &byte, 1);
+    ERR_clear_error();
+  }
+}
+BENCHMARK(BM_GuestHandshake)->Arg(0)->Arg(1);
 
 }  // namespace
 

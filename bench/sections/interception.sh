@@ -57,6 +57,9 @@
 #                              download) is profiled there (perf
 #                              record, DWARF call graphs, one file per figure;
 #                              perf report -i; that round is slowed a little)
+#   ZN_BENCH_HOLD              a file: once the lab is up, it is held as it is
+#                              while the file exists (ic_hold), before any
+#                              figure
 #   ZN_BENCH_AUDIT_OFF_CONFIG  JSON merged into zerod's config for the "off"
 #                              variant of (d). zerod has no audit-off setting
 #                              (every verdict is audited), so unset = skipped;
@@ -653,6 +656,17 @@ ic_handshakes() {
   done
 }
 
+# ic_hold: with ZN_BENCH_HOLD=FILE, the lab is kept as set up while FILE
+# exists (to look at one figure by hand: strace, perf, a client of one's
+# own); FILE.ready says, as bash declarations, where its parts are.
+ic_hold() {
+  local hold=${ZN_BENCH_HOLD:-}
+  [ -n "$hold" ] || return 0
+  declare -p IC_PREFIX IC_NAME IC_GUEST_CA IC_DIR ZEROD_PID IC_NS_OF > "$hold.ready"
+  log "interception: held until $hold is removed (lab: $hold.ready)"
+  while [ -e "$hold" ]; do sleep 1; done
+}
+
 # ic_part NAME: whether ZN_BENCH_IC_PARTS (a comma list of wrk, h2load,
 # handshakes, bulk, latency, audit; unset: all) asks for this part: a trial
 # of one change measures only what it touches.
@@ -673,6 +687,7 @@ section_interception() {
     return 0
   fi
   ic_peer_checks
+  ic_hold
   ic_part wrk && ic_wrk "$secs"
   ic_part h2load && ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
   ic_part handshakes && ic_handshakes "$secs"

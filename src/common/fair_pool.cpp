@@ -46,8 +46,12 @@ void FairPool::work() {
     taken->job = {};
     lock.lock();
     queue_.done(taken->tenant, taken->lane);
-    // A slot, a tenant's share or a lane just freed: another job may run.
-    wake_.notify_all();
+    // A slot, a tenant's share or a lane just freed: a job that could not
+    // run may run now. Only then are the idle workers woken: waking all of
+    // them after every job (nothing waiting, the usual case) had each
+    // decision of the proxy's loops stir every worker, which contended for
+    // this lock and slept again.
+    if (queue_.waiting() > 0) wake_.notify_all();
   }
 }
 

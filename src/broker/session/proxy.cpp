@@ -180,6 +180,16 @@ std::string SessionProxyPolicy::tenant_of(const sockaddr_storage& guest) const {
 }
 
 proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts& facts) {
+  return *decide_connection(facts, true);
+}
+
+std::optional<proxy::UpstreamDecision> SessionProxyPolicy::decide_at_once(
+    const proxy::ConnectionFacts& facts) {
+  return decide_connection(facts, false);
+}
+
+std::optional<proxy::UpstreamDecision> SessionProxyPolicy::decide_connection(
+    const proxy::ConnectionFacts& facts, bool may_resolve) {
   proxy::UpstreamDecision d;
   const net::IpAddress dst = address_of(facts.original_dst);
   const uint16_t port = net::endpoint_port(facts.original_dst);
@@ -257,6 +267,10 @@ proxy::UpstreamDecision SessionProxyPolicy::decide(const proxy::ConnectionFacts&
     d.mode = proxy::ConnectionMode::kIntercept;
     return d;
   }
+  // Spliced to a name: its addresses may need a resolution, which only a
+  // worker may wait for. Nothing is charged or recorded before this point
+  // but for a connection that ends here.
+  if (!may_resolve) return std::nullopt;
   if (!take_rate(*s)) {
     audit_.post({"egress:rate_limited", d.session, {{"host", d.host}}});
     d.reason = "rate limited";

@@ -46,6 +46,9 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   // The guest's session id ("" for an address no session holds).
   std::string tenant_of(const sockaddr_storage& guest) const override;
   proxy::UpstreamDecision decide(const proxy::ConnectionFacts& facts) override;
+  // decide() but for a connection spliced to a name (which needs the name's
+  // addresses, maybe a resolution): nullopt before anything is charged.
+  std::optional<proxy::UpstreamDecision> decide_at_once(const proxy::ConnectionFacts& facts) override;
   proxy::RequestDecision decide_request(const proxy::RequestFacts& facts) override;
   proxy::HoldState hold_state(const std::string& session, uint64_t ticket) override;
   proxy::HoldState cancel_hold(const std::string& session, uint64_t ticket) override;
@@ -75,6 +78,9 @@ class SessionProxyPolicy : public proxy::ProxyPolicy {
   uint64_t upstream_resolutions() const { return upstream_resolutions_.load(std::memory_order_relaxed); }
 
  private:
+  // decide(); with may_resolve false, nullopt where the name's addresses are needed.
+  std::optional<proxy::UpstreamDecision> decide_connection(const proxy::ConnectionFacts& facts,
+                                                           bool may_resolve);
   proxy::UpstreamDecision reset(proxy::UpstreamDecision d, const std::string& reason,
                                 const proxy::ConnectionFacts& facts);
   proxy::RequestDecision refuse(proxy::RequestDecision d, int status, const std::string& reason,

@@ -29,6 +29,7 @@
     "reset: the proxy's workers had too much waiting, most of it this session's")                     \
   X(upstream_failures, "", "spliced connections whose upstream could not be connected")               \
   X(tls_resumed, "", "intercepted guests whose TLS handshake resumed an earlier session")             \
+  X(decided_on_workers, "", "connections decided on a worker (a name to resolve), not on the loop")   \
   X(kernel_spliced, "kernel_spliced", "connections relayed by the kernel's sockmap")
 
 // X(name, outcome, help). `outcome` is the counter's result in zerod's

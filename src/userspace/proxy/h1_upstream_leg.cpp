@@ -29,7 +29,12 @@ awaitable<bool> H1UpstreamLeg::send_head(const OutgoingRequest& r) {
   chunked_request_ = r.head.framing == http::BodyFraming::kChunked;
   head_request_ = r.head.method == "HEAD";
   upgrade_ = r.upgrade;
-  keep_alive_ = r.head.keep_alive;
+  // The guest's Connection: close is about the guest's connection: the
+  // request goes upstream as HTTP/1.1 without it (a hop-by-hop field), so
+  // the upstream's connection stays open and can serve the session's next
+  // guest connection (a client that opens one connection per request paid
+  // a new upstream TCP and TLS handshake each time).
+  keep_alive_ = true;
   body_.reset();
   body_done_ = false;
   bool sent = true;

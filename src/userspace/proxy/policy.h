@@ -241,6 +241,14 @@ class ProxyPolicy {
     return std::string(reinterpret_cast<const char*>(&a), sizeof a);
   }
   virtual UpstreamDecision decide(const ConnectionFacts& facts) = 0;
+  // decide() on the loop itself, for a connection whose decision needs no
+  // wait (no name to resolve): the same decision, or nullopt, with nothing
+  // charged or recorded, and decide() runs on a worker. Never blocks.
+  // Default: nullopt (every decision on the workers).
+  virtual std::optional<UpstreamDecision> decide_at_once(const ConnectionFacts& facts) {
+    (void)facts;
+    return std::nullopt;
+  }
   virtual RequestDecision decide_request(const RequestFacts& facts) = 0;
   // Never blocks: called on the proxy's loop. kPending until the ticket is
   // decided or past its expiry; a final state is given once.

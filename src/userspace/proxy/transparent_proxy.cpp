@@ -189,11 +189,19 @@ struct TransparentProxy::Impl {
       facts.sni = hello.sni;
       facts.sni_is_ip_literal = hello.sni_is_ip_literal;
     }
-    // Deciding may resolve names: off the loop, on the guest's session's
-    // share of the workers. Refused (the workers' queue full, this session
-    // the one with the most waiting): the connection is refused.
-    auto decide = [this, &facts] { return policy.decide(facts); };
-    std::optional<UpstreamDecision> decided = co_await offload(pool, slot.session(), decide);
+    // Deciding may resolve names: that is off the loop, on the guest's
+    // session's share of the workers; any other decision is made here,
+    // without a trip to a worker and back (two thread wake-ups in every new
+    // connection's wait for its ServerHello). Refused (the workers' queue
+    // full, this session the one with the most waiting): the connection is
+    // refused.
+    std::optional<UpstreamDecision> decided = policy.decide_at_once(facts);
+    if (!decided) {
+      auto decide = [this, &facts] { return policy.decide(facts); };
+      std::optional<UpstreamDecision> on_worker = co_await offload(pool, slot.session(), decide);
+      decided = std::move(on_worker);
+      if (decided) counters.decided_on_workers++;
+    }
     if (!decided) {
       counters.workers_busy++;
       reset(guest);

@@ -28,8 +28,9 @@ using SslPtr = std::unique_ptr<SSL, OpensslDeleter<SSL, SSL_free>>;
 // handshake. Throws std::runtime_error.
 SslCtxPtr make_guest_facing_ctx(bool http2 = false);
 
-// Sets the leaf certificate, its key and the chain (the CA certificate) on
-// one guest-facing SSL. Throws std::runtime_error.
+// Sets the leaf certificate, its key and the chain on one guest-facing SSL:
+// the CA certificate too when it is not a self-signed root (a root is the
+// guest's trust anchor, not sent). Throws std::runtime_error.
 void use_leaf(SSL* ssl, const LeafCert& leaf, X509* ca);
 
 // Client context for upstream connections.

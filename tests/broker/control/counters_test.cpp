@@ -69,6 +69,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
   c.workers_busy += 14;
   c.upstream_failures += 11;
   c.tls_resumed += 12;
+  c.decided_on_workers += 15;
   c.kernel_spliced += 13;
   EXPECT_EQ(visit(c.snapshot()), (Visited{{"accepted", 1},
                                           {"allowed", 2},
@@ -84,6 +85,7 @@ TEST(Counters, ProxySnapshotAndVisitCoverEveryCounter) {
                                           {"workers_busy", 14},
                                           {"upstream_failures", 11},
                                           {"tls_resumed", 12},
+                                          {"decided_on_workers", 15},
                                           {"kernel_spliced", 13}}));
 }
 

@@ -542,6 +542,7 @@ TEST(SessionProxyPolicyTable, ConnectionVerdicts) {
        ""},
   };
   std::map<std::string, std::set<bool>> outcomes;
+  int on_the_loop = 0, on_a_worker = 0;
   for (const ConnectionRow& row : rows) {
     SCOPED_TRACE(row.name);
     Broker b;
@@ -555,6 +556,33 @@ TEST(SessionProxyPolicyTable, ConnectionVerdicts) {
     facts.tls = row.tls;
     facts.sni = row.sni;
     facts.sni_is_ip_literal = row.sni_is_ip_literal;
+    // On the loop, the same decision and records, or none at all and
+    // nothing recorded: only a splice to a name waits for a worker.
+    {
+      Broker a;
+      a.sessions.put("s1", policy(), 0);
+      a.sessions.put("s2", kOtherPolicy, 1);
+      for (const Told& t : row.told) tell(a, t);
+      const size_t a_before = a.records().size();
+      const std::optional<proxy::UpstreamDecision> at_once = a.proxy.decide_at_once(facts);
+      // A terminated connection never waits; a splice to a name always does.
+      const bool spliced_to_a_name =
+          row.mode == ConnectionMode::kPassthrough && row.sni && !row.sni_is_ip_literal;
+      const bool may_wait = row.port == 443 && row.sni && !row.sni_is_ip_literal;
+      EXPECT_TRUE(row.mode != ConnectionMode::kIntercept || at_once.has_value());
+      EXPECT_TRUE(!spliced_to_a_name || !at_once.has_value());
+      EXPECT_TRUE(at_once.has_value() || may_wait);
+      ++(at_once ? on_the_loop : on_a_worker);
+      if (at_once) {
+        EXPECT_EQ(static_cast<int>(at_once->mode), static_cast<int>(row.mode));
+        EXPECT_EQ(at_once->reason, row.reason);
+        EXPECT_EQ(texts(at_once->addresses), row.addresses);
+        EXPECT_EQ(a.events_since(a_before),
+                  row.event.empty() ? std::vector<std::string>{} : std::vector<std::string>{row.event});
+      } else {
+        EXPECT_EQ(a.events_since(a_before), std::vector<std::string>{});
+      }
+    }
     const proxy::UpstreamDecision d = b.proxy.decide(facts);
     EXPECT_EQ(static_cast<int>(d.mode), static_cast<int>(row.mode));
     EXPECT_EQ(d.reason, row.reason);
@@ -567,6 +595,8 @@ TEST(SessionProxyPolicyTable, ConnectionVerdicts) {
     outcomes[row.path].insert(d.mode != ConnectionMode::kReset);
   }
   expect_controls(outcomes);
+  EXPECT_GT(on_the_loop, 10);
+  EXPECT_GT(on_a_worker, 2);
 }
 
 // ---- Requests on an intercepted connection ----------------------------------
@@ -1033,6 +1063,17 @@ TEST(SessionProxyPolicyRate, SplicedConnectionsOverTheBurstAreRefusedUntilTheBuc
     b.now += 1s;
     EXPECT_EQ(connect(dst, port, sni).mode, ConnectionMode::kPassthrough);
   }
+  // Asked on the loop first, a splice to a name is left to a worker before
+  // its rate is charged: the worker's decision still passes.
+  b.now += 10s;
+  proxy::ConnectionFacts named;
+  named.guest = endpoint("198.19.0.2", 40000);
+  named.original_dst = endpoint("198.18.0.12", 443);
+  named.tls = true;
+  named.sni = "registry.npmjs.org";
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(b.proxy.decide_at_once(named).has_value());
+  EXPECT_EQ(b.proxy.decide(named).mode, ConnectionMode::kPassthrough);
+  EXPECT_EQ(b.proxy.decide(named).reason, "rate limited");  // the positive control: one per second
   // Terminated connections are not charged: their requests are.
   EXPECT_EQ(connect("198.18.0.10", 443, "api.github.com").mode, ConnectionMode::kIntercept);
   EXPECT_EQ(connect("198.18.0.10", 80, std::nullopt).mode, ConnectionMode::kIntercept);

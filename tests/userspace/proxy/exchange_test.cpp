@@ -395,6 +395,33 @@ TEST_F(ExchangeTest, AnIdleUpstreamServesTheNextGuestConnectionOfTheSameSessionA
   upstreams_ = nullptr;
 }
 
+// A guest that closes its connection after each request (Connection: close,
+// or HTTP/1.0) does not close the upstream's: the request goes upstream
+// without the field, and the connection is kept for the next guest
+// connection. The positive control: the guest's connection is still closed.
+TEST_F(ExchangeTest, AGuestsConnectionCloseLeavesTheUpstreamConnectionReusable) {
+  UpstreamPool pool;
+  upstreams_ = &pool;
+  keep_upstream_connections_ = true;
+  const std::string close_get =
+      std::string("GET /v1/a HTTP/1.1\r\nHost: ") + kHost + "\r\nConnection: close\r\n\r\n";
+  const std::string http10_get = std::string("GET /v1/a HTTP/1.0\r\nHost: ") + kHost + "\r\n\r\n";
+  for (const std::string& req : {close_get, http10_get, close_get}) {
+    const std::string got = fetch({req}, /*tls=*/true);
+    EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << got;
+    EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  }
+  EXPECT_EQ(upstream_->connections, 1);
+  EXPECT_EQ(counters_.upstream_reused.load(), 2u);
+  ASSERT_EQ(upstream_->received.size(), 3u);
+  for (const Received& r : upstream_->received) {
+    EXPECT_EQ(r.raw.find("Connection: close"), std::string::npos) << r.raw;
+    EXPECT_EQ(r.raw.find("HTTP/1.0"), std::string::npos) << r.raw;
+  }
+  pool.clear();
+  upstreams_ = nullptr;
+}
+
 // The upstream closed its idle connections (here: all of them, after each
 // exchange): the pool hands out none of them, and each request connects anew.
 TEST_F(ExchangeTest, AnUpstreamConnectionClosedWhileIdleIsNotReused) {

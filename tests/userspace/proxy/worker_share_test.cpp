@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,10 +27,16 @@ namespace {
 using namespace std::chrono_literals;
 
 // 127.0.0.1's decisions wait until released; 127.0.0.2's are counted and
-// reset at once.
+// reset at once (on a worker, or with `quiet_at_once` on the loop itself).
 class BlockingDecisions : public test::ConnectionPolicy {
  public:
-  BlockingDecisions() : released_(release_.get_future().share()) {}
+  explicit BlockingDecisions(bool quiet_at_once)
+      : quiet_at_once_(quiet_at_once), released_(release_.get_future().share()) {}
+  std::optional<UpstreamDecision> decide_at_once(const ConnectionFacts& facts) override {
+    if (!quiet_at_once_ || net::endpoint_text(facts.guest).rfind("127.0.0.2:", 0) != 0) return std::nullopt;
+    ++quiet_decided;
+    return UpstreamDecision{};  // kReset
+  }
   UpstreamDecision decide(const ConnectionFacts& facts) override {
     if (net::endpoint_text(facts.guest).rfind("127.0.0.1:", 0) == 0) {
       ++blocked;
@@ -44,6 +51,7 @@ class BlockingDecisions : public test::ConnectionPolicy {
   std::atomic<int> blocked{0}, quiet_decided{0};
 
  private:
+  const bool quiet_at_once_;
   std::promise<void> release_;
   std::shared_future<void> released_;
 };
@@ -53,8 +61,8 @@ using test::connect_from;
 // Guest 127.0.0.1 opens 12 connections whose decisions block; then guest
 // 127.0.0.2 opens one. Whether its decision was made while the others
 // still blocked.
-bool quiet_guest_decided_while_noisy_blocks(FairLimits workers) {
-  BlockingDecisions policy;
+bool quiet_guest_decided_while_noisy_blocks(FairLimits workers, bool quiet_at_once = false) {
+  BlockingDecisions policy(quiet_at_once);
   ProxyConfig config;
   config.addresses = {"127.0.0.1"};
   config.port = 0;
@@ -88,6 +96,17 @@ TEST(ProxyWorkerShare, AGuestWhoseDecisionsBlockHoldsOnlyItsShare) {
   // Control: a share as large as the pool.
   EXPECT_FALSE(
       quiet_guest_decided_while_noisy_blocks({.slots = 4, .per_tenant = 4, .per_lane = 0, .queued = 64}));
+}
+
+// A decision the policy makes at once (no name to resolve) is made on the
+// loop: it waits for no worker, even with every worker held by a guest
+// whose decisions block (the control above: the same guest, the same share,
+// the quiet guest's decision left to a worker waits).
+TEST(ProxyWorkerShare, ADecisionMadeAtOnceWaitsForNoWorker) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (IP_TRANSPARENT listener)";
+  EXPECT_TRUE(
+      quiet_guest_decided_while_noisy_blocks({.slots = 4, .per_tenant = 4, .per_lane = 0, .queued = 64},
+                                             /*quiet_at_once=*/true));
 }
 
 }  // namespace

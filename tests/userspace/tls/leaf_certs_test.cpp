@@ -46,6 +46,7 @@ struct Handshake {
   bool ok = false;      // both sides completed
   long verify = -1;     // client's verify result
   std::string version;  // negotiated protocol
+  int sent_chain = -1;  // certificates the server sent
 };
 
 // Client trusting only `ca`, checking `host` (DNS name or IP literal), against
@@ -65,7 +66,9 @@ Handshake connect_to_leaf(const LeafCert& leaf, X509* ca, const std::string& hos
     SSL_set1_host(client.get(), host.c_str());
   }
   const bool ok = test::handshake_over_bio_pair(client.get(), server.get());
-  return {ok, SSL_get_verify_result(client.get()), SSL_get_version(client.get())};
+  STACK_OF(X509)* sent = SSL_get_peer_cert_chain(client.get());
+  return {ok, SSL_get_verify_result(client.get()), SSL_get_version(client.get()),
+          sent ? sk_X509_num(sent) : -1};
 }
 
 class LeafCertsTest : public ::testing::Test {
@@ -82,6 +85,8 @@ TEST_F(LeafCertsTest, LeafForDnsNameVerifiesWithHostnameCheck) {
   Handshake h = connect_to_leaf(*leaf, authority.ca_cert(), "api.github.com");
   EXPECT_TRUE(h.ok);
   EXPECT_EQ(h.verify, X509_V_OK) << X509_verify_cert_error_string(h.verify);
+  // The leaf alone: the deployment CA is the guest's own trust anchor.
+  EXPECT_EQ(h.sent_chain, 1);
 
   Handshake wrong = connect_to_leaf(*leaf, authority.ca_cert(), "github.com");
   EXPECT_FALSE(wrong.ok);
