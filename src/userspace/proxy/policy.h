@@ -221,6 +221,7 @@ struct LocalResponse {
 // several threads at once.
 // - decide, resolve_upstream and on_closed may block (name resolution): the
 //   proxy calls them on its worker pool (co_spawn on TransparentProxy's pool).
+//   decide_at_once never blocks: the proxy asks it on the loop first.
 // - decide_request, injection_for, on_request_done, hold_state and
 //   watch_hold are per request: they never block (short locks only; audit
 //   records are posted, never committed in the call), and the proxy calls
