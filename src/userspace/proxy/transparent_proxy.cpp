@@ -11,6 +11,7 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -153,7 +154,10 @@ struct TransparentProxy::Impl {
       // interception reads it then.
       asio::steady_timer deadline(guest.get_executor(), config.hello_timeout);
       ClientHelloInfo hello;
-      std::vector<uint8_t> peeked(kMaxClientHelloBytes + kHelloChunk);
+      // Not zero-filled (20 KiB a connection): only what a peek wrote is read.
+      constexpr size_t kPeekBytes = kMaxClientHelloBytes + kHelloChunk;
+      const std::unique_ptr<uint8_t[]> peeked(new uint8_t[kPeekBytes]);
+      bool raised_lowat = false;
       const int fd = guest.native_handle();
       while (hello.status == HelloStatus::kNeedMore) {
         auto r =
@@ -164,7 +168,7 @@ struct TransparentProxy::Impl {
           co_return;
         }
         if (std::get<0>(std::get<0>(r))) co_return;
-        const ssize_t n = ::recv(fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+        const ssize_t n = ::recv(fd, peeked.get(), kPeekBytes, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (n <= 0) co_return;
         if (static_cast<size_t>(n) == first_bytes.size()) {
@@ -175,16 +179,21 @@ struct TransparentProxy::Impl {
           if (::poll(&p, 1, 0) != 0) co_return;
           continue;
         }
-        first_bytes.assign(peeked.begin(), peeked.begin() + n);
+        first_bytes.assign(peeked.get(), peeked.get() + n);
         hello = peek_client_hello(first_bytes);
-        if (hello.status == HelloStatus::kNeedMore && static_cast<size_t>(n) == peeked.size()) co_return;
+        if (hello.status != HelloStatus::kNeedMore) break;
+        if (static_cast<size_t>(n) == kPeekBytes) co_return;
         // The bytes peeked stay queued, so the socket would stay readable:
         // until more arrive, it is not (FIN and errors still wake it).
         const int more = static_cast<int>(n) + 1;
         ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &more, sizeof(more));
+        raised_lowat = true;
       }
-      const int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+      // A hello whole at the first peek (the usual case) never raised it.
+      if (raised_lowat) {
+        const int one = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+      }
       facts.tls = hello.status == HelloStatus::kOk;
       facts.sni = hello.sni;
       facts.sni_is_ip_literal = hello.sni_is_ip_literal;
