@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/client_hello_bytes.h"
 #include "userspace/proxy/listener_fixture.h"
 #include "userspace/proxy/transparent_proxy.h"
 
@@ -47,24 +47,6 @@ class RecordingPolicy : public test::ConnectionPolicy {
   std::mutex mu_;
   std::vector<ConnectionFacts> decided_;
 };
-
-// A real ClientHello for `sni`, as OpenSSL's client writes it.
-std::string client_hello(const std::string& sni) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  SSL* ssl = SSL_new(ctx);
-  BIO* in = BIO_new(BIO_s_mem());
-  BIO* out = BIO_new(BIO_s_mem());
-  SSL_set_bio(ssl, in, out);
-  SSL_set_tlsext_host_name(ssl, sni.c_str());
-  SSL_set_connect_state(ssl);
-  SSL_do_handshake(ssl);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(out, &data);
-  std::string hello(data, static_cast<size_t>(n));
-  SSL_free(ssl);
-  SSL_CTX_free(ctx);
-  return hello;
-}
 
 // Sends `bytes` to the proxy cut at `cuts` (each piece its own segment, a
 // pause between), then, with `close_after`, ends the stream; waits until
@@ -110,7 +92,8 @@ TEST(ClientHelloPeek, AHelloCutAnywhereIsReadWholeBeforeTheDecision) {
   config.addresses = {kListen};
   config.port = 443;
   TransparentProxy proxy(config, policy);
-  const std::string hello = client_hello("split.example");
+  const std::vector<uint8_t> written = zn::test::make_client_hello({.sni = "split.example"});
+  const std::string hello(written.begin(), written.end());
   ASSERT_GT(hello.size(), 64u);
 
   std::vector<size_t> every_byte_of_the_head;

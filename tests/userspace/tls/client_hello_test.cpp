@@ -16,51 +16,18 @@
 #include <thread>
 #include <vector>
 
+#include "support/client_hello_bytes.h"
+
 namespace zn::proxy {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-struct HelloOpts {
-  std::optional<std::string> sni;
-  std::vector<std::string> alpn;
-  int min_version = 0;
-  int max_version = 0;
-};
-
-// The bytes an OpenSSL client writes first: its ClientHello record(s).
-Bytes make_hello(const HelloOpts& o) {
-  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
-  EXPECT_TRUE(ctx);
-  if (o.min_version) SSL_CTX_set_min_proto_version(ctx.get(), o.min_version);
-  if (o.max_version) SSL_CTX_set_max_proto_version(ctx.get(), o.max_version);
-  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
-  if (o.sni) {
-    EXPECT_EQ(SSL_set_tlsext_host_name(ssl.get(), o.sni->c_str()), 1);
-  }
-  if (!o.alpn.empty()) {
-    Bytes wire;
-    for (const auto& p : o.alpn) {
-      wire.push_back(static_cast<std::uint8_t>(p.size()));
-      wire.insert(wire.end(), p.begin(), p.end());
-    }
-    EXPECT_EQ(SSL_set_alpn_protos(ssl.get(), wire.data(), static_cast<unsigned>(wire.size())), 0);
-  }
-  BIO* rbio = BIO_new(BIO_s_mem());
-  BIO* wbio = BIO_new(BIO_s_mem());
-  BIO_set_mem_eof_return(rbio, -1);
-  SSL_set_bio(ssl.get(), rbio, wbio);
-  SSL_set_connect_state(ssl.get());
-  int rc = SSL_do_handshake(ssl.get());
-  EXPECT_EQ(SSL_get_error(ssl.get(), rc), SSL_ERROR_WANT_READ);
-  Bytes out(BIO_ctrl_pending(wbio));
-  EXPECT_EQ(BIO_read(wbio, out.data(), static_cast<int>(out.size())), static_cast<int>(out.size()));
-  ERR_clear_error();
-  return out;
-}
+using test::make_client_hello;
 
 Bytes standard_hello(int max_version = 0) {
-  return make_hello({.sni = "www.example.com", .alpn = {"h2", "http/1.1"}, .max_version = max_version});
+  return make_client_hello(
+      {.sni = "www.example.com", .alpn = {"h2", "http/1.1"}, .max_version = max_version});
 }
 
 ClientHelloInfo peek(const Bytes& b, std::size_t max = kMaxClientHelloBytes) {
@@ -126,7 +93,7 @@ TEST(ClientHello, Tls12Only) {
 }
 
 TEST(ClientHello, Tls13Only) {
-  auto info = peek(make_hello({.sni = "a.example", .min_version = TLS1_3_VERSION}));
+  auto info = peek(make_client_hello({.sni = "a.example", .min_version = TLS1_3_VERSION}));
   ASSERT_EQ(info.status, HelloStatus::kOk);
   EXPECT_EQ(info.sni, "a.example");
   EXPECT_EQ(info.supported_versions, (std::vector<std::uint16_t>{0x0304}));
@@ -134,7 +101,7 @@ TEST(ClientHello, Tls13Only) {
 }
 
 TEST(ClientHello, NoSni) {
-  auto info = peek(make_hello({.alpn = {"http/1.1"}}));
+  auto info = peek(make_client_hello({.alpn = {"http/1.1"}}));
   ASSERT_EQ(info.status, HelloStatus::kOk);
   EXPECT_FALSE(info.sni.has_value());
   EXPECT_FALSE(info.sni_is_ip_literal);
@@ -144,20 +111,20 @@ TEST(ClientHello, NoSni) {
 TEST(ClientHello, IpLiteralSni) {
   for (std::string ip : {"192.0.2.1", "2001:db8::1", "::ffff:169.254.169.254", "127.1", "0x7f000001",
                          "10.0.0.1.", "foo.123"}) {
-    auto info = peek(make_hello({.sni = ip}));
+    auto info = peek(make_client_hello({.sni = ip}));
     ASSERT_EQ(info.status, HelloStatus::kOk) << ip;
     EXPECT_EQ(info.sni, ip);
     EXPECT_TRUE(info.sni_is_ip_literal) << ip;
   }
   for (std::string name : {"example.com", "1password.com", "x.0xfoo", "dead.beef"}) {
-    auto info = peek(make_hello({.sni = name}));
+    auto info = peek(make_client_hello({.sni = name}));
     ASSERT_EQ(info.status, HelloStatus::kOk) << name;
     EXPECT_FALSE(info.sni_is_ip_literal) << name;
   }
 }
 
 TEST(ClientHello, UppercaseSniIsLowercased) {
-  auto info = peek(make_hello({.sni = "API.Example.COM"}));
+  auto info = peek(make_client_hello({.sni = "API.Example.COM"}));
   ASSERT_EQ(info.status, HelloStatus::kOk);
   EXPECT_EQ(info.sni, "api.example.com");
 }
@@ -293,7 +260,7 @@ TEST(ClientHello, MalformedFraming) {
 TEST(ClientHello, TooLarge) {
   // A real ClientHello bigger than 16 KiB (a huge ALPN list).
   std::vector<std::string> protos(70, std::string(250, 'p'));
-  Bytes big = make_hello({.sni = "www.example.com", .alpn = protos});
+  Bytes big = make_client_hello({.sni = "www.example.com", .alpn = protos});
   ASSERT_GT(big.size(), kMaxClientHelloBytes);
   EXPECT_EQ(peek(big).status, HelloStatus::kTooLarge);
   // Its first record's header alone already tells.
