@@ -545,10 +545,13 @@ TEST(SessionProxyPolicyTable, ConnectionVerdicts) {
   int on_the_loop = 0, on_a_worker = 0;
   for (const ConnectionRow& row : rows) {
     SCOPED_TRACE(row.name);
+    auto set_up = [&](Broker& x) {
+      x.sessions.put("s1", policy(), 0);
+      x.sessions.put("s2", kOtherPolicy, 1);
+      for (const Told& t : row.told) tell(x, t);
+    };
     Broker b;
-    b.sessions.put("s1", policy(), 0);
-    b.sessions.put("s2", kOtherPolicy, 1);
-    for (const Told& t : row.told) tell(b, t);
+    set_up(b);
     const size_t before = b.records().size();
     proxy::ConnectionFacts facts;
     facts.guest = endpoint(row.guest, 40000);
@@ -560,9 +563,7 @@ TEST(SessionProxyPolicyTable, ConnectionVerdicts) {
     // nothing recorded: only a splice to a name waits for a worker.
     {
       Broker a;
-      a.sessions.put("s1", policy(), 0);
-      a.sessions.put("s2", kOtherPolicy, 1);
-      for (const Told& t : row.told) tell(a, t);
+      set_up(a);
       const size_t a_before = a.records().size();
       const std::optional<proxy::UpstreamDecision> at_once = a.proxy.decide_at_once(facts);
       // A terminated connection never waits; a splice to a name always does.
