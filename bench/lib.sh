@@ -110,6 +110,21 @@ wait_tcp() {
   return 1
 }
 
+# wait_listen NETNS PORT: until a TCP socket listens on PORT in NETNS, read
+# from the socket table, never by connecting. For a transparent proxy: a
+# probe connection to its own listener has itself as its original
+# destination, and mitmdump, given one, connects to itself over and over
+# (measured: a core busy for the rest of the run, under every figure).
+wait_listen() {
+  local ns=$1 port=$2
+  for _ in $(seq 100); do
+    [ -n "$(ip netns exec "$ns" ss -Htln "sport = :$port")" ] && return 0
+    sleep 0.1
+  done
+  log "nothing listens on port $port in $ns"
+  return 1
+}
+
 # zerod_start NETNS DIR PIN_ROOT [EXTRA_JSON]: zerod with its own state dir,
 # control socket $DIR/zerod.sock and config $DIR/zerod.json (EXTRA_JSON is
 # merged into the config). Stopped (SIGTERM) on cleanup. Sets ZEROD_PID.

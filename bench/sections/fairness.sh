@@ -384,7 +384,7 @@ section_fairness() {
   # The check: B's request answers 200 with the identity arriving upstream
   # (zerod scrubs it from the echo: the marker is the proof).
   out=$(ip netns exec "$FA_PREFIX-fb" curl -s -m 10 -w ' code=%{http_code}' --cacert "$FA_CA" \
-    "https://$FA_NAME/small" 2>&1) || true
+    "https://$FA_NAME/echo" 2>&1) || true
   if [[ $out != *"authorization=Bearer zn-redacted"*"code=200" ]]; then
     local why="curl from guest B through zerod to an identity rule failed: ${out:0:200}"
     log "fairness: skipped — $why"

@@ -22,6 +22,10 @@
 #                   (squid `https_port ... intercept ssl-bump`, mitmdump
 #                   `--mode transparent`); each mints leaves from its own CA,
 #                   which its guest is given.
+#                   Then /echo, whose responses carry the injected secret back
+#                   (each one a secret:reflected alarm that zerod scrubs and
+#                   records), zerod vs nginx, no target: the upstream of the
+#                   other figures echoes no credential, as an API does not.
 #   (b) ic_bulk     one large download through zerod (MB/s) vs
 #                   `openssl speed -evp aes-128-gcm` on this machine
 #   (c) ic_latency  connect + TLS + first byte (curl time_starttransfer minus
@@ -259,7 +263,7 @@ ic_peers_setup() {
     # Not in $(...): bg_in_netns must register the cleanup here.
     bg_in_netns "$IC_PREFIX-host" "$d/stdout.log" squid -N -n "$service" -f "$d/squid.conf" > "$d/pid"
     IC_PEER_PIDS+=("$(cat "$d/pid")")
-    wait_tcp "$IC_PREFIX-host" 198.19.2.1 "$IC_SQUID_PORT" ||
+    wait_listen "$IC_PREFIX-host" "$IC_SQUID_PORT" ||
       ic_break squid "squid did not listen (cache.log: $(tail -2 "$d/cache.log" 2> /dev/null | tr '\n' ' '))"
   fi
 
@@ -274,7 +278,7 @@ ic_peers_setup() {
     --listen-host 0.0.0.0 --listen-port "$IC_MITM_PORT" --set confdir="$d/conf" \
     --set ssl_verify_upstream_trusted_ca="$IC_DIR/pki/labca.pem" -s "$d/identity.py" > "$d/pid"
   IC_PEER_PIDS+=("$(cat "$d/pid")")
-  wait_tcp "$IC_PREFIX-host" 198.19.3.1 "$IC_MITM_PORT" ||
+  wait_listen "$IC_PREFIX-host" "$IC_MITM_PORT" ||
     ic_break mitmproxy "mitmdump did not listen ($(tail -2 "$d/mitmdump.log" | tr '\n' ' '))"
   return 0
 }
@@ -293,7 +297,7 @@ ic_peer_check() {
   local v=$1 ca=$2 out
   [ -z "${IC_BROKEN[$v]:-}" ] || return 0
   out=$(ip netns exec "$IC_PREFIX-${IC_NS_OF[$v]}" curl -s -m 10 --cacert "$ca" \
-    -H "Authorization: Bearer guest-supplied" -w ' code=%{http_code}' "https://$IC_NAME/small" 2>&1) || true
+    -H "Authorization: Bearer guest-supplied" -w ' code=%{http_code}' "https://$IC_NAME/echo" 2>&1) || true
   if [[ $out == *"authorization=Bearer $IC_SECRET "*"code=200" ]]; then
     record_meta "interception_check_$v" '"ok: 200, the identity arrives upstream"'
   else
@@ -306,7 +310,7 @@ ic_peer_check() {
 ic_veth_check() {
   local out
   out=$(ip netns exec "$IC_PREFIX-vz" curl -s -m 10 -w ' code=%{http_code}' --cacert "$IC_GUEST_CA" \
-    "https://$IC_NAME/small" 2>&1) || true
+    "https://$IC_NAME/echo" 2>&1) || true
   if [[ $out == *"authorization=Bearer zn-redacted"*"code=200" ]]; then
     record_meta interception_check_veth-zerod '"ok: 200, the identity arrives upstream"'
   else
@@ -324,6 +328,40 @@ ic_peer_checks() {
   ic_peer_check mitmproxy "$IC_DIR/mitmproxy/ca.pem"
   ic_peer_check veth-mitmproxy "$IC_DIR/mitmproxy/ca.pem"
   ic_veth_check
+  ic_idle_check
+}
+
+# ic_idle_check: every process of the lab (zerod, the peers, the nginx
+# upstream and reverse proxies) idles before the figures: one busy while
+# idle takes a core from whatever is measured (a mitmdump connected to
+# itself once held one for whole runs). Recorded as a run fact; a busy one
+# is named in the log.
+ic_idle_check() {
+  local pids=() pid before=() after=() i busy="" master
+  pids=("$ZEROD_PID" "${IC_PEER_PIDS[@]}")
+  # nginx masters and their workers (the workers' command lines name no file).
+  for master in $(pgrep -f "nginx -c $IC_DIR/" || true); do
+    pids+=("$master" $(pgrep -P "$master" || true))
+  done
+  for pid in "${pids[@]}"; do before+=("$(proc_ticks "$pid")"); done
+  sleep 1
+  for i in "${!pids[@]}"; do after+=("$(proc_ticks "${pids[$i]}")"); done
+  for i in "${!pids[@]}"; do
+    # More than 10 ticks (10 % of a core at USER_HZ 100) in the second.
+    (( ${after[$i]} - ${before[$i]} > 10 )) &&
+      busy+="$(cat "/proc/${pids[$i]}/comm" 2> /dev/null) (pid ${pids[$i]}, $(( ${after[$i]} - ${before[$i]} )) ticks/s) "
+  done
+  if [ -n "$busy" ]; then
+    log "interception: busy while idle: $busy"
+    record_meta interception_idle "$(jq -n --arg b "busy: $busy" '$b')"
+  else
+    record_meta interception_idle '"ok: the lab idles before the figures"'
+  fi
+}
+
+# proc_ticks PID: CPU ticks the process (all its threads) has used; 0 if gone.
+proc_ticks() {
+  awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat" 2> /dev/null || echo 0
 }
 
 # The check: both paths answer 200 and the identity arrives upstream.
@@ -332,14 +370,14 @@ ic_check() {
   local out code body
   # The peer path first: it validates the nginx configs whatever zerod does.
   out=$(guest_exec "$IC_PREFIX" g1 curl -s -m 5 --cacert "$IC_DIR/pki/rpca.pem" \
-    -H "Authorization: Bearer guest-supplied" "https://$IC_NAME/small" 2>&1) || true
+    -H "Authorization: Bearer guest-supplied" "https://$IC_NAME/echo" 2>&1) || true
   if [[ $out == *"authorization=Bearer $IC_SECRET"* ]]; then
     record_meta interception_peer_check '"ok: nginx reverse proxy injects the identity"'
   else
     record_meta interception_peer_check "$(jq -cn --arg o "$out" '"failed: " + $o')"
   fi
   out=$(guest_exec "$IC_PREFIX" g0 curl -s -m 5 -o "$IC_DIR/check.body" -w '%{http_code}' \
-    --cacert "$IC_GUEST_CA" "https://$IC_NAME/small" 2>&1) || true
+    --cacert "$IC_GUEST_CA" "https://$IC_NAME/echo" 2>&1) || true
   code=${out: -3}
   body=$(cat "$IC_DIR/check.body" 2> /dev/null || true)
   # The upstream echoes the Authorization it got; zerod scrubs an injected
@@ -354,7 +392,7 @@ ic_check() {
   if [ "$code" = 200 ]; then
     echo "curl through zerod to an identity rule answered 200 but the identity did not arrive upstream (body: ${body:0:120})"
   else
-    echo "curl through zerod to an identity rule (https://$IC_NAME/small) did not return 200 (curl: '${out:-no output}')${reason:+; zerod: $reason}"
+    echo "curl through zerod to an identity rule (https://$IC_NAME/echo) did not return 200 (curl: '${out:-no output}')${reason:+; zerod: $reason}"
   fi
   return 1
 }
@@ -385,18 +423,28 @@ wrk_rps_ns() {
 }
 
 # ic_wrk SECONDS: every variant that passed its check, alternated per round;
-# zerod against each peer, from lab guests and from veth guests.
+# zerod against each peer, from lab guests and from veth guests; then /echo,
+# where each response carries the injected secret back (zerod scrubs it and
+# records secret:reflected), against nginx, for what that path costs.
 ic_wrk() {
   local secs=$1 body round f="$IC_DIR/wrk.txt" v kind peer target what
-  for body in small 64k; do
+  for body in small 64k echo; do
     for ((round = 1; round <= ROUNDS; round++)); do
       for v in zerod nginx squid mitmproxy veth-zerod veth-nginx veth-squid veth-mitmproxy; do
         [ -z "${IC_BROKEN[$v]:-}" ] || continue
+        # /echo (every response an alarm) is zerod's own path: nginx only.
+        [ "$body" = echo ] && [[ $v == *squid || $v == *mitmproxy ]] && continue
         [ "$round" = 1 ] && [[ $v == *zerod ]] && ic_profile "$v-$body" "$secs"
         echo "$round $v-$body $(wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs")" >> "$f"
         ic_profile_end
       done
     done
+    if [ "$body" = echo ]; then
+      for kind in "" veth-; do
+        ic_wrk_figure "$f" echo "$kind" nginx "" "wrk keep-alive /echo through zerod (identity), the upstream echoing the credential: every response an alarm$([ -n "$kind" ] && echo " (veth)")" "wrk -t1 -c16 -d${secs}s"
+      done
+      continue
+    fi
     for kind in "" veth-; do
       for peer in nginx squid mitmproxy; do
         case $peer in
@@ -692,10 +740,8 @@ section_interception() {
   ic_part h2load && ic_h2load "$([ "$QUICK" = 1 ] && echo 2000 || echo 20000)"
   ic_part handshakes && ic_handshakes "$secs"
   ic_part bulk && ic_bulk
-  # The interception peers are done: stopped before the latency runs. An
-  # idle mitmdump was measured busy on one of the two cores (perf sched: 95%
-  # of a core over 15 s), which left zerod's threads waiting up to 24 ms for
-  # a CPU and put that wait into zerod's p99.
+  # The interception peers are done: stopped before the latency runs, so
+  # nothing but the measured path can take a CPU from zerod's threads.
   local pid
   for pid in "${IC_PEER_PIDS[@]}"; do kill_wait "$pid"; done
   if ic_part latency; then

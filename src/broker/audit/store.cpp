@@ -59,8 +59,10 @@ std::string col_text(sqlite3_stmt* s, int i) {
   return std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i)));
 }
 
+// SQLITE_STATIC: not copied. Every caller steps and resets the statement
+// (Stmt, OwnedStmt) while the string it bound is still alive.
 void bind_text(sqlite3* db, sqlite3_stmt* s, int i, const std::string& v) {
-  if (sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT) != SQLITE_OK)
+  if (sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC) != SQLITE_OK)
     fail(db, "bind");
 }
 
@@ -174,7 +176,8 @@ std::vector<AuditRecord> AuditStore::append_batch(const std::vector<BuildFn>& bu
       bind_text(db_, ins.s, 2, rec.ts);
       bind_text(db_, ins.s, 3, rec.event);
       bind_text(db_, ins.s, 4, rec.sid);
-      bind_text(db_, ins.s, 5, rec.detail_json.empty() ? rec.detail.dump() : rec.detail_json);
+      if (rec.detail_json.empty()) rec.detail_json = rec.detail.dump();  // bound, not copied: kept
+      bind_text(db_, ins.s, 5, rec.detail_json);
       bind_text(db_, ins.s, 6, rec.prev);
       bind_text(db_, ins.s, 7, rec.hash);
       if (sqlite3_step(ins.s) != SQLITE_DONE) fail(db_, "insert");
