@@ -26,6 +26,9 @@
 #                   (each one a secret:reflected alarm that zerod scrubs and
 #                   records), zerod vs nginx, no target: the upstream of the
 #                   other figures echoes no credential, as an API does not.
+#                   Beside each: the proxy's CPU time per request (zerod's
+#                   threads by name: loops, audit writer, the rest) against
+#                   the nginx reverse proxy's.
 #   (b) ic_bulk     one large download through zerod (MB/s) vs
 #                   `openssl speed -evp aes-128-gcm` on this machine
 #   (c) ic_latency  connect + TLS + first byte (curl time_starttransfer minus
@@ -435,10 +438,15 @@ ic_wrk() {
         # /echo (every response an alarm) is zerod's own path: nginx only.
         [ "$body" = echo ] && [[ $v == *squid || $v == *mitmproxy ]] && continue
         [ "$round" = 1 ] && [[ $v == *zerod ]] && ic_profile "$v-$body" "$secs"
-        echo "$round $v-$body $(wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs")" >> "$f"
+        local before rps
+        before=$(ic_cpu_ticks "$v")
+        rps=$(wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs")
+        ic_cpu_account "$v-$body" "$before" "$(ic_cpu_ticks "$v")" "$rps" "$secs"
+        echo "$round $v-$body $rps" >> "$f"
         ic_profile_end
       done
     done
+    for kind in "" veth-; do ic_cpu_figure "$body" "$kind" "$secs"; done
     if [ "$body" = echo ]; then
       for kind in "" veth-; do
         ic_wrk_figure "$f" echo "$kind" nginx "" "wrk keep-alive /echo through zerod (identity), the upstream echoing the credential: every response an alarm$([ -n "$kind" ] && echo " (veth)")" "wrk -t1 -c16 -d${secs}s"
@@ -457,6 +465,59 @@ ic_wrk() {
       done
     done
   done
+}
+
+# ic_cpu_ticks VARIANT: "group user sys" lines, CPU ticks so far of the
+# process serving the variant, by thread group: zerod's proxy loops (loops),
+# its audit writer (audit) and every other thread (other), by the names zerod
+# gives them (common/thread_name.h); an nginx reverse proxy's master and
+# workers (proxy). Nothing for squid and mitmproxy.
+ic_cpu_ticks() {
+  local v=$1 pids=() master task
+  case $v in
+    zerod | veth-zerod)
+      for task in /proc/"$ZEROD_PID"/task/*; do
+        awk -v comm="$(cat "$task/comm" 2> /dev/null)" '{
+          g = comm ~ /^zn-proxy-[0-9]+$/ ? "loops" : comm == "zn-audit" ? "audit" : "other"
+          print g, $14, $15 }' "$task/stat" 2> /dev/null || true
+      done ;;
+    nginx | veth-nginx)
+      for master in $(pgrep -f "nginx -c $IC_DIR/$([ "$v" = nginx ] && echo rp || echo rp-veth)/nginx.conf" || true); do
+        pids+=("$master" $(pgrep -P "$master" || true))
+      done
+      for task in "${pids[@]}"; do awk '{print "proxy", $14, $15}' "/proc/$task/stat" 2> /dev/null || true; done ;;
+  esac | awk '{u[$1] += $2; s[$1] += $3} END {for (g in u) print g, u[g], s[g]}'
+}
+
+# ic_cpu_account NAME BEFORE AFTER RPS SECONDS: appends "name group user_ticks
+# sys_ticks requests" per group to $IC_DIR/cpu.txt (a failed run: nothing).
+ic_cpu_account() {
+  [ "$4" != null ] && [ -n "$2$3" ] || return 0
+  awk -v name="$1" -v req="$(awk -v r="$4" -v t="$5" 'BEGIN {printf "%d", r * t}')" '
+    NR == FNR {u[$1] = $2; s[$1] = $3; next}
+    {print name, $1, $2 - u[$1], $3 - s[$1], req}' <(echo "$2") <(echo "$3") >> "$IC_DIR/cpu.txt"
+}
+
+# ic_cpu_figure BODY KIND SECONDS: CPU time per request, zerod (all its
+# threads) against the nginx reverse proxy, over every round; the note splits
+# zerod's into its loops, its audit writer and the rest, user and system.
+# On this 2-core machine a client, the upstream and the proxy share the
+# cores, so the proxy's CPU per request is what its throughput follows, and
+# it varies much less between runs than requests/s.
+ic_cpu_figure() {
+  local body=$1 kind=$2 f="$IC_DIR/cpu.txt" z n split
+  [ -s "$f" ] || return 0
+  # µs per request: ticks are 1/100 s (USER_HZ).
+  z=$(awk -v n="${kind}zerod-$body" '$1 == n {t += $3 + $4; r[$2] += $5} END {
+    if (r["loops"] > 0) printf "%.1f", t * 10000 / r["loops"]; else print "null"}' "$f")
+  n=$(awk -v n="${kind}nginx-$body" '$1 == n {t += $3 + $4; r += $5} END {
+    if (r > 0) printf "%.1f", t * 10000 / r; else print "null"}' "$f")
+  split=$(awk -v n="${kind}zerod-$body" '$1 == n {u[$2] += $3; s[$2] += $4; r[$2] += $5} END {
+    for (g in r) if (r[g] > 0) printf "%s %.1f+%.1f, ", g, u[g] * 10000 / r[g], s[g] * 10000 / r[g]}' "$f")
+  [ "$z" != null ] && [ "$n" != null ] || return 0
+  record_figure interception "proxy CPU per request, wrk keep-alive /$body$([ -n "$kind" ] && echo " (veth)")" \
+    "us/req" "$z" "nginx TLS reverse proxy" "$n" "$(awk -v a="$z" -v b="$n" 'BEGIN {printf "%.3f", a / b}')" \
+    "" "" "zerod's threads, µs user+system per request: ${split%, }; lower is better"
 }
 
 # ic_wrk_figure FILE BODY KIND PEER TARGET NAME NOTE: one figure, or why not.

@@ -2,10 +2,16 @@
 
 #include <deque>
 
+#include "common/thread_name.h"
+
 namespace zn {
 
-FairPool::FairPool(FairLimits limits) : queue_(limits) {
-  for (size_t i = 0; i < queue_.limits().slots; ++i) threads_.emplace_back([this] { work(); });
+FairPool::FairPool(FairLimits limits, const std::string& name) : queue_(limits) {
+  for (size_t i = 0; i < queue_.limits().slots; ++i)
+    threads_.emplace_back([this, name] {
+      set_thread_name(name);
+      work();
+    });
 }
 
 FairPool::~FairPool() { stop(); }

@@ -32,8 +32,8 @@ class FairPool {
     uint64_t refused = 0;  // since the start
   };
 
-  // `limits.slots` threads are started.
-  explicit FairPool(FairLimits limits);
+  // `limits.slots` threads are started, each named `name` (thread_name.h).
+  explicit FairPool(FairLimits limits, const std::string& name = "zn-pool");
   ~FairPool();  // stop()
   FairPool(const FairPool&) = delete;
   FairPool& operator=(const FairPool&) = delete;

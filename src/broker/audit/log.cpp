@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/thread_name.h"
+
 namespace zn::broker {
 
 namespace {
@@ -38,7 +40,10 @@ AuditLog::AuditLog(AuditLogOptions opts) : opts_(std::move(opts)) {
   if (!opts_.clock) opts_.clock = [] { return std::chrono::system_clock::now(); };
   if (!opts_.sink) opts_.sink = stdout_sink;
   store_ = std::make_unique<AuditStore>(opts_.db_path, AuditStore::Mode::kReadWrite);
-  writer_ = std::thread([this] { writer_loop(); });
+  writer_ = std::thread([this] {
+    set_thread_name("zn-audit");
+    writer_loop();
+  });
 }
 
 AuditLog::~AuditLog() {

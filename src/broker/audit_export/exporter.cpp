@@ -1,4 +1,5 @@
 #include "broker/audit_export/exporter.h"
+#include "common/thread_name.h"
 
 #include <algorithm>
 
@@ -26,7 +27,10 @@ AuditExporter::AuditExporter(Options options, std::unique_ptr<AuditSink> sink,
   next_read_ = cursor_.read_from;
   consumed_to_ = cursor_.range_start - 1;
   stats_.last_delivered_seq = cursor_.range_start - 1;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    set_thread_name("zn-export");
+    run();
+  });
 }
 
 AuditExporter::~AuditExporter() {

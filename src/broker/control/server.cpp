@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "common/thread_name.h"
 #include "broker/policy/parser.h"
 
 namespace zn::broker {
@@ -115,7 +116,10 @@ void ControlServer::start() {
   if (rc != 0 || ::listen(listen_fd_, 16) != 0)
     throw std::system_error(errno, std::generic_category(), "bind/listen " + path_);
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
-  thread_ = std::thread([this] { serve(); });
+  thread_ = std::thread([this] {
+    set_thread_name("zn-control");
+    serve();
+  });
 }
 
 void ControlServer::stop() {

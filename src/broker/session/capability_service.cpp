@@ -34,7 +34,8 @@ CapabilityService::CapabilityService(AuditLog& audit, std::shared_ptr<StoreSet> 
       pool_(FairLimits{.slots = std::max<size_t>(1, threads),
                        .per_tenant = share_of(threads, per_session),
                        .per_lane = share_of(threads, per_store),
-                       .queued = max_pending}) {}
+                       .queued = max_pending},
+            "zn-capability") {}
 
 void CapabilityService::check(const Policy& policy) const {
   for (const auto& [name, cap] : policy.caps)

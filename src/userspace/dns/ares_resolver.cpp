@@ -1,6 +1,7 @@
 #include "userspace/dns/ares_resolver.h"
 
 #include <ares.h>
+#include "common/thread_name.h"
 #include "userspace/dns/ldns.h"
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -192,7 +193,10 @@ AresResolver::AresResolver(AresConfig config) : impl_(std::make_unique<Impl>()) 
     ares_destroy(impl_->channel);
     throw std::runtime_error("AresResolver: eventfd failed");
   }
-  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
+  impl_->thread = std::thread([impl = impl_.get()] {
+    set_thread_name("zn-resolve");
+    impl->run();
+  });
 }
 
 AresResolver::~AresResolver() {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/thread_name.h"
 #include "userspace/net/transparent_socket.h"
 
 namespace zn::dns {
@@ -98,6 +99,7 @@ struct Responder::Impl {
     for (auto& l : udp) asio::co_spawn(io, udp_loop(*l), asio::detached);
     for (auto& a : tcp) asio::co_spawn(io, accept_loop(*a), asio::detached);
     thread = std::thread([this] {
+      set_thread_name("zn-dns");
       for (;;) {  // a handler that throws must not end the service
         try {
           io.run();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/thread_name.h"
 #include "userspace/net/asio_endpoint.h"
 #include "userspace/proxy/byte_stream.h"
 #include "userspace/tls/client_hello.h"
@@ -76,7 +77,7 @@ struct TransparentProxy::Impl {
         h2_upstreams(config.upstream_pool.idle),
         sockets(std::make_shared<SessionSockets>(config.max_connections_per_guest)),
         session_resets(config.h2_session_resets),
-        pool(config.workers) {}
+        pool(config.workers, "zn-proxy-work") {}
 
   // Accepts on the first loop and hands
   // each connection to the loops in turn: the socket is accepted straight
@@ -469,9 +470,10 @@ TransparentProxy::TransparentProxy(ProxyConfig config, ProxyPolicy& policy)
   impl_->port = port;
   for (auto& acceptor : impl_->acceptors)
     asio::co_spawn(accepting, impl_->accept_loop(*acceptor), asio::detached);
-  for (auto& loop : impl_->loops) {
-    asio::io_context* io = loop.get();
-    impl_->threads.emplace_back([io] {
+  for (size_t i = 0; i < impl_->loops.size(); ++i) {
+    asio::io_context* io = impl_->loops[i].get();
+    impl_->threads.emplace_back([io, i] {
+      set_thread_name("zn-proxy-" + std::to_string(i));
       // The loops other than the accepting one may have nothing to do yet.
       auto work = asio::make_work_guard(*io);
       io->run();
