@@ -48,11 +48,12 @@ TEST(ThreadName, AFairPoolsWorkersCarryItsName) {
   {
     FairPool pool(FairLimits{.slots = 1, .per_tenant = 1, .queued = 1}, "zn-test-pool");
     std::promise<void> ran;
-    pool.post("t", "", {[&] {
-                          seen = own_comm();
-                          ran.set_value();
-                        },
-                        {}});
+    pool.post("t", "",
+              {[&] {
+                 seen = own_comm();
+                 ran.set_value();
+               },
+               {}});
     ran.get_future().wait();
   }
   EXPECT_EQ(seen, "zn-test-pool");
