@@ -28,7 +28,8 @@
 #                   other figures echoes no credential, as an API does not.
 #                   Beside each: the proxy's CPU time per request (zerod's
 #                   threads by name: loops, audit writer, the rest) against
-#                   the nginx reverse proxy's.
+#                   the nginx reverse proxy's (and per new connection in
+#                   (f)).
 #   (b) ic_bulk     one large download through zerod (MB/s) vs
 #                   `openssl speed -evp aes-128-gcm` on this machine
 #   (c) ic_latency  connect + TLS + first byte (curl time_starttransfer minus
@@ -446,7 +447,9 @@ ic_wrk() {
         ic_profile_end
       done
     done
-    for kind in "" veth-; do ic_cpu_figure "$body" "$kind" "$secs"; done
+    for kind in "" veth-; do
+      ic_cpu_figure "$body" "$kind" "proxy CPU per request, wrk keep-alive /$body${kind:+ (veth)}" us/req
+    done
     if [ "$body" = echo ]; then
       for kind in "" veth-; do
         ic_wrk_figure "$f" echo "$kind" nginx "" "wrk keep-alive /echo through zerod (identity), the upstream echoing the credential: every response an alarm$([ -n "$kind" ] && echo " (veth)")" "wrk -t1 -c16 -d${secs}s"
@@ -498,14 +501,15 @@ ic_cpu_account() {
     {print name, $1, $2 - u[$1], $3 - s[$1], req}' <(echo "$2") <(echo "$3") >> "$IC_DIR/cpu.txt"
 }
 
-# ic_cpu_figure BODY KIND SECONDS: CPU time per request, zerod (all its
-# threads) against the nginx reverse proxy, over every round; the note splits
-# zerod's into its loops, its audit writer and the rest, user and system.
+# ic_cpu_figure KEY KIND NAME UNIT: CPU time per request (or connection),
+# zerod (all its threads) against the nginx reverse proxy, over every round
+# of the runs accounted as KIND{zerod,nginx}-KEY; the note splits zerod's
+# into its loops, its audit writer and the rest, user and system.
 # On this 2-core machine a client, the upstream and the proxy share the
 # cores, so the proxy's CPU per request is what its throughput follows, and
 # it varies much less between runs than requests/s.
 ic_cpu_figure() {
-  local body=$1 kind=$2 f="$IC_DIR/cpu.txt" z n split
+  local body=$1 kind=$2 name=$3 unit=$4 f="$IC_DIR/cpu.txt" z n split
   [ -s "$f" ] || return 0
   # µs per request: ticks are 1/100 s (USER_HZ).
   z=$(awk -v n="${kind}zerod-$body" '$1 == n {t += $3 + $4; r[$2] += $5} END {
@@ -515,9 +519,9 @@ ic_cpu_figure() {
   split=$(awk -v n="${kind}zerod-$body" '$1 == n {u[$2] += $3; s[$2] += $4; r[$2] += $5} END {
     for (g in r) if (r[g] > 0) printf "%s %.1f+%.1f, ", g, u[g] * 10000 / r[g], s[g] * 10000 / r[g]}' "$f")
   [ "$z" != null ] && [ "$n" != null ] || return 0
-  record_figure interception "proxy CPU per request, wrk keep-alive /$body$([ -n "$kind" ] && echo " (veth)")" \
-    "us/req" "$z" "nginx TLS reverse proxy" "$n" "$(awk -v a="$z" -v b="$n" 'BEGIN {printf "%.3f", a / b}')" \
-    "" "" "zerod's threads, µs user+system per request: ${split%, }; lower is better"
+  record_figure interception "$name" "$unit" "$z" "nginx TLS reverse proxy" "$n" \
+    "$(awk -v a="$z" -v b="$n" 'BEGIN {printf "%.3f", a / b}')" "" "" \
+    "zerod's threads, µs user+system per ${unit#us/}: ${split%, }; lower is better"
 }
 
 # ic_wrk_figure FILE BODY KIND PEER TARGET NAME NOTE: one figure, or why not.
@@ -741,14 +745,15 @@ ic_handshakes() {
     for kind in "" veth-; do
       for mode in full resumed resumed-tls1.2; do
         z=$kind"zerod" p=$kind"nginx"
-        [ -n "${IC_BROKEN[$z]:-}" ] || echo "$round $z-$mode $(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$z]}" \
-          "$IC_GUEST_CA" "$mode" "$secs")" >> "$f"
-        [ -n "${IC_BROKEN[$p]:-}" ] || echo "$round $p-$mode $(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$p]}" \
-          "$IC_DIR/pki/rpca.pem" "$mode" "$secs")" >> "$f"
+        [ -n "${IC_BROKEN[$z]:-}" ] || ic_tls_rate "$round" "$z" "$IC_GUEST_CA" "$mode" "$secs" "$f"
+        [ -n "${IC_BROKEN[$p]:-}" ] || ic_tls_rate "$round" "$p" "$IC_DIR/pki/rpca.pem" "$mode" "$secs" "$f"
       done
     done
   done
   for kind in "" veth-; do
+    for mode in full resumed; do
+      ic_cpu_figure "$mode" "$kind" "proxy CPU per new TLS connection, $mode handshakes${kind:+ (veth)}" us/conn
+    done
     for mode in full resumed resumed-tls1.2; do
       z=$kind"zerod" p=$kind"nginx"
       name="new TLS connections/s from a guest, ${mode/-tls1.2/ TLS 1.2} handshakes, one request each${kind:+ (veth)}"
@@ -763,6 +768,16 @@ ic_handshakes() {
       fi
     done
   done
+}
+
+# ic_tls_rate ROUND VARIANT CA MODE SECONDS FILE: one tls_connect_rate run
+# through the variant, its rate appended to FILE and its CPU accounted.
+ic_tls_rate() {
+  local before rate
+  before=$(ic_cpu_ticks "$2")
+  rate=$(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$2]}" "$3" "$4" "$5")
+  ic_cpu_account "$2-$4" "$before" "$(ic_cpu_ticks "$2")" "$rate" "$5"
+  echo "$1 $2-$4 $rate" >> "$6"
 }
 
 # ic_hold: with ZN_BENCH_HOLD=FILE, the lab is kept as set up while FILE
