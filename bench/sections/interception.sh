@@ -341,12 +341,8 @@ ic_peer_checks() {
 # itself once held one for whole runs). Recorded as a run fact; a busy one
 # is named in the log.
 ic_idle_check() {
-  local pids=() pid before=() after=() i busy="" master
-  pids=("$ZEROD_PID" "${IC_PEER_PIDS[@]}")
-  # nginx masters and their workers (the workers' command lines name no file).
-  for master in $(pgrep -f "nginx -c $IC_DIR/" || true); do
-    pids+=("$master" $(pgrep -P "$master" || true))
-  done
+  local pids=() pid before=() after=() i busy=""
+  pids=("$ZEROD_PID" "${IC_PEER_PIDS[@]}" $(ic_nginx_pids "$IC_DIR/"))
   for pid in "${pids[@]}"; do before+=("$(proc_ticks "$pid")"); done
   sleep 1
   for i in "${!pids[@]}"; do after+=("$(proc_ticks "${pids[$i]}")"); done
@@ -361,6 +357,15 @@ ic_idle_check() {
   else
     record_meta interception_idle '"ok: the lab idles before the figures"'
   fi
+}
+
+# ic_nginx_pids CONF_PREFIX: the masters started with a config under
+# CONF_PREFIX, and their workers (whose command lines name no file).
+ic_nginx_pids() {
+  local master
+  for master in $(pgrep -f "nginx -c $1" || true); do
+    echo "$master" $(pgrep -P "$master" || true)
+  done
 }
 
 # proc_ticks PID: CPU ticks the process (all its threads) has used; 0 if gone.
@@ -439,11 +444,8 @@ ic_wrk() {
         # /echo (every response an alarm) is zerod's own path: nginx only.
         [ "$body" = echo ] && [[ $v == *squid || $v == *mitmproxy ]] && continue
         [ "$round" = 1 ] && [[ $v == *zerod ]] && ic_profile "$v-$body" "$secs"
-        local before rps
-        before=$(ic_cpu_ticks "$v")
-        rps=$(wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs")
-        ic_cpu_account "$v-$body" "$before" "$(ic_cpu_ticks "$v")" "$rps" "$secs"
-        echo "$round $v-$body $rps" >> "$f"
+        ic_accounted_run "$round" "$v" "$body" "$secs" "$f" \
+          wrk_rps_ns "$IC_PREFIX-${IC_NS_OF[$v]}" "https://$IC_NAME/$body" "$secs"
         ic_profile_end
       done
     done
@@ -476,7 +478,7 @@ ic_wrk() {
 # gives them (common/thread_name.h); an nginx reverse proxy's master and
 # workers (proxy). Nothing for squid and mitmproxy.
 ic_cpu_ticks() {
-  local v=$1 pids=() master task
+  local v=$1 task
   case $v in
     zerod | veth-zerod)
       for task in /proc/"$ZEROD_PID"/task/*; do
@@ -485,11 +487,22 @@ ic_cpu_ticks() {
           print g, $14, $15 }' "$task/stat" 2> /dev/null || true
       done ;;
     nginx | veth-nginx)
-      for master in $(pgrep -f "nginx -c $IC_DIR/$([ "$v" = nginx ] && echo rp || echo rp-veth)/nginx.conf" || true); do
-        pids+=("$master" $(pgrep -P "$master" || true))
-      done
-      for task in "${pids[@]}"; do awk '{print "proxy", $14, $15}' "/proc/$task/stat" 2> /dev/null || true; done ;;
+      for task in $(ic_nginx_pids "$IC_DIR/$([ "$v" = nginx ] && echo rp || echo rp-veth)/nginx.conf"); do
+        awk '{print "proxy", $14, $15}' "/proc/$task/stat" 2> /dev/null || true
+      done ;;
   esac | awk '{u[$1] += $2; s[$1] += $3} END {for (g in u) print g, u[g], s[g]}'
+}
+
+# ic_accounted_run ROUND VARIANT KEY SECONDS FILE CMD...: CMD (a run of
+# SECONDS through the variant that prints its rate per second, or null),
+# "ROUND VARIANT-KEY rate" appended to FILE and the run's CPU accounted.
+ic_accounted_run() {
+  local round=$1 v=$2 key=$3 secs=$4 f=$5 before rate
+  shift 5
+  before=$(ic_cpu_ticks "$v")
+  rate=$("$@")
+  ic_cpu_account "$v-$key" "$before" "$(ic_cpu_ticks "$v")" "$rate" "$secs"
+  echo "$round $v-$key $rate" >> "$f"
 }
 
 # ic_cpu_account NAME BEFORE AFTER RPS SECONDS: appends "name group user_ticks
@@ -745,8 +758,10 @@ ic_handshakes() {
     for kind in "" veth-; do
       for mode in full resumed resumed-tls1.2; do
         z=$kind"zerod" p=$kind"nginx"
-        [ -n "${IC_BROKEN[$z]:-}" ] || ic_tls_rate "$round" "$z" "$IC_GUEST_CA" "$mode" "$secs" "$f"
-        [ -n "${IC_BROKEN[$p]:-}" ] || ic_tls_rate "$round" "$p" "$IC_DIR/pki/rpca.pem" "$mode" "$secs" "$f"
+        [ -n "${IC_BROKEN[$z]:-}" ] || ic_accounted_run "$round" "$z" "$mode" "$secs" "$f" \
+          tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$z]}" "$IC_GUEST_CA" "$mode" "$secs"
+        [ -n "${IC_BROKEN[$p]:-}" ] || ic_accounted_run "$round" "$p" "$mode" "$secs" "$f" \
+          tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$p]}" "$IC_DIR/pki/rpca.pem" "$mode" "$secs"
       done
     done
   done
@@ -768,16 +783,6 @@ ic_handshakes() {
       fi
     done
   done
-}
-
-# ic_tls_rate ROUND VARIANT CA MODE SECONDS FILE: one tls_connect_rate run
-# through the variant, its rate appended to FILE and its CPU accounted.
-ic_tls_rate() {
-  local before rate
-  before=$(ic_cpu_ticks "$2")
-  rate=$(tls_rate_ns "$IC_PREFIX-${IC_NS_OF[$2]}" "$3" "$4" "$5")
-  ic_cpu_account "$2-$4" "$before" "$(ic_cpu_ticks "$2")" "$rate" "$5"
-  echo "$1 $2-$4 $rate" >> "$6"
 }
 
 # ic_hold: with ZN_BENCH_HOLD=FILE, the lab is kept as set up while FILE
