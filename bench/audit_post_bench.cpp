@@ -157,7 +157,11 @@ void audit_writer_steady(benchmark::State& state) {
 BENCHMARK(audit_writer_steady)
     ->Args({0, 9})
     ->Args({2000, 9})
+    ->Args({5000, 9})
+    ->Args({10000, 9})
     ->Args({2000, 2})
+    ->Args({5000, 2})
+    ->Args({10000, 2})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

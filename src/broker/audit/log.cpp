@@ -162,8 +162,11 @@ AuditRecord AuditLog::append(AuditEvent ev) {
   queue_.push_back(std::move(it));
   ++accepted_;
   publish_pending_locked();
-  if (queue_.size() == 1) work_.notify_one();
+  // Always woken: the writer may be gathering, and this caller waits.
+  ++hurry_;
+  work_.notify_one();
   settled_.wait(lk, [&] { return mine.done; });
+  --hurry_;
   if (mine.error) std::rethrow_exception(mine.error);
   return std::move(mine.rec);
 }
@@ -171,7 +174,11 @@ AuditRecord AuditLog::append(AuditEvent ev) {
 bool AuditLog::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
   const uint64_t target = accepted_;
-  return settled_.wait_for(lk, timeout, [&] { return stats_.committed >= target; });
+  ++hurry_;
+  work_.notify_one();
+  const bool done = settled_.wait_for(lk, timeout, [&] { return stats_.committed >= target; });
+  --hurry_;
+  return done;
 }
 
 bool AuditLog::admits() const {
@@ -229,9 +236,10 @@ void AuditLog::writer_loop() {
     // Under a steady stream, more records per transaction (options: gather).
     // post() notifies only an empty queue's first record, so the wait is
     // not woken per record.
-    if (opts_.gather.count() > 0 && queue_.size() < opts_.max_batch &&
+    if (opts_.gather.count() > 0 && queue_.size() < opts_.max_batch && hurry_ == 0 &&
         steady_clock::now() - last_commit_end_ < opts_.gather)
-      work_.wait_for(lk, opts_.gather, [&] { return stopping_ || queue_.size() >= opts_.max_batch; });
+      work_.wait_for(lk, opts_.gather,
+                     [&] { return stopping_ || hurry_ > 0 || queue_.size() >= opts_.max_batch; });
 
     const size_t n = std::min(queue_.size(), opts_.max_batch);
     std::vector<Item> batch;

@@ -155,6 +155,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
                                  "audit_sinks",
                                  "audit_host",
                                  "audit_retention",
+                                 "audit_gather_ms",
                                  "approval_webhook",
                                  "upstream_ca_bundle",
                                  "upstream_allow",
@@ -226,6 +227,7 @@ DaemonConfig parse_daemon_config(const std::string& text) {
   }
   c.secret_read_linger_ms = get_uint(doc, "secret_read_linger_ms", c.secret_read_linger_ms, 0, 10000);
   c.approval_timeout_ms = get_uint(doc, "approval_timeout_ms", c.approval_timeout_ms, 100, 86400000);
+  c.audit_gather_ms = get_uint(doc, "audit_gather_ms", c.audit_gather_ms, 0, 100);
   c.approval_held_per_session =
       get_uint(doc, "approval_held_per_session", c.approval_held_per_session, 1, 100000);
   c.capability_threads = get_uint(doc, "capability_threads", c.capability_threads, 2, 256);

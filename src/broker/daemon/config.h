@@ -174,6 +174,9 @@ struct DaemonConfig {
   std::string audit_host;
   // Retention of the local store ("audit_retention"); no limits = keep all.
   AuditRetentionOptions audit_retention;
+  // The audit writer's group commit (AuditLogOptions::gather): while
+  // records keep coming, they gather this long into one transaction.
+  uint32_t audit_gather_ms = 10;
   // zerod's audit signing key (Ed25519 seed, beside the host key): seals
   // every exported batch.
   std::string audit_signing_key() const;

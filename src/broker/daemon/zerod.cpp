@@ -314,6 +314,7 @@ void ZerodDaemon::start_host_keys() {
 void ZerodDaemon::start_audit() {
   AuditLogOptions audit_options;
   audit_options.db_path = config_.audit_db();
+  audit_options.gather = std::chrono::milliseconds(config_.audit_gather_ms);
   // Each committed line goes to stdout (the journal); each batch is then
   // flushed and wakes the exporters, which read the store themselves (one
   // write and one wake-up per batch, not per record).

@@ -536,6 +536,39 @@ TEST_F(AuditLogTest, RecordsThatKeepComingGatherAndALoneOneIsCommittedAtOnce) {
   }
 }
 
+// Whoever waits on the queue ends a gather at once: an append() (a control
+// call that returns its own record) and a flush() are never held for it,
+// and take what gathered before them into the same commit. The control: a
+// post() alone, right after a commit, stays gathered.
+TEST_F(AuditLogTest, AnAppendOrFlushEndsAGatherAtOnce) {
+  test::TempDir d;
+  AuditLogOptions o = opts();
+  o.db_path = d.file("audit.db");
+  o.gather = std::chrono::microseconds(3s);
+  AuditLog log(o);
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 0}})));  // after a quiet spell: at once
+  ASSERT_TRUE(eventually([&] { return log.stats().committed == 1; }));
+
+  // Control: records that keep coming gather.
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 1}})));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(log.stats().committed, 1u);
+
+  auto t0 = std::chrono::steady_clock::now();
+  const AuditRecord r = log.append(ev("session:create", "user-1", json{{"i", 2}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_EQ(r.seq, 3u);
+  EXPECT_EQ(log.stats().committed, 3u);
+
+  ASSERT_TRUE(log.post(ev("egress:allow", "user-1", json{{"i", 3}})));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(log.stats().committed, 3u);  // gathering again
+  t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(log.flush());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_EQ(log.stats().committed, 4u);
+}
+
 // batch_done runs once per committed batch, after all of that batch's lines
 // (zerod flushes stdout and wakes its exporters there, not per record).
 TEST_F(AuditLogTest, BatchDoneFollowsEachBatchsLines) {

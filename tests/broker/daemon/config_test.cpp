@@ -117,6 +117,15 @@ TEST(ZerodConfigShares, CapabilityAndDnsSharesWithinTheirBounds) {
             std::string::npos);
 }
 
+// The audit's group commit: 10 ms unless the operator sets it (0: none).
+TEST(ZerodConfigAudit, GatherWithinItsBounds) {
+  EXPECT_EQ(parse_daemon_config("{}").audit_gather_ms, 10u);
+  EXPECT_EQ(parse_daemon_config(R"({"audit_gather_ms": 0})").audit_gather_ms, 0u);
+  EXPECT_EQ(parse_daemon_config(R"({"audit_gather_ms": 100})").audit_gather_ms, 100u);
+  EXPECT_NE(config_error(R"({"audit_gather_ms": 101})").find("$.audit_gather_ms"), std::string::npos);
+  EXPECT_NE(config_error(R"({"audit_gather_ms": -1})").find("$.audit_gather_ms"), std::string::npos);
+}
+
 // Guest TLS resumption is on unless the operator turns it off.
 TEST(ZerodConfigTcAttach, ClsactByDefaultTcxOnRequestNothingElse) {
   EXPECT_EQ(parse_daemon_config("{}").tc_attach, "clsact");
