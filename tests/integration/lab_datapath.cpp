@@ -39,6 +39,7 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
   listeners.proxy_port = kProxyPort;
   listeners.dns_port = kDnsPort;
   maps_->set_listeners(listeners);
+  attach_listener_lookup();
 
   for (size_t i = 0; i < lab_->guests().size(); ++i) {
     const vmm::LabGuest& g = lab_->guests()[i];
@@ -51,7 +52,18 @@ LabDatapath::LabDatapath(const std::vector<std::string>& guests, uint32_t first_
   }
 }
 
+void LabDatapath::attach_listener_lookup() {
+  NetnsScope in_host(lab_->host_netns());
+  listener_lookup_ = std::make_unique<dp::ListenerLookup>(*datapath_);
+  listener_lookup_->set(dp::ListenerKind::kProxy, proxy4_->fd());
+  listener_lookup_->set(dp::ListenerKind::kProxy, proxy6_->fd());
+  listener_lookup_->set(dp::ListenerKind::kDns, dns_tcp4_->fd());
+}
+
+void LabDatapath::detach_listener_lookup() { listener_lookup_.reset(); }
+
 LabDatapath::~LabDatapath() {
+  listener_lookup_.reset();
   try {
     NetnsScope in_host(lab_->host_netns());
     attachments_.clear();

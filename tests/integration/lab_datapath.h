@@ -9,6 +9,7 @@
 
 #include "support/host_sockets.h"
 #include "userspace/datapath/datapath.h"
+#include "userspace/datapath/listener_lookup.h"
 #include "userspace/datapath/maps.h"
 #include "userspace/datapath/tc_attachment.h"
 #include "vmm/lab/lab.h"
@@ -36,6 +37,10 @@ class LabDatapath {
   TransparentUdpSocket& dns_udp4() { return *dns_udp4_; }
   TransparentUdpSocket& dns_udp6() { return *dns_udp6_; }
   TransparentTcpListener& dns_tcp4() { return *dns_tcp4_; }
+  // The namespace's listener lookup over the listeners above (as zerod
+  // runs it): attached from the start; detached for a control.
+  void attach_listener_lookup();
+  void detach_listener_lookup();
 
  private:
   std::unique_ptr<vmm::Lab> lab_;
@@ -44,6 +49,7 @@ class LabDatapath {
   std::unique_ptr<dp::Datapath> datapath_;
   std::unique_ptr<dp::DatapathMaps> maps_;
   std::vector<dp::TcAttachment> attachments_;
+  std::unique_ptr<dp::ListenerLookup> listener_lookup_;
   std::unique_ptr<TransparentTcpListener> proxy4_, proxy6_, dns_tcp4_;
   std::unique_ptr<TransparentUdpSocket> dns_udp4_, dns_udp6_;
 };

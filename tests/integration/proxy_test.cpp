@@ -39,6 +39,36 @@ TEST_F(ProxyTest, RawIpsAndUnresolvedNamesAreReset) {
   EXPECT_EQ(events.find("egress:allow"), std::string::npos) << events;
 }
 
+// zerod closes a guest's connection first (a refusal, Connection: close),
+// so its host holds that four-tuple in TIME_WAIT; the guest's next
+// connection from the same port must still reach the proxy with its first
+// SYN (zerod's listener lookup, datapath/listener_lookup.h; the datapath
+// test TapDatapathTest.ASynOnAFourTupleTheHostHoldsInTimeWait... has the
+// control without it). Before, the SYN met the old connection's ACK and was
+// sent again 10 ms to a second later.
+TEST_F(ProxyTest, AGuestsNextConnectionFromThePortZerodClosedGoesThroughAtOnce) {
+  const std::string port = std::to_string(42000 + (::getpid() % 20000));
+  // From PORT: a request, read to the end (zerod answers and closes first);
+  // prints the SYN's retransmissions (tcpi_total_retrans) and the answer's status line.
+  const std::string once =
+      "python3 -c 'import socket,struct,sys\n"
+      "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind((\"\",int(sys.argv[1])))\n"
+      "s.settimeout(8); s.connect((\"198.18.0.11\",80))\n"
+      "r=struct.unpack_from(\"I\",s.getsockopt(socket.IPPROTO_TCP,socket.TCP_INFO,104),100)[0]\n"
+      "s.sendall(b\"GET / HTTP/1.1\\r\\nHost: 198.18.0.11\\r\\nConnection: close\\r\\n\\r\\n\")\n"
+      "a=b\"\"\n"
+      "while (c:=s.recv(4096)): a+=c\n"
+      "s.close(); print(r, a.split(b\"\\r\\n\")[0].decode())' ";
+  const CommandResult first = guest(once + port);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_NE(first.output.find("HTTP/1.1 "), std::string::npos) << first.output;  // zerod answered
+  const CommandResult tw = run_in_netns(lab_->host_netns(), "ss -Htan state time-wait");
+  ASSERT_NE(tw.output.find(net::to_string(lab_->guests()[0].guest_ip4) + ":" + port), std::string::npos) << "no TIME_WAIT to test against:\n" << tw.output;
+  const CommandResult second = guest(once + port);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.output.substr(0, 2), "0 ") << "the SYN was sent again: " << second.output;
+}
+
 TEST_F(ProxyTest, NamesResolvingToMetadataOrPrivateAddressesAreRefused) {
   // DNS may be made to answer an internal address; the proxy still refuses it.
   EXPECT_EQ(dig("meta.npmjs.org"), "169.254.169.254\n");

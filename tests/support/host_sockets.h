@@ -34,6 +34,7 @@ class TransparentTcpListener {
   // ip "127.0.0.1" or "::1"; port 0 picks a free one.
   TransparentTcpListener(const std::string& ip, uint16_t port);
   uint16_t port() const { return port_; }
+  int fd() const { return fd_.get(); }
   std::optional<Accepted> accept_for(std::chrono::milliseconds timeout);
 
  private:

@@ -240,6 +240,16 @@ void ZerodDaemon::bind_services() {
       [this] { dns_.reset(); });
   services_.bind(
       "proxy", [this] { start_proxy(); }, [this] { proxy_.reset(); });
+  services_.bind(
+      "listener_lookup",
+      [this] {
+        // In zerod's namespace (this thread's, since "netns"), where the
+        // listeners and the governed devices are.
+        listener_lookup_ = std::make_unique<dp::ListenerLookup>(*datapath_);
+        for (int fd : proxy_->listener_fds()) listener_lookup_->set(dp::ListenerKind::kProxy, fd);
+        for (int fd : dns_->tcp_listener_fds()) listener_lookup_->set(dp::ListenerKind::kDns, fd);
+      },
+      [this] { listener_lookup_.reset(); });
   // Calls are taken from the start (the capabilities service); stopped here,
   // while the proxy's loops their answers are posted to still run.
   services_.bind("capability_calls", {}, [this] { capabilities_->shutdown(); });

@@ -35,6 +35,7 @@
 #include "broker/vms/vm_registry.h"
 #include "userspace/dns/responder.h"
 #include "userspace/datapath/datapath.h"
+#include "userspace/datapath/listener_lookup.h"
 #include "userspace/datapath/maps.h"
 
 namespace zn::broker {
@@ -121,6 +122,7 @@ class ZerodDaemon {
   std::unique_ptr<ApprovalParticipant> approval_part_;
   std::unique_ptr<GuestParticipant> guest_part_;
   std::unique_ptr<proxy::TransparentProxy> proxy_;
+  std::unique_ptr<dp::ListenerLookup> listener_lookup_;  // over the proxy's and DNS's listeners
   EventFeed events_;  // live drop events for `znctl events`; outlives control_
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<DocumentServer> metrics_;

@@ -30,6 +30,10 @@ std::vector<ServiceDeclaration> zerod_services() {
        "the state file's sessions re-adopted, an interrupted key rotation finished, declared ports reopened"},
       {"dns", {"dns_policy", "resolver", "restore"}, "the DNS responder (UDP and TCP) on its loop"},
       {"proxy", {"proxy_policy", "restore"}, "the transparent proxy's loops and workers"},
+      {"listener_lookup",
+       {"datapath", "dns", "proxy"},
+       "the namespace's listener lookup for governed devices: a SYN on a four-tuple still in TIME_WAIT reaches "
+       "the proxy's or DNS listener"},
       {"capability_calls",
        {"capabilities", "proxy"},
        "capability calls taken; stopped before the proxy's loops their answers go to"},

@@ -131,6 +131,10 @@ int Datapath::counters_fd() const { return bpf_map__fd(ingress_->maps.zn_counter
 int Datapath::events_fd() const { return bpf_map__fd(ingress_->maps.zn_events); }
 int Datapath::event_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_ev_bucket); }
 int Datapath::dns_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_dns_bucket); }
+int Datapath::map_fd(const char* name) const {
+  const struct bpf_map* map = bpf_object__find_map_by_name(ingress_->obj, name);
+  return map ? bpf_map__fd(map) : -1;
+}
 DatapathMaps::Fds Datapath::map_fds() const {
   return {sessions_fd(), listeners_fd(),     l4_allow_fd(),   l4_count_fd(),
           counters_fd(), event_buckets_fd(), dns_buckets_fd()};

@@ -38,6 +38,9 @@ class Datapath {
   int event_buckets_fd() const;
   int dns_buckets_fd() const;
   DatapathMaps::Fds map_fds() const;
+  // A map of the datapath by its name in the BPF source, or -1: for another
+  // object that works on the same maps (listener_lookup.h).
+  int map_fd(const char* name) const;
   const std::string& pin_root() const { return pin_root_; }
 
  private:

@@ -297,6 +297,12 @@ Responder::~Responder() { impl_->stop(); }
 
 uint16_t Responder::port() const { return impl_->port; }
 
+std::vector<int> Responder::tcp_listener_fds() const {
+  std::vector<int> fds;
+  for (const auto& a : impl_->tcp) fds.push_back(a->native_handle());
+  return fds;
+}
+
 DnsCountersSnapshot Responder::counters() const { return impl_->handler.counters().snapshot(); }
 
 size_t Responder::tcp_connections() const { return impl_->tcp_connections.load(); }

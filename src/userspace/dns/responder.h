@@ -50,6 +50,9 @@ class Responder {
   Responder& operator=(const Responder&) = delete;
 
   uint16_t port() const;
+  // The TCP listening sockets (one per address), for the datapath's
+  // listener lookup (datapath/listener_lookup.h). Owned by the responder.
+  std::vector<int> tcp_listener_fds() const;
   DnsCountersSnapshot counters() const;
   size_t tcp_connections() const;
 

@@ -489,6 +489,12 @@ TransparentProxy::~TransparentProxy() {
   impl_->upstreams.clear();
 }
 
+std::vector<int> TransparentProxy::listener_fds() const {
+  std::vector<int> fds;
+  for (const auto& acceptor : impl_->acceptors) fds.push_back(acceptor->native_handle());
+  return fds;
+}
+
 uint16_t TransparentProxy::port() const { return impl_->port; }
 
 ProxyCountersSnapshot TransparentProxy::counters() const { return impl_->counters.snapshot(); }

@@ -115,6 +115,9 @@ class TransparentProxy {
 
   // The bound port. Never blocks; any thread.
   uint16_t port() const;
+  // The listening sockets (one per address), for the datapath's listener
+  // lookup (datapath/listener_lookup.h). Owned by the proxy.
+  std::vector<int> listener_fds() const;
   // The listener's and the intercepted requests' counters. Never blocks; any thread.
   ProxyCountersSnapshot counters() const;
   InterceptCountersSnapshot request_counters() const;
