@@ -43,26 +43,31 @@ struct {
 	__uint(max_entries, ZN_LISTENER_SLOTS);
 } zn_listen_socks SEC(".maps");
 
+/* The lookup's local (or remote) address against an address of the maps
+ * (network order). */
+static __always_inline int zn_addr_is(const struct bpf_sk_lookup *ctx, int remote, __u32 ip4, const __u8 *ip6)
+{
+	int i;
+
+	if (ctx->family != ZN_AF_INET6)
+		return (remote ? ctx->remote_ip4 : ctx->local_ip4) == ip4;
+	for (i = 0; i < 4; i++) {
+		__u32 w;
+
+		__builtin_memcpy(&w, ip6 + 4 * i, 4);
+		if ((remote ? ctx->remote_ip6[i] : ctx->local_ip6[i]) != w)
+			return 0;
+	}
+	return 1;
+}
+
 /* Whether the lookup asks for a listener's own address and port: TC
  * ingress's bpf_skc_lookup_tcp of the listener tuple runs this program too,
  * and must find exactly the listener it named (the kernel's lookup does). */
 static __always_inline int zn_names_listener(const struct bpf_sk_lookup *ctx, __u32 ip4, const __u8 *ip6,
 					     __u16 port_be)
 {
-	int i;
-
-	if (ctx->local_port != bpf_ntohs(port_be))
-		return 0;
-	if (ctx->family != ZN_AF_INET6)
-		return ctx->local_ip4 == ip4;
-	for (i = 0; i < 4; i++) {
-		__u32 w;
-
-		__builtin_memcpy(&w, ip6 + 4 * i, 4);
-		if (ctx->local_ip6[i] != w)
-			return 0;
-	}
-	return 1;
+	return ctx->local_port == bpf_ntohs(port_be) && zn_addr_is(ctx, 0, ip4, ip6);
 }
 
 SEC("sk_lookup")
@@ -70,13 +75,20 @@ int zn_listener_lookup(struct bpf_sk_lookup *ctx)
 {
 	__u32 ifindex = ctx->ingress_ifindex, slot, zero = 0;
 	const struct zn_listeners *ln;
+	const struct zn_session *s;
 	struct bpf_sock *sk;
 	long err;
 
 	if (ctx->protocol != IPPROTO_TCP)
 		return SK_PASS;
-	if (!bpf_map_lookup_elem(&zn_sessions, &ifindex))
+	s = bpf_map_lookup_elem(&zn_sessions, &ifindex);
+	if (!s)
 		return SK_PASS; /* not a governed device: the host's own lookup */
+	/* Only the guest's own packets (TC ingress drops any other source):
+	 * the host's connections to its own address on the device (ingress
+	 * ifindex is the device's there too) are the host's own lookup. */
+	if (!zn_addr_is(ctx, 1, s->guest_ip4, s->guest_ip6))
+		return SK_PASS;
 	ln = bpf_map_lookup_elem(&zn_listeners, &zero);
 	if (!ln)
 		return SK_DROP;
