@@ -52,7 +52,8 @@ TEST_F(ProxyTest, AGuestsNextConnectionFromThePortZerodClosedGoesThroughAtOnce) 
   // prints the SYN's retransmissions (tcpi_total_retrans) and the answer's status line.
   const std::string once =
       "python3 -c 'import socket,struct,sys\n"
-      "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind((\"\",int(sys.argv[1])))\n"
+      "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); "
+      "s.bind((\"\",int(sys.argv[1])))\n"
       "s.settimeout(8); s.connect((\"198.18.0.11\",80))\n"
       "r=struct.unpack_from(\"I\",s.getsockopt(socket.IPPROTO_TCP,socket.TCP_INFO,104),100)[0]\n"
       "s.sendall(b\"GET / HTTP/1.1\\r\\nHost: 198.18.0.11\\r\\nConnection: close\\r\\n\\r\\n\")\n"
@@ -63,7 +64,9 @@ TEST_F(ProxyTest, AGuestsNextConnectionFromThePortZerodClosedGoesThroughAtOnce) 
   ASSERT_EQ(first.exit_code, 0) << first.output;
   ASSERT_NE(first.output.find("HTTP/1.1 "), std::string::npos) << first.output;  // zerod answered
   const CommandResult tw = run_in_netns(lab_->host_netns(), "ss -Htan state time-wait");
-  ASSERT_NE(tw.output.find(net::to_string(lab_->guests()[0].guest_ip4) + ":" + port), std::string::npos) << "no TIME_WAIT to test against:\n" << tw.output;
+  ASSERT_NE(tw.output.find(net::to_string(lab_->guests()[0].guest_ip4) + ":" + port), std::string::npos)
+      << "no TIME_WAIT to test against:\n"
+      << tw.output;
   const CommandResult second = guest(once + port);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_EQ(second.output.substr(0, 2), "0 ") << "the SYN was sent again: " << second.output;

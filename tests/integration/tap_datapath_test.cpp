@@ -128,7 +128,8 @@ TEST_F(TapDatapathTest, ASynOnAFourTupleTheHostHoldsInTimeWaitReachesTheListener
   const std::string once =
       "python3 -c 'import socket,struct,sys\n"
       "f=socket.AF_INET6 if \":\" in sys.argv[2] else socket.AF_INET\n"
-      "s=socket.socket(f); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind((\"\",int(sys.argv[1])))\n"
+      "s=socket.socket(f); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); "
+      "s.bind((\"\",int(sys.argv[1])))\n"
       "s.settimeout(8); s.connect((sys.argv[2],80))\n"
       "print(struct.unpack_from(\"I\",s.getsockopt(socket.IPPROTO_TCP,socket.TCP_INFO,104),100)[0])\n"
       "s.sendall(b\"x\")\n"
@@ -159,7 +160,8 @@ TEST_F(TapDatapathTest, ASynOnAFourTupleTheHostHoldsInTimeWaitReachesTheListener
       ASSERT_EQ(first.exit_code, 0) << first.output;
       // What the test is about: the host holds the four-tuple in TIME_WAIT.
       const CommandResult tw = run_in_netns(env_->lab().host_netns(), "ss -Htan state time-wait");
-      const std::string guest = v6 ? "[" + net::to_string(g0().guest_ip6) + "]" : net::to_string(g0().guest_ip4);
+      const std::string guest =
+          v6 ? "[" + net::to_string(g0().guest_ip6) + "]" : net::to_string(g0().guest_ip4);
       EXPECT_NE(tw.output.find(guest + ":" + port), std::string::npos) << tw.output;
       const CommandResult second = in_guest(once + port + " " + dest);
       ASSERT_EQ(second.exit_code, 0) << second.output;

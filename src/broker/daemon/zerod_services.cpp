@@ -32,8 +32,8 @@ std::vector<ServiceDeclaration> zerod_services() {
       {"proxy", {"proxy_policy", "restore"}, "the transparent proxy's loops and workers"},
       {"listener_lookup",
        {"datapath", "dns", "proxy"},
-       "the namespace's listener lookup for governed devices: a SYN on a four-tuple still in TIME_WAIT reaches "
-       "the proxy's or DNS listener"},
+       "the namespace's listener lookup for governed devices: a SYN on a four-tuple still in TIME_WAIT "
+       "reaches the proxy's or DNS listener"},
       {"capability_calls",
        {"capabilities", "proxy"},
        "capability calls taken; stopped before the proxy's loops their answers go to"},

@@ -31,14 +31,15 @@ ListenerLookup::ListenerLookup(const Datapath& datapath) {
       const int shared = datapath.map_fd(bpf_map__name(map));
       if (shared < 0) continue;
       const int err = bpf_map__reuse_fd(map, shared);
-      if (err) throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + errno_text(err));
+      if (err)
+        throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + errno_text(err));
     }
     int err = listener_lookup__load(skel_);
     if (err) throw std::runtime_error("load listener_lookup: " + errno_text(err));
     net::UniqueFd netns(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (netns.get() < 0) throw std::runtime_error("open the network namespace: " + errno_text(errno));
-    link_ = net::UniqueFd(
-        bpf_link_create(bpf_program__fd(skel_->progs.zn_listener_lookup), netns.get(), BPF_SK_LOOKUP, nullptr));
+    link_ = net::UniqueFd(bpf_link_create(bpf_program__fd(skel_->progs.zn_listener_lookup), netns.get(),
+                                          BPF_SK_LOOKUP, nullptr));
     if (link_.get() < 0) throw std::runtime_error("attach listener_lookup (sk_lookup): " + errno_text(errno));
   } catch (...) {
     listener_lookup__destroy(skel_);
