@@ -245,7 +245,18 @@ void ZerodDaemon::bind_services() {
       [this] {
         // In zerod's namespace (this thread's, since "netns"), where the
         // listeners and the governed devices are.
-        listener_lookup_ = std::make_unique<dp::ListenerLookup>(*datapath_);
+        // Not a control (TC ingress decides every packet either way): a
+        // kernel without sk_lookup (before 5.9) runs without it, slower for
+        // a guest that reconnects from a port zerod closed, and says so.
+        try {
+          listener_lookup_ = std::make_unique<dp::ListenerLookup>(*datapath_);
+        } catch (const std::exception& e) {
+          spdlog::warn(
+              "no listener lookup ({}): a guest's SYN on a four-tuple zerod holds in TIME_WAIT waits "
+              "for its retry",
+              e.what());
+          return;
+        }
         for (int fd : proxy_->listener_fds()) listener_lookup_->set(dp::ListenerKind::kProxy, fd);
         for (int fd : dns_->tcp_listener_fds()) listener_lookup_->set(dp::ListenerKind::kDns, fd);
       },
