@@ -33,7 +33,6 @@
 #include "zn_listener_slots.h"
 
 #define ZN_AF_INET6 10
-#define ZN_DNS_PORT 53
 
 /* The host's listeners, by slot (zn_listener_slots.h); zerod fills it. */
 struct {

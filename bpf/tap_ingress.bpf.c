@@ -51,7 +51,6 @@
 #include "zn_parse.h"
 #include "zn_verdict.h"
 
-#define ZN_DNS_PORT 53
 #define ZN_IP_MF 0x2000
 #define ZN_IP_OFFSET 0x1FFF
 

@@ -31,6 +31,7 @@
 #define ZN_DEFAULT_DNS_BURST 4000
 #define ZN_DEFAULT_PROXY_PORT 15001 /* the proxy's transparent listener */
 #define ZN_DEFAULT_DNS_PORT 15053   /* the DNS responder, UDP and TCP */
+#define ZN_DNS_PORT 53		    /* guest DNS (UDP and TCP, any destination) goes to the responder */
 
 /* skb->mark bits. Ingress sets ZN_MARK_STEER on packets it assigns to a host
  * socket so the policy rule "fwmark 0x200/0xf00 lookup 100" routes them locally.

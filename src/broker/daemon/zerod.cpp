@@ -244,10 +244,10 @@ void ZerodDaemon::bind_services() {
       "listener_lookup",
       [this] {
         // In zerod's namespace (this thread's, since "netns"), where the
-        // listeners and the governed devices are.
-        // Not a control (TC ingress decides every packet either way): a
-        // kernel without sk_lookup (before 5.9) runs without it, slower for
-        // a guest that reconnects from a port zerod closed, and says so.
+        // listeners and the governed devices are. Not a control (TC ingress
+        // decides every packet either way): a kernel without sk_lookup
+        // (before 5.9) runs without it, slower for a guest that reconnects
+        // from a port zerod closed, and says so.
         try {
           listener_lookup_ = std::make_unique<dp::ListenerLookup>(*datapath_);
         } catch (const std::exception& e) {

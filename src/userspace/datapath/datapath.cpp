@@ -94,14 +94,7 @@ std::unique_ptr<Datapath> Datapath::load(const DatapathOptions& options) {
   // The egress program works on the very same maps.
   dp->egress_ = tap_egress__open();
   if (!dp->egress_) throw std::runtime_error("open tap_egress: " + libbpf_error(-errno));
-  struct bpf_map* map;
-  bpf_object__for_each_map(map, dp->egress_->obj) {
-    struct bpf_map* shared = bpf_object__find_map_by_name(dp->ingress_->obj, bpf_map__name(map));
-    if (!shared) continue;
-    err = bpf_map__reuse_fd(map, bpf_map__fd(shared));
-    if (err)
-      throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + libbpf_error(err));
-  }
+  dp->share_maps_with(dp->egress_->obj);
   err = tap_egress__load(dp->egress_);
   if (err) throw std::runtime_error("load tap_egress: " + libbpf_error(err));
 
@@ -131,9 +124,15 @@ int Datapath::counters_fd() const { return bpf_map__fd(ingress_->maps.zn_counter
 int Datapath::events_fd() const { return bpf_map__fd(ingress_->maps.zn_events); }
 int Datapath::event_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_ev_bucket); }
 int Datapath::dns_buckets_fd() const { return bpf_map__fd(ingress_->maps.zn_dns_bucket); }
-int Datapath::map_fd(const char* name) const {
-  const struct bpf_map* map = bpf_object__find_map_by_name(ingress_->obj, name);
-  return map ? bpf_map__fd(map) : -1;
+void Datapath::share_maps_with(struct bpf_object* obj) const {
+  struct bpf_map* map;
+  bpf_object__for_each_map(map, obj) {
+    const struct bpf_map* shared = bpf_object__find_map_by_name(ingress_->obj, bpf_map__name(map));
+    if (!shared) continue;
+    const int err = bpf_map__reuse_fd(map, bpf_map__fd(shared));
+    if (err)
+      throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + libbpf_error(err));
+  }
 }
 DatapathMaps::Fds Datapath::map_fds() const {
   return {sessions_fd(), listeners_fd(),     l4_allow_fd(),   l4_count_fd(),

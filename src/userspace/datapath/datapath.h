@@ -6,6 +6,7 @@
 
 #include "userspace/datapath/maps.h"
 
+struct bpf_object;
 struct tap_ingress;
 struct tap_egress;
 
@@ -38,9 +39,10 @@ class Datapath {
   int event_buckets_fd() const;
   int dns_buckets_fd() const;
   DatapathMaps::Fds map_fds() const;
-  // A map of the datapath by its name in the BPF source, or -1: for another
-  // object that works on the same maps (listener_lookup.h).
-  int map_fd(const char* name) const;
+  // Before `obj` is loaded: each of its maps that the datapath has (by name
+  // in the BPF source) becomes the datapath's, not a copy (the egress
+  // program, the listener lookup). Throws when libbpf refuses one.
+  void share_maps_with(struct bpf_object* obj) const;
   const std::string& pin_root() const { return pin_root_; }
 
  private:

@@ -24,17 +24,10 @@ ListenerLookup::ListenerLookup(const Datapath& datapath) {
   skel_ = listener_lookup__open();
   if (!skel_) throw std::runtime_error("open listener_lookup: " + errno_text(errno));
   try {
-    // The datapath's maps (zn_sessions: which devices are governed), not
-    // copies; only the socket map is this object's own.
-    struct bpf_map* map;
-    bpf_object__for_each_map(map, skel_->obj) {
-      const int shared = datapath.map_fd(bpf_map__name(map));
-      if (shared < 0) continue;
-      const int err = bpf_map__reuse_fd(map, shared);
-      if (err)
-        throw std::runtime_error(std::string("share map ") + bpf_map__name(map) + ": " + errno_text(err));
-    }
-    int err = listener_lookup__load(skel_);
+    // The datapath's maps (zn_sessions: which devices are governed;
+    // zn_listeners), not copies; only the socket map is this object's own.
+    datapath.share_maps_with(skel_->obj);
+    const int err = listener_lookup__load(skel_);
     if (err) throw std::runtime_error("load listener_lookup: " + errno_text(err));
     net::UniqueFd netns(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (netns.get() < 0) throw std::runtime_error("open the network namespace: " + errno_text(errno));
