@@ -122,7 +122,7 @@ TEST_F(TapDatapathTest, HttpsFromGuestLandsOnListenerWithOriginalDestination) {
 // again (a retransmission, 10 ms to a second later; a third of all connects
 // from a veth guest did this under the bench's new-connection load).
 TEST_F(TapDatapathTest, ASynOnAFourTupleTheHostHoldsInTimeWaitReachesTheListenerAtOnce) {
-  // Connects from PORT to DEST (IPv4 or IPv6), says "x", reads to the end
+  // Connects from PORT to DEST DPORT (IPv4 or IPv6), says "x", reads to the end
   // (the host closes first), closes; prints the SYN's retransmissions
   // (tcpi_total_retrans).
   const std::string once =
@@ -130,20 +130,30 @@ TEST_F(TapDatapathTest, ASynOnAFourTupleTheHostHoldsInTimeWaitReachesTheListener
       "f=socket.AF_INET6 if \":\" in sys.argv[2] else socket.AF_INET\n"
       "s=socket.socket(f); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); "
       "s.bind((\"\",int(sys.argv[1])))\n"
-      "s.settimeout(8); s.connect((sys.argv[2],80))\n"
+      "s.settimeout(8); s.connect((sys.argv[2],int(sys.argv[3])))\n"
       "print(struct.unpack_from(\"I\",s.getsockopt(socket.IPPROTO_TCP,socket.TCP_INFO,104),100)[0])\n"
       "s.sendall(b\"x\")\n"
       "while s.recv(64): pass\n"
       "s.close()' ";
+  // The proxy's listener for either family, and DNS over TCP's (port 53).
+  struct Case {
+    const char* name;
+    const char* dest;
+    const char* dport;
+    bool v6;
+    TransparentTcpListener& listener;
+  };
+  const Case cases[] = {{"IPv4", "198.18.0.10", "80", false, env_->proxy4()},
+                        {"IPv6", "2001:db8:18::10", "80", true, env_->proxy6()},
+                        {"DNS over TCP", "9.9.9.9", "53", false, env_->dns_tcp4()}};
   int n = 0;
   for (const bool lookup : {true, false}) {
-    for (const bool v6 : {false, true}) {
-      SCOPED_TRACE(std::string(lookup ? "with the listener lookup" : "control: without it") +
-                   (v6 ? ", IPv6" : ", IPv4"));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(lookup ? "with the listener lookup, " : "control: without it, ") + c.name);
       if (!lookup) env_->detach_listener_lookup();
       const std::string port = std::to_string(41000 + (::getpid() % 20000) + n++);
-      const std::string dest = v6 ? "2001:db8:18::10" : "198.18.0.10";
-      TransparentTcpListener& listener = v6 ? env_->proxy6() : env_->proxy4();
+      const bool v6 = c.v6;
+      TransparentTcpListener& listener = c.listener;
       // Two connections, each closed by the host first.
       auto served = std::async(std::launch::async, [&listener] {
         int accepted = 0;
@@ -156,14 +166,14 @@ TEST_F(TapDatapathTest, ASynOnAFourTupleTheHostHoldsInTimeWaitReachesTheListener
         }
         return accepted;
       });
-      const CommandResult first = in_guest(once + port + " " + dest);
+      const CommandResult first = in_guest(once + port + " " + c.dest + " " + c.dport);
       ASSERT_EQ(first.exit_code, 0) << first.output;
       // What the test is about: the host holds the four-tuple in TIME_WAIT.
       const CommandResult tw = run_in_netns(env_->lab().host_netns(), "ss -Htan state time-wait");
       const std::string guest =
           v6 ? "[" + net::to_string(g0().guest_ip6) + "]" : net::to_string(g0().guest_ip4);
       EXPECT_NE(tw.output.find(guest + ":" + port), std::string::npos) << tw.output;
-      const CommandResult second = in_guest(once + port + " " + dest);
+      const CommandResult second = in_guest(once + port + " " + c.dest + " " + c.dport);
       ASSERT_EQ(second.exit_code, 0) << second.output;
       EXPECT_EQ(served.get(), 2);
       if (lookup)
